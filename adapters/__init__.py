@@ -1,0 +1,1 @@
+"""Built-in tagger adapters, one module each, registered through entry points."""

@@ -1,0 +1,141 @@
+"""``ensemble-deid corpus``: register, inspect and validate corpora."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from .common import fail_on_error, workspace_of
+
+
+@click.group()
+def corpus() -> None:
+    """Register, inspect and validate corpora."""
+
+
+@corpus.command("add")
+@click.argument("name")
+@click.option("--train", "train", required=True, type=click.Path(exists=True, file_okay=False), help="Folder of training documents (i2b2 XML or BRAT).")
+@click.option("--dev", "dev", type=click.Path(exists=True, file_okay=False), help="Optional folder of development documents.")
+@click.option("--test", "test", required=True, type=click.Path(exists=True, file_okay=False), help="Folder of test documents.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "xml", "brat"]), default="auto", help="File format of the folders.")
+@click.option("--label-map", type=click.Path(exists=True, dir_okay=False), help="TOML file renaming, merging or dropping types.")
+@click.option("--group-pattern", default=None, help="Regex whose first group is the patient id in a document id (default: i2b2 2014 PPP-NN names; other documents are their own group).")
+@click.option("--replace", is_flag=True, help="Replace a corpus already registered under NAME.")
+@click.pass_context
+def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
+    """Register corpus NAME and check that it loads."""
+    import re
+
+    from ..formats import I2B2_GROUP_PATTERN
+    from ..workspace import CorpusSpec
+
+    if group_pattern is not None:
+        try:
+            re.compile(group_pattern)
+        except re.error as exc:
+            raise click.BadParameter(f"not a valid regular expression ({exc})", param_hint="--group-pattern")
+    ws = workspace_of(ctx)
+    splits = {"train": train, "test": test, **({"dev": dev} if dev else {})}
+    spec = CorpusSpec(name, splits, fmt, label_map, group_pattern or I2B2_GROUP_PATTERN)
+    with fail_on_error():
+        ws.add_corpus(spec, replace=replace)
+        try:
+            loaded = ws.load(name)
+        except Exception:
+            ws.remove_corpus(name)  # do not leave an unloadable corpus registered
+            raise
+    for split, docs in loaded.splits.items():
+        click.echo(f"{split}: {len(docs)} documents, {sum(len(d.annotations) for d in docs):,} PHI")
+    click.echo(f"registered corpus {name!r} (fingerprint {loaded.fingerprint('train')})")
+
+
+@corpus.command("ls")
+@click.pass_context
+def ls(ctx):
+    """List registered corpora (and embedded ones not yet generated)."""
+    from ..table import render_table
+    from ..workspace import _embedded_corpora
+
+    ws = workspace_of(ctx)
+    with fail_on_error():
+        specs = ws.corpus_specs()
+    rows = [[n, ", ".join(f"{s}={p}" for s, p in spec.splits.items()), "embedded" if spec.embedded else "registered"] for n, spec in specs.items()]
+    rows += [[n, "(generated on first use)", "embedded"] for n in _embedded_corpora() if n not in specs]
+    click.echo(render_table(["name", "splits", "kind"], rows) if rows else "no corpora registered")
+
+
+@corpus.command("rm")
+@click.argument("name")
+@click.pass_context
+def rm(ctx, name):
+    """Unregister corpus NAME (its files are left alone)."""
+    with fail_on_error():
+        workspace_of(ctx).remove_corpus(name)
+    click.echo(f"removed {name!r} from the registry")
+
+
+@corpus.command("show")
+@click.argument("name")
+@click.option("--by", type=click.Choice(["category", "type", "both"]), default="both", help="Break PHI counts down by parent category, subtype, or both.")
+@click.pass_context
+def show(ctx, name, by):
+    """Documents, tokens and PHI per category and subtype, per split."""
+    from ..bio import alignment_loss
+    from ..table import render_table
+
+    with fail_on_error():
+        loaded = workspace_of(ctx).load(name)
+    splits = list(loaded.splits)
+    click.echo(f"corpus {name!r}  fingerprint {loaded.fingerprint('train')}")
+    rows = []
+    for split in splits:
+        docs = loaded.splits[split]
+        report = alignment_loss(docs)
+        rows.append([
+            split, len(docs), len({d.group for d in docs}), sum(len(d.tokens) for d in docs),
+            sum(len(d.annotations) for d in docs), f"{100 * report.loss:.2f}%",
+        ])
+    click.echo(render_table(["split", "documents", "patients", "tokens", "PHI", "alignment loss"], rows))
+    levels = {"category": ["category"], "type": ["type"], "both": ["category", "type"]}[by]
+    for level in levels:
+        counts = {s: Counter((a.category if level == "category" else a.label) for d in loaded.splits[s] for a in d.annotations) for s in splits}
+        keys = sorted(set().union(*counts.values()))
+        totals = {s: sum(counts[s].values()) or 1 for s in splits}
+        table = [[k] + [x for s in splits for x in (counts[s][k], f"{100 * counts[s][k] / totals[s]:.1f}%")] for k in keys]
+        headers = [level] + [h for s in splits for h in (s, f"{s} %")]
+        click.echo()
+        click.echo(render_table(headers, table, align="l" + "r" * (len(headers) - 1)))
+
+
+@corpus.command("check")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["auto", "xml", "brat"]), default="auto", help="File format of the folder.")
+@click.option("--label-map", type=click.Path(exists=True, dir_okay=False), help="Label map used to find parents of BRAT types.")
+@click.option("--max-shown", type=click.IntRange(min=1), default=200, help="Show at most this many problems (all are counted).")
+def check(directory, fmt, label_map, max_shown):
+    """Validate every file of DIRECTORY and report all problems at once.
+
+    Messages name the file, the tag id and the field, never the PHI text.
+    Exits with status 1 when any problem is fatal.
+    """
+    from ..errors import ERROR
+    from ..formats import read_directory
+    from ..labelmap import LabelMap
+
+    with fail_on_error():
+        lm = LabelMap.load(label_map) if label_map else None
+        docs, problems = read_directory(directory, fmt, lm)
+    for p in problems[:max_shown]:
+        click.echo(str(p), err=True)
+    if len(problems) > max_shown:
+        click.echo(f"... {len(problems) - max_shown} more problem(s) not shown", err=True)
+    kinds = Counter(p.severity for p in problems)
+    files = len({p.file for p in problems})
+    click.echo(
+        f"{Path(directory)}: {len(docs)} document(s) loaded, {sum(len(d.annotations) for d in docs):,} PHI; "
+        f"{kinds[ERROR]} error(s), {kinds['warning']} warning(s) in {files} file(s)"
+    )
+    if kinds[ERROR]:
+        raise SystemExit(1)

@@ -1,0 +1,54 @@
+"""Problems found in input files, and the errors that carry them.
+
+A message names the file, the document or tag id, and the field, never the PHI
+text itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+ERROR = "error"  # fatal: loading stops
+WARNING = "warning"  # counted and shown; loading goes on
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str
+    file: str
+    message: str
+    tag: str | None = None  # tag id (or BRAT line id / line number)
+    field: str | None = None  # attribute or element concerned
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.tag is not None:
+            where += f" [tag {self.tag}]"
+        if self.field is not None:
+            where += f" field {self.field!r}"
+        return f"{self.severity}: {where}: {self.message}"
+
+
+class EnsembleDeidError(Exception):
+    """Base class of the toolkit's own errors."""
+
+
+class CorpusError(EnsembleDeidError):
+    """Input that cannot be loaded; carries every problem found, not just the first."""
+
+    def __init__(self, problems: Sequence[Problem] | str):
+        if isinstance(problems, str):
+            self.problems: tuple[Problem, ...] = ()
+            super().__init__(problems)
+            return
+        self.problems = tuple(problems)
+        errors = [p for p in self.problems if p.severity == ERROR]
+        shown = errors[:20]
+        more = f"\n  ... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+        super().__init__(
+            f"{len(errors)} fatal problem(s):\n  " + "\n  ".join(map(str, shown)) + more
+        )
+
+
+def fatal(problems: Iterable[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == ERROR]
