@@ -11,15 +11,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TOKENIZER_VERSION = "liu17-1"
+TOKENIZER_VERSION = "liu17-2"
 
 # White space separates pieces; inside a piece, maximal digit runs, maximal
 # letter runs (any script) and single other characters are tokens. "\S" last
 # so it catches everything else one character at a time.
 _TOKEN_RE = re.compile(r"\d+|[^\W\d_]+|\S")
 # A sentence ends at a line break, or after . ? ! (optionally followed by
-# closing quotes/brackets) when white space and a capital, digit or bullet follow.
-_SENTENCE_END_RE = re.compile(r"\n|[.?!][\"')\]]*(?=\s+[A-Z0-9\-*•(\"'])")
+# closing quotes/brackets) when white space and a capital (of any script, so
+# Spanish "Ángel" counts), a digit or a bullet follow. The character after the
+# white space is captured and checked in sentence_boundaries, since Python's re
+# has no class for upper-case letters beyond ASCII.
+_SENTENCE_END_RE = re.compile(r"\n|[.?!][\"')\]]*(?=\s+(\S))")
+_SENTENCE_OPENERS = frozenset("0123456789-*•(\"'")
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,11 @@ class Tokens:
 
 def sentence_boundaries(text: str) -> list[int]:
     """Character offsets at which a new sentence starts (excluding 0)."""
-    return [m.end() for m in _SENTENCE_END_RE.finditer(text)]
+    return [
+        m.end()
+        for m in _SENTENCE_END_RE.finditer(text)
+        if m.group(1) is None or m.group(1).isupper() or m.group(1) in _SENTENCE_OPENERS
+    ]
 
 
 def tokenize(text: str) -> Tokens:
