@@ -1,0 +1,28 @@
+# Two entry points, both self-installing on a fresh machine:
+#   make demo   - set up .venv and run the main job on the embedded synthetic corpora
+#   make test   - set up .venv and run the default test suite (slow tests excluded)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow bench
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU wheel first, so nothing later pulls CUDA builds of torch.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test,dask]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ensemble-deid demo
+
+test: $(STAMP)
+	$(VENV)/bin/pytest
+
+test-slow: $(STAMP)
+	$(VENV)/bin/pytest -m slow
+
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
