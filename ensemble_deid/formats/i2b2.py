@@ -44,7 +44,11 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
             return None, [Problem(ERROR, name, f"not valid UTF-8 (bad byte at offset {exc.start})")]
     try:
         root = SafeET.fromstring(raw, forbid_dtd=False, forbid_entities=True, forbid_external=True)
-    except defusedxml.EntitiesForbidden:
+    except defusedxml.EntitiesForbidden as exc:
+        # Every entity declaration is refused here, before any reference to it
+        # is followed, so an external entity (XXE) also lands in this branch.
+        if exc.sysid or exc.pubid:
+            return None, [Problem(ERROR, name, "refused: the file declares an external entity (possible XXE attack)")]
         return None, [Problem(ERROR, name, "refused: the file declares XML entities (possible entity-expansion attack)")]
     except defusedxml.ExternalReferenceForbidden:
         return None, [Problem(ERROR, name, "refused: the file references an external entity")]
