@@ -118,14 +118,21 @@ def _annotation(el, tag_id: str, text: str, file: str, problems: list[Problem]) 
 
 
 def overlap_problems(annotations: list[Annotation], file: str) -> list[Problem]:
+    """One warning for each span that overlaps an earlier one (in offset order).
+
+    Each span is compared with the earlier span reaching furthest right, not
+    just its predecessor: in [0, 10), [2, 3), [5, 8) the third overlaps the first.
+    """
     problems = []
-    ordered = sorted(annotations)
-    for a, b in zip(ordered, ordered[1:]):
-        if a.overlaps(b):
+    a: Annotation | None = None  # the earlier span reaching furthest right
+    for b in sorted(annotations):
+        if a is not None and a.overlaps(b):
             problems.append(Problem(
                 WARNING, file, f"gold spans overlap ([{a.start}, {a.end}) and [{b.start}, {b.end}))",
                 tag=f"{a.id}/{b.id}",
             ))
+        if a is None or b.end > a.end:
+            a = b
     return problems
 
 
