@@ -43,7 +43,10 @@ def read_brat(
         except UnicodeDecodeError as exc:
             return None, problems + [Problem(ERROR, str(ann_path), f"not valid UTF-8 (bad byte at offset {exc.start})")]
         seen: set[str] = set()
-        for lineno, line in enumerate(ann_text.splitlines(), 1):
+        # Only "\n" (or "\r\n") ends a line: str.splitlines() would also break
+        # at U+2028, U+0085, form feeds... that can sit inside a covered text.
+        for lineno, line in enumerate(ann_text.split("\n"), 1):
+            line = line.removesuffix("\r")
             if not line.startswith("T"):
                 continue
             ann = _parse_line(line, lineno, text, str(ann_path), parents, problems)
@@ -61,7 +64,7 @@ def read_brat(
 
 
 def _parse_line(line, lineno, text, file, parents, problems) -> Annotation | None:
-    parts = line.split("\t")
+    parts = line.split("\t", 2)  # the covered text (third field) may itself hold tabs
     tag_id = parts[0] if parts[0] else f"line {lineno}"
     if len(parts) < 2:
         problems.append(Problem(ERROR, file, f"line {lineno}: expected 'ID<TAB>TYPE START END<TAB>TEXT'", tag=tag_id))
