@@ -54,6 +54,10 @@ class LabelMap:
             raise CorpusError(f"{source}: [types] must map type names to non-empty strings")
         if not isinstance(drop, list) or not all(isinstance(v, str) for v in drop):
             raise CorpusError(f"{source}: 'drop' must be a list of type names")
+        for target in types.values():
+            category, sep, type_ = target.partition(":")
+            if sep and not (category and type_):
+                raise CorpusError(f"{source}: [types] target {target!r} is neither TYPE nor CATEGORY:TYPE")
         norm = {k.upper(): v.upper() for k, v in types.items()}
         return cls(norm, frozenset(d.upper() for d in drop), source)
 
