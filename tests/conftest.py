@@ -1,0 +1,42 @@
+"""Shared fixtures: the MEDDOCAN corpus beside the repository, the broken-file
+folder, and a throwaway workspace."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+# MEDDOCAN lives in the shared folder beside the repository: ../shared/corpora/meddocan
+MEDDOCAN_DIR = REPO_ROOT.parent / "shared" / "corpora" / "meddocan"
+BROKEN_DIR = TESTS_DIR / "data" / "broken"
+
+
+@pytest.fixture(scope="session")
+def meddocan_dir() -> Path:
+    """Root of MEDDOCAN (train/xml, dev/xml, dev/brat); skips when absent."""
+    needed = [MEDDOCAN_DIR / "train" / "xml", MEDDOCAN_DIR / "dev" / "xml", MEDDOCAN_DIR / "dev" / "brat"]
+    missing = [str(p) for p in needed if not p.is_dir()]
+    if missing:
+        pytest.skip(
+            "MEDDOCAN not found beside the repository (expected ../shared/corpora/meddocan "
+            f"relative to the repo root; missing {', '.join(missing)})"
+        )
+    return MEDDOCAN_DIR
+
+
+@pytest.fixture(scope="session")
+def broken_dir() -> Path:
+    return BROKEN_DIR
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    """An empty workspace folder, also set as ENSEMBLE_DEID_HOME so that the
+    CLI and Workspace() never touch the developer's own registry."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(root))
+    monkeypatch.delenv("ENSEMBLE_DEID_CACHE", raising=False)
+    return root

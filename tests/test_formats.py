@@ -1,0 +1,415 @@
+"""Readers and writers: broken files, the XML round trip, BRAT details,
+directories and patient groups."""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ensemble_deid.cli import main
+from ensemble_deid.document import Annotation, Document
+from ensemble_deid.errors import ERROR, WARNING, CorpusError
+from ensemble_deid.formats import (
+    assign_groups,
+    detect_format,
+    load_directory,
+    read_brat,
+    read_directory,
+    read_i2b2_xml,
+    to_i2b2_xml,
+    write_i2b2_xml,
+)
+from ensemble_deid.formats.i2b2 import overlap_problems
+from ensemble_deid.labelmap import LabelMap
+
+# The invented PHI of the broken files: no message may contain any of it.
+PHI_STRINGS = ("Zacarias", "Zacarías", "Quintanill", "03/04/2019", "Toledo", "root:x:0")
+
+# file -> (severity, tag, field, message fragment); exactly one problem each.
+XML_EXPECTED = {
+    "truncated.xml": (ERROR, None, None, "malformed XML at line"),
+    "offset_past_end.xml": (ERROR, "P1", "start/end", "out of range"),
+    "text_mismatch.xml": (ERROR, "P0", "text", "differs"),
+    "missing_text.xml": (ERROR, None, "TEXT", "no TEXT element"),
+    "missing_start.xml": (ERROR, "P0", "start", "missing attribute"),
+    "non_integer_start.xml": (ERROR, "P0", "start", "not an integer"),
+    "billion_laughs.xml": (ERROR, None, None, "entity-expansion"),
+    "external_entity.xml": (ERROR, None, None, "external entity"),
+    "not_utf8.xml": (ERROR, None, None, "not valid UTF-8"),
+    "empty.xml": (ERROR, None, None, "file is empty"),
+    "duplicate_ids.xml": (WARNING, "P0", "id", "duplicate tag id"),
+    "overlap.xml": (WARNING, "P0/P1", None, "overlap"),
+    "unknown_element.xml": (WARNING, None, "NOTES", "unknown element"),
+}
+BRAT_EXPECTED = {
+    "bad_offsets.ann": (ERROR, "T2", "offsets", "out of range"),
+    "non_integer_offsets.ann": (ERROR, "T2", "offsets", "not integers"),
+    "discontinuous.ann": (ERROR, "T1", "offsets", "discontinuous"),
+    "orphan.ann": (ERROR, None, None, "no .txt file"),
+    "not_utf8.txt": (ERROR, None, None, "not valid UTF-8"),
+    "empty.txt": (WARNING, None, None, "text is empty"),
+}
+
+
+def _assert_no_phi(text: str) -> None:
+    for phi in PHI_STRINGS:
+        assert phi not in text, "a message leaks PHI"
+
+
+# --- broken files ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(XML_EXPECTED))
+def test_each_broken_xml_file_gives_one_clear_problem(broken_dir, name):
+    path = broken_dir / "xml" / name
+    doc, problems = read_i2b2_xml(path)
+    severity, tag, field, fragment = XML_EXPECTED[name]
+    assert len(problems) == 1, [str(p) for p in problems]
+    p = problems[0]
+    assert (p.severity, p.tag, p.field) == (severity, tag, field)
+    assert fragment in p.message
+    assert p.file == str(path) and str(path) in str(p)
+    if tag is not None:
+        assert f"[tag {tag}]" in str(p)
+    _assert_no_phi(str(p))
+    # fatal problems leave no document; warnings keep it
+    assert (doc is None) == (severity == ERROR)
+
+
+@pytest.mark.parametrize("name", sorted(BRAT_EXPECTED))
+def test_each_broken_brat_file_gives_one_clear_problem(broken_dir, name):
+    docs, problems = read_directory(broken_dir / "brat")
+    severity, tag, field, fragment = BRAT_EXPECTED[name]
+    mine = [p for p in problems if Path(p.file).name == name]
+    assert len(mine) == 1, [str(p) for p in mine]
+    p = mine[0]
+    assert (p.severity, p.tag, p.field) == (severity, tag, field)
+    assert fragment in p.message
+    assert str(broken_dir / "brat" / name) in str(p)
+    _assert_no_phi(str(p))
+    stem = Path(name).stem
+    assert any(d.id == stem for d in docs) == (severity == WARNING)
+
+
+def test_broken_folders_hold_exactly_the_expected_files(broken_dir):
+    xml = {p.name for p in (broken_dir / "xml").iterdir()}
+    assert xml == set(XML_EXPECTED) | {"valid.xml"}
+    brat = {p.name for p in (broken_dir / "brat").iterdir()}
+    expected = set(BRAT_EXPECTED) | {"valid.txt", "valid.ann"}
+    expected |= {Path(n).with_suffix(s).name for n in BRAT_EXPECTED if n != "orphan.ann" for s in (".txt", ".ann")}
+    assert brat == expected
+
+
+@pytest.mark.parametrize("fmt, expected, loaded", [("xml", XML_EXPECTED, 4), ("brat", BRAT_EXPECTED, 2)])
+def test_read_directory_reports_every_problem_without_crashing(broken_dir, fmt, expected, loaded):
+    docs, problems = read_directory(broken_dir / fmt)
+    assert {Path(p.file).name for p in problems} == set(expected)
+    assert len(problems) == len(expected)
+    assert len(docs) == loaded  # valid + files with warnings only
+    assert all(not p.file.endswith(("valid.xml", "valid.txt", "valid.ann")) for p in problems)
+
+
+@pytest.mark.parametrize("fmt, expected", [("xml", XML_EXPECTED), ("brat", BRAT_EXPECTED)])
+def test_loading_stops_on_fatal_problems(broken_dir, fmt, expected):
+    with pytest.raises(CorpusError) as info:
+        load_directory(broken_dir / fmt)
+    err = info.value
+    fatal = {n for n, (sev, *_rest) in expected.items() if sev == ERROR}
+    assert {Path(p.file).name for p in err.problems if p.severity == ERROR} == fatal
+    for name in fatal:
+        assert name in str(err)
+    _assert_no_phi(str(err))
+
+
+@pytest.mark.parametrize("fmt, expected", [("xml", XML_EXPECTED), ("brat", BRAT_EXPECTED)])
+def test_corpus_check_reports_all_problems_at_once_and_exits_1(broken_dir, fmt, expected):
+    result = CliRunner().invoke(main, ["corpus", "check", str(broken_dir / fmt)])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    for name in expected:
+        assert name in result.output
+    n_errors = sum(sev == ERROR for sev, *_ in expected.values())
+    n_warnings = len(expected) - n_errors
+    assert f"{n_errors} error(s), {n_warnings} warning(s) in {len(expected)} file(s)" in result.output
+    _assert_no_phi(result.output)
+
+
+def test_corpus_check_max_shown_still_counts_everything(broken_dir):
+    result = CliRunner().invoke(main, ["corpus", "check", "--max-shown", "2", str(broken_dir / "xml")])
+    assert result.exit_code == 1
+    assert f"... {len(XML_EXPECTED) - 2} more problem(s) not shown" in result.output
+    assert "10 error(s), 3 warning(s)" in result.output
+
+
+def test_corpus_check_passes_a_clean_folder(tmp_path):
+    d = Document("100-01", "Seen by Dr. Adams.", [Annotation(12, 17, "NAME", "DOCTOR")])
+    write_i2b2_xml(d, tmp_path / "100-01.xml")
+    result = CliRunner().invoke(main, ["corpus", "check", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "1 document(s) loaded, 1 PHI; 0 error(s), 0 warning(s)" in result.output
+
+
+def test_external_dtd_is_not_fetched(tmp_path):
+    path = tmp_path / "dtd.xml"
+    path.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 SYSTEM "file:///etc/passwd">\n'
+        "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n"
+    )
+    doc, problems = read_i2b2_xml(path)
+    assert doc is not None and doc.text == "abc"
+
+
+# --- XML ---------------------------------------------------------------------------
+
+def test_valid_xml_reads(broken_dir):
+    doc, problems = read_i2b2_xml(broken_dir / "xml" / "valid.xml")
+    assert problems == []
+    assert doc.id == "valid"
+    assert [a.label for a in doc.annotations] == ["NAME:PATIENT", "DATE:DATE", "LOCATION:CITY"]
+    assert all(doc.text[a.start:a.end] == a.text for a in doc.annotations)
+    assert [a.id for a in doc.annotations] == ["P0", "P1", "P2"]
+    assert doc.metadata["format"] == "i2b2-xml" and doc.metadata["root"] == "deIdi2b2"
+
+
+def test_xml_declared_latin1_is_decoded(tmp_path):
+    path = tmp_path / "latin.xml"
+    path.write_bytes(
+        '<?xml version="1.0" encoding="ISO-8859-1"?>\n<deIdi2b2><TEXT><![CDATA[Jos\xe9 ni\xf1o]]></TEXT><TAGS>'
+        '<NAME id="P0" start="0" end="4" text="Jos\xe9" TYPE="PATIENT"/></TAGS></deIdi2b2>'.encode("latin-1")
+    )
+    doc, problems = read_i2b2_xml(path)
+    assert problems == [] and doc.text == "José niño" and doc.annotations[0].text == "José"
+
+
+def test_xml_lower_case_names_are_upper_cased_and_unknown_category_warned(tmp_path):
+    path = tmp_path / "x.xml"
+    path.write_text(
+        '<deIdi2b2><TEXT>abc def</TEXT><TAGS><PHI id="P0" start="0" end="3" TYPE="doctor"/></TAGS></deIdi2b2>'
+    )
+    doc, problems = read_i2b2_xml(path)
+    assert doc.annotations == (Annotation(0, 3, "PHI", "DOCTOR"),)
+    assert [(p.severity, p.tag) for p in problems] == [(WARNING, "P0")]
+    assert "unknown category element <PHI>" in problems[0].message
+
+
+def test_xml_tag_without_id_is_named_by_position(tmp_path):
+    path = tmp_path / "x.xml"
+    path.write_text('<deIdi2b2><TEXT>abc</TEXT><TAGS><NAME start="0" end="9" TYPE="DOCTOR"/></TAGS></deIdi2b2>')
+    doc, problems = read_i2b2_xml(path)
+    assert doc is None and problems[0].tag == "#0" and problems[0].field == "start/end"
+
+
+def test_xml_several_problems_in_one_file_are_all_reported(tmp_path):
+    path = tmp_path / "x.xml"
+    path.write_text(
+        '<deIdi2b2><TEXT>Zacarias</TEXT><TAGS>'
+        '<NAME id="P0" start="x" end="y" TYPE="DOCTOR"/>'
+        '<NAME id="P1" start="0" end="8"/>'
+        '<NAME id="P2" start="0" end="8" text="Zacariaz" TYPE="DOCTOR"/>'
+        '</TAGS></deIdi2b2>'
+    )
+    doc, problems = read_i2b2_xml(path)
+    assert doc is None
+    assert [(p.tag, p.field) for p in problems] == [("P0", "start"), ("P0", "end"), ("P1", "TYPE"), ("P2", "text")]
+    for p in problems:
+        _assert_no_phi(str(p))
+        assert "Zacariaz" not in str(p)
+
+
+def _clean(chars: str) -> str:
+    return "".join(c for c in chars if not ("\x00" <= c < " " and c not in "\t\n\r") and c not in "\ufffe\uffff")
+
+
+_TRICKY = st.sampled_from(["]]>", "]]", "]", ">", "\r", "\r\n", "\n", "\t", "&", "&amp;", "<", "<![CDATA[",
+                           '"', "'", "ñ", "Á", "é", "中", "\U0001F600", " ", "  ", "\x85", "\u2028"])
+_PLAIN = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8).map(_clean)
+_XML_TEXT = st.lists(st.one_of(_TRICKY, _PLAIN), max_size=20).map("".join)
+_LABEL = st.sampled_from([("NAME", "PATIENT"), ("DATE", "DATE"), ("LOCATION", "LOCATION-OTHER"), ("ID", "IDNUM")])
+
+
+@st.composite
+def _documents(draw):
+    text = draw(_XML_TEXT)
+    anns = []
+    if text:
+        for _ in range(draw(st.integers(0, 4))):
+            start = draw(st.integers(0, len(text) - 1))
+            end = draw(st.integers(start + 1, len(text)))
+            category, type_ = draw(_LABEL)
+            comment = draw(st.sampled_from(["", 'a "quoted" <comment> & more', "ñ\r\n\t"]))
+            anns.append(Annotation(start, end, category, type_, text[start:end], f"P{len(anns)}", comment))
+    return Document("100-01", text, anns)
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    with tempfile.TemporaryDirectory() as d:
+        yield Path(d)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_documents(), st.sampled_from(["deIdi2b2", "MEDDOCAN"]))
+def test_xml_write_then_read_gives_the_same_document(scratch, doc, root):
+    path = write_i2b2_xml(doc, scratch / "100-01.xml", root=root)
+    back, problems = read_i2b2_xml(path)
+    assert back is not None, [str(p) for p in problems]
+    assert all(p.severity == WARNING for p in problems)
+    assert back == doc
+    assert back.metadata["root"] == root
+    assert [(a.text, a.id, a.comment) for a in back.annotations] == [(a.text, a.id, a.comment) for a in doc.annotations]
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\x0b", "\x0c", "\x1f", "\ufffe"])
+def test_xml_writer_refuses_control_characters(tmp_path, char):
+    doc = Document("100-01", f"Zacarias{char}Quintanilla", [])
+    with pytest.raises(ValueError, match=r"U\+[0-9A-F]{4} at offset 8 cannot be written in XML") as info:
+        write_i2b2_xml(doc, tmp_path / "x.xml")
+    _assert_no_phi(str(info.value))
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_xml_writer_is_owner_only_and_leaves_no_temp_file(tmp_path):
+    doc = Document("100-01", "abc", [Annotation(0, 3, "NAME", "PATIENT")])
+    path = write_i2b2_xml(doc, tmp_path / "out.xml")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["out.xml"]
+    write_i2b2_xml(doc.with_annotations([]), path)  # overwrite in place
+    assert read_i2b2_xml(path)[0].annotations == ()
+    assert 'id="P0"' in to_i2b2_xml(Document("d", "abc", [Annotation(0, 3, "NAME", "PATIENT")]))
+
+
+# --- BRAT ----------------------------------------------------------------------------
+
+def _brat(tmp_path, text, ann, name="doc"):
+    (tmp_path / f"{name}.txt").write_bytes(text.encode("utf-8"))
+    (tmp_path / f"{name}.ann").write_bytes(ann.encode("utf-8"))
+    return tmp_path / f"{name}.txt"
+
+
+def test_valid_brat_reads_with_meddocan_parents(broken_dir):
+    doc, problems = read_brat(broken_dir / "brat" / "valid.txt")
+    assert problems == []
+    assert [a.label for a in doc.annotations] == ["NAME:NOMBRE_SUJETO_ASISTENCIA", "DATE:FECHAS", "LOCATION:TERRITORIO"]
+    assert [a.id for a in doc.annotations] == ["T1", "T2", "T3"]
+    assert doc.metadata["format"] == "brat"
+
+
+def test_brat_text_with_tab_and_unicode_line_separators(tmp_path):
+    # The covered text of a BRAT line is everything after the second tab, and
+    # only "\n" ends a line: a tab, U+2028 or U+0085 inside a span is text.
+    text = "Calle\tMayor 5; Ana\u2028Lopez y Eva\x85Ruiz.\r\n"
+    spans = [(0, 13, "CALLE"), (15, 24, "NOMBRE_SUJETO_ASISTENCIA"), (27, 35, "NOMBRE_SUJETO_ASISTENCIA")]
+    ann = "".join(f"T{i}\t{t} {s} {e}\t{text[s:e]}\r\n" for i, (s, e, t) in enumerate(spans, 1))
+    ann += "#1\tAnnotatorNotes T1\tnote\r\nR1\tRel Arg1:T1 Arg2:T2\r\n"
+    doc, problems = read_brat(_brat(tmp_path, text, ann))
+    assert problems == [], [str(p) for p in problems]
+    assert [(a.start, a.end, a.type) for a in doc.annotations] == spans
+    assert doc.text == text  # CRs kept: offsets count every character
+
+
+def test_brat_without_text_field_and_unknown_type(tmp_path):
+    doc, problems = read_brat(_brat(tmp_path, "abc Zacarias", "T1\tMYSTERY 4 12\n"))
+    assert doc.annotations == (Annotation(4, 12, "OTHER", "MYSTERY"),)
+    assert [(p.severity, p.tag, p.field) for p in problems] == [(WARNING, "T1", "type")]
+    _assert_no_phi(str(problems[0]))
+
+
+def test_brat_label_map_supplies_parents(tmp_path):
+    _brat(tmp_path, "abc Zacarias", "T1\tmystery 4 12\tZacarias\n")
+    lm = LabelMap.from_dict({"types": {"MYSTERY": "NAME:PATIENT"}})
+    docs, problems = read_directory(tmp_path, label_map=lm)
+    assert problems == []
+    assert docs[0].annotations == (Annotation(4, 12, "NAME", "PATIENT"),)
+
+
+def test_brat_txt_without_ann_is_a_warning(tmp_path):
+    (tmp_path / "a.txt").write_text("no annotations")
+    doc, problems = read_brat(tmp_path / "a.txt")
+    assert doc is not None and doc.annotations == ()
+    assert [(p.severity, Path(p.file).name) for p in problems] == [(WARNING, "a.ann")]
+
+
+def test_brat_malformed_lines(tmp_path):
+    ann = "T1\n\tNAME 0 3\tabc\nT3\tNAME 0\tabc\nT4\tFECHAS 2 1\tx\nT5\tFECHAS 0 3\tabd\n"
+    doc, problems = read_brat(_brat(tmp_path, "abcdef", ann))
+    assert doc is None
+    # line 2 is not a text-bound ("T") line and is ignored like relations and notes
+    assert [p.tag for p in problems] == ["T1", "T3", "T4", "T5"]
+    assert [p.message.split(":")[0] for p in problems] == ["line 1", "line 3", "line 4", "line 5"]
+    assert all(p.severity == ERROR for p in problems)
+    assert problems[-1].field == "text" and "abd" not in str(problems[-1])
+
+
+def test_brat_duplicate_ids_warn(tmp_path):
+    doc, problems = read_brat(_brat(tmp_path, "abc def", "T1\tFECHAS 0 3\tabc\nT1\tFECHAS 4 7\tdef\n"))
+    assert len(doc.annotations) == 2
+    assert [(p.severity, p.tag, p.field) for p in problems] == [(WARNING, "T1", "id")]
+
+
+# --- overlaps ----------------------------------------------------------------------
+
+def test_overlap_reported_for_every_span_overlapping_an_earlier_one():
+    a = Annotation(0, 10, "NAME", "PATIENT", id="A")
+    b = Annotation(2, 3, "NAME", "PATIENT", id="B")
+    c = Annotation(5, 8, "NAME", "PATIENT", id="C")  # overlaps A, not B
+    d = Annotation(10, 12, "NAME", "PATIENT", id="D")  # touches A: no overlap
+    problems = overlap_problems([d, c, b, a], "f.xml")
+    assert sorted(p.tag for p in problems) == ["A/B", "A/C"]
+    assert all(p.severity == WARNING and p.file == "f.xml" for p in problems)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8)), max_size=10))
+def test_overlap_warnings_match_brute_force(raw):
+    anns = [Annotation(s, s + n, "DATE", "DATE", id=f"P{i}") for i, (s, n) in enumerate(raw)]
+    ordered = sorted(anns)
+    overlapping = sum(any(o.overlaps(b) for o in ordered[:i]) for i, b in enumerate(ordered))
+    assert len(overlap_problems(anns, "f")) == overlapping
+
+
+# --- directories and groups -----------------------------------------------------------
+
+def test_detect_format_and_bad_directories(tmp_path, broken_dir):
+    assert detect_format(broken_dir / "xml") == "xml"
+    assert detect_format(broken_dir / "brat") == "brat"
+    with pytest.raises(CorpusError, match="no .xml or .txt/.ann files"):
+        detect_format(tmp_path)
+    with pytest.raises(CorpusError, match="not a directory"):
+        read_directory(tmp_path / "missing")
+    with pytest.raises(CorpusError, match="unknown format 'json'"):
+        read_directory(broken_dir / "xml", fmt="json")
+
+
+def _write(tmp_path, ids):
+    for i in ids:
+        write_i2b2_xml(Document(i, "abc", [Annotation(0, 3, "NAME", "PATIENT")]), tmp_path / f"{i}.xml")
+
+
+def test_groups_follow_i2b2_record_names(tmp_path):
+    _write(tmp_path, ["100-01", "100-02", "101-01", "note-7"])
+    docs = load_directory(tmp_path)
+    assert {d.id: d.group for d in docs} == {"100-01": "100", "100-02": "100", "101-01": "101", "note-7": "note-7"}
+    assert all(d.metadata["source"].endswith(f"{d.id}.xml") for d in docs)
+
+
+def test_custom_group_pattern_and_none(tmp_path):
+    _write(tmp_path, ["pat7_a", "pat7_b", "pat8_a"])
+    docs = load_directory(tmp_path, group_pattern=r"^pat(\d+)_")
+    assert [d.group for d in docs] == ["7", "7", "8"]
+    docs = load_directory(tmp_path, group_pattern=None)
+    assert [d.group for d in docs] == ["pat7_a", "pat7_b", "pat8_a"]
+    assign_groups(docs, r"^pat\d+")  # no capture group: each document alone
+    assert [d.group for d in docs] == ["pat7_a", "pat7_b", "pat8_a"]
+
+
+def test_label_map_applies_when_loading(tmp_path):
+    _write(tmp_path, ["100-01"])
+    lm = LabelMap.from_dict({"types": {"PATIENT": "NAME:DOCTOR"}})
+    assert load_directory(tmp_path, label_map=lm)[0].annotations == (Annotation(0, 3, "NAME", "DOCTOR"),)
+    lm = LabelMap.from_dict({"drop": ["PATIENT"]})
+    assert load_directory(tmp_path, label_map=lm)[0].annotations == ()
