@@ -16,6 +16,7 @@ from .. import __version__
 # name -> "module:attribute". Add a line here to add a command.
 COMMANDS: dict[str, str] = {
     "corpus": "ensemble_deid.cli.corpus:corpus",
+    "evaluate": "ensemble_deid.cli.evaluate:evaluate",
     "cache": "ensemble_deid.cli.cache_cmd:cache",
     "cv": "ensemble_deid.cli.cv:cv",
     "taggers": "ensemble_deid.cli.taggers:taggers",

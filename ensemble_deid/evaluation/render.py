@@ -1,0 +1,98 @@
+"""Rendering a report: a text table, JSON, or tidy CSV (one number a row)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from .report import EvaluationReport
+
+FORMATS = ("table", "json", "csv")
+
+
+def render(report: EvaluationReport, fmt: str = "table", **kwargs) -> str:
+    if fmt == "table":
+        return render_table(report, **kwargs)
+    if fmt == "json":
+        return json.dumps(report.to_dict(documents=kwargs.get("documents", False)), indent=2) + "\n"
+    if fmt == "csv":
+        return render_csv(report)
+    raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
+
+
+def _f(x: float) -> str:
+    return f"{x:.4f}"
+
+
+def _count(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def render_table(report: EvaluationReport, breakdown: str = "category", breakdown_criteria=None, documents: bool = False) -> str:
+    lines = [f"Documents scored: {report.n_documents}"]
+    if report.missing:
+        lines.append(f"Gold documents without system output: {len(report.missing)} ({report.missing_policy})")
+    if report.extra:
+        lines.append(f"System documents without gold (ignored): {len(report.extra)}")
+    lines.append("")
+    head = f"{'criterion':<22}{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}{'F2':>8}  | {'macro P (SD)':>16}{'macro R (SD)':>17}{'F1':>8}"
+    lines += [head, "-" * len(head)]
+    for name, res in report.results.items():
+        m, M = res.micro, res.macro
+        lines.append(
+            f"{name:<22}{_count(m.tp):>8}{_count(m.fp):>8}{_count(m.fn):>8}  {_f(m.precision):>7}{_f(m.recall):>8}"
+            f"{_f(m.f1):>8}{_f(m.f2):>8}  | {_f(M.precision):>8} ({M.precision_sd:.2f}){_f(M.recall):>9} ({M.recall_sd:.2f}){_f(M.f1):>8}"
+        )
+    semeval = {k: r for k, r in report.results.items() if r.outcomes is not None}
+    if semeval:
+        lines += ["", f"{'SemEval 2013':<22}{'COR':>9}{'INC':>9}{'PAR':>9}{'MIS':>9}{'SPU':>9}"]
+        for name, res in semeval.items():
+            o = res.outcomes
+            lines.append(f"{name:<22}" + "".join(f"{_count(o[k]):>9}" for k in ("correct", "incorrect", "partial", "missed", "spurious")))
+    if report.leak is not None:
+        lines += ["", f"{'leak (gold PHI uncovered)':<28}{'tokens':>16}{'rate':>9}{'characters':>18}{'rate':>9}"]
+        rows = [("all", report.leak.overall), ("HIPAA", report.leak.hipaa)] + [
+            (k, v) for k, v in report.leak.by_category.items() if v.tokens or v.chars
+        ]
+        for name, r in rows:
+            lines.append(f"{name:<28}{f'{r.leaked_tokens}/{r.tokens}':>16}{_f(r.token_rate):>9}{f'{r.leaked_chars}/{r.chars}':>18}{_f(r.char_rate):>9}")
+    if breakdown in ("category", "subtype"):
+        wanted = breakdown_criteria or [c for c in ("strict", "token", "hipaa_strict", "hipaa_token") if c in report.results]
+        for name in wanted:
+            res = report.results.get(name)
+            if res is None:
+                continue
+            groups = res.by_category if breakdown == "category" else res.by_subtype
+            if not groups:
+                continue
+            lines += ["", f"{name} by {breakdown}", f"{breakdown:<26}{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}"]
+            for g, s in groups.items():
+                if s.tp + s.fp + s.fn == 0:
+                    continue
+                lines.append(f"{g:<26}{_count(s.tp):>8}{_count(s.fp):>8}{_count(s.fn):>8}  {_f(s.precision):>7}{_f(s.recall):>8}{_f(s.f1):>8}")
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(report: EvaluationReport) -> str:
+    """Tidy rows: section, criterion, group, measure, value."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["section", "criterion", "group", "measure", "value"])
+    for name, res in report.results.items():
+        for measure, value in res.micro.to_dict().items():
+            w.writerow(["micro", name, "all", measure, value])
+        for measure, value in res.macro.to_dict().items():
+            w.writerow(["macro", name, "all", measure, value])
+        for section, groups in (("category", res.by_category), ("subtype", res.by_subtype)):
+            for g, s in groups.items():
+                for measure, value in s.to_dict().items():
+                    w.writerow([section, name, g, measure, value])
+        if res.outcomes is not None:
+            for measure, value in res.outcomes.items():
+                w.writerow(["semeval", name, "all", measure, value])
+    if report.leak is not None:
+        rows = [("all", report.leak.overall), ("HIPAA", report.leak.hipaa), *report.leak.by_category.items()]
+        for g, r in rows:
+            for measure, value in r.to_dict().items():
+                w.writerow(["leak", "", g, measure, value])
+    return buf.getvalue()

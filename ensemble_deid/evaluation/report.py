@@ -1,0 +1,90 @@
+"""The result of an evaluation: per-criterion micro/macro scores, breakdowns
+per parent category and per subtype, SemEval outcome counts, leak rates."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .leak import LeakReport
+from .metrics import DocumentCounts, MacroScores, Scores
+from .options import EvalOptions
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    criterion: str
+    micro: Scores
+    macro: MacroScores
+    documents: DocumentCounts
+    by_category: dict[str, Scores] = field(default_factory=dict)
+    by_subtype: dict[str, Scores] = field(default_factory=dict)
+    outcomes: dict[str, float] | None = None  # SemEval: correct, incorrect, partial, missed, spurious
+
+    def to_dict(self, documents: bool = False) -> dict:
+        out = {
+            "micro": self.micro.to_dict(),
+            "macro": self.macro.to_dict(),
+            "by_category": {k: v.to_dict() for k, v in self.by_category.items()},
+            "by_subtype": {k: v.to_dict() for k, v in self.by_subtype.items()},
+        }
+        if self.outcomes is not None:
+            out["outcomes"] = dict(self.outcomes)
+        if documents:
+            out["documents"] = {
+                d: {"tp": _n(tp), "fp": _n(fp), "fn": _n(fn)}
+                for d, tp, fp, fn in zip(self.documents.doc_ids, self.documents.tp.tolist(),
+                                         self.documents.fp.tolist(), self.documents.fn.tolist())
+            }
+        return out
+
+
+def _n(x):
+    return int(x) if float(x).is_integer() else float(x)
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    results: dict[str, CriterionResult]
+    leak: LeakReport | None
+    doc_ids: tuple[str, ...]
+    options: EvalOptions
+    missing: tuple[str, ...] = ()  # gold documents without system output
+    missing_policy: str = "error"
+    extra: tuple[str, ...] = ()  # system documents without gold (ignored)
+
+    def __getitem__(self, criterion: str) -> CriterionResult:
+        return self.results[criterion]
+
+    def __contains__(self, criterion: str) -> bool:
+        return criterion in self.results
+
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        return tuple(self.results)
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.doc_ids)
+
+    def to_dict(self, documents: bool = False) -> dict:
+        return {
+            "documents": self.n_documents,
+            "missing_system_documents": {"policy": self.missing_policy, "ids": list(self.missing)},
+            "extra_system_documents": list(self.extra),
+            "options": self.options.to_dict(),
+            "criteria": {k: v.to_dict(documents) for k, v in self.results.items()},
+            "leak": self.leak.to_dict() if self.leak is not None else None,
+        }
+
+    def render(self, fmt: str = "table", **kwargs) -> str:
+        from .render import render
+
+        return render(self, fmt, **kwargs)
+
+    def to_json(self, **kwargs) -> str:
+        return self.render("json", **kwargs)
+
+    def to_csv(self, **kwargs) -> str:
+        return self.render("csv", **kwargs)
+
+    def to_table(self, **kwargs) -> str:
+        return self.render("table", **kwargs)
