@@ -6,7 +6,6 @@ produced by running the code.
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -142,6 +141,24 @@ def test_worked_example_counts_every_criterion(worked):
         "hipaa_binary_strict": (5, 5, 3),
     }
     assert {k: counts(report, k) for k in expected} == expected
+
+
+def test_worked_example_semeval(worked):
+    # S1-S7 exact (7); S9 PATIENT on G9's span: same boundaries, other label (1);
+    # S8 ~ G8, S10 "Spring" ~ G10, S11 ~ G11, S13 ~ G12 (first gold it overlaps):
+    # overlap, same label (4); S12 "today": spurious (1); G13, G14: missed (2).
+    report = evaluate(*worked, criteria="semeval")
+    outcomes = {k: tuple(report[k].outcomes[o] for o in ("correct", "incorrect", "partial", "missed", "spurious"))
+                for k in report.criteria}
+    assert outcomes == {
+        "semeval_strict": (7, 5, 0, 2, 1),   # incorrect = 1 + 4
+        "semeval_exact": (8, 4, 0, 2, 1),    # + same boundaries
+        "semeval_partial": (8, 0, 4, 2, 1),  # overlaps earn half
+        "semeval_type": (11, 1, 0, 2, 1),    # + overlaps with the same label
+    }
+    # partial: P = (8 + 4/2) / actual 13, R = 10 / possible 14
+    m = report["semeval_partial"].micro
+    assert (m.precision, m.recall) == (pytest.approx(10 / 13), pytest.approx(10 / 14))
 
 
 def test_worked_example_breakdowns(worked):

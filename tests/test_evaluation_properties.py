@@ -185,3 +185,54 @@ def test_scorer_grows_for_labels_gold_never_had():
     assert (after.fp - before.fp).tolist() == [40, 40, 40]
     assert after.tp.tolist() == before.tp.tolist()
     assert scorer.counts(system).fp.tolist() == before.fp.tolist()
+
+
+def test_real_corpus_matches_reference(meddocan_dir):
+    """MEDDOCAN dev (Spanish: non-ASCII letters exercise the token regex),
+    XML gold against a perturbed system, engine against the reference loop."""
+    from ensemble_deid.formats import load_directory
+
+    gold = load_directory(meddocan_dir / "dev" / "xml")[:60]
+    rng = random.Random(3)
+    labels = sorted({(a.category, a.type) for d in gold for a in d.annotations})
+    system = {}
+    for d in gold:
+        tags = []
+        for a in d.annotations:
+            r = rng.random()
+            if r < 0.7:
+                tags.append(a)
+            elif r < 0.85:
+                end = min(len(d.text), max(a.start + 1, a.end + rng.choice([-2, -1, 1, 3])))
+                tags.append(Annotation(a.start, end, a.category, a.type))
+            elif r < 0.95:
+                tags.append(Annotation(a.start, a.end, *rng.choice(labels)))
+        system[d.id] = tags
+    for options in (EvalOptions(), EvalOptions.no_quirks()):
+        report = evaluate(gold, system, criteria=["token", "strict", "relaxed", "binary_token", "semeval_partial"], options=options)
+        for name in report.criteria:
+            rows = reference.corpus_counts(gold, system, name, options)
+            got = report[name].documents
+            assert list(zip(got.tp.tolist(), got.fp.tolist(), got.fn.tolist())) == rows, name
+        assert report["strict"].micro.f1 < 1.0 < report["token"].micro.tp
+    # the ASCII quirk matters on Spanish text: Unicode tokens are fewer
+    ascii_tokens = evaluate(gold, system, criteria=["token"]).leak.overall.tokens
+    unicode_tokens = evaluate(gold, system, criteria=["token"], options=EvalOptions(ascii_token_regex=False)).leak.overall.tokens
+    assert unicode_tokens < ascii_tokens
+
+
+def test_scorer_table_subsets_equal_rescoring_the_subset():
+    gold, system = random_corpus(11, n_docs=6)
+    for name in ("strict", "relaxed", "hipaa_token", "semeval_type"):
+        scorer = Scorer(gold, name)
+        table = scorer.table(system)
+        assert scorer.prf(table) == scorer.prf(system)
+        keep = np.arange(len(table)) % 3 != 0  # any subset of the tags
+        flat = [(d.id, a) for d in gold for a in system[d.id]]
+        subset = {d.id: [] for d in gold}
+        for (doc_id, a), k in zip(flat, keep.tolist()):
+            if k:
+                subset[doc_id].append(a)
+        want = scorer.counts(subset)
+        got = scorer.counts(table.select(keep))
+        assert (got.tp.tolist(), got.fp.tolist(), got.fn.tolist()) == (want.tp.tolist(), want.fp.tolist(), want.fn.tolist()), name

@@ -15,9 +15,10 @@ from .metrics import DocumentCounts, MacroScores, Scores, f_beta, micro_prf
 from .options import EvalOptions, EvaluationError
 from .report import CriterionResult, EvaluationReport
 from .scorer import Scorer
+from .spans import SpanTable
 
 __all__ = [
     "ALL", "CRITERIA", "OFFICIAL", "PRIMARY", "SEMEVAL", "Criterion", "CriterionResult", "DocumentCounts",
     "EvalOptions", "EvaluationError", "EvaluationReport", "EvaluationWarning", "LeakRates", "LeakReport",
-    "MacroScores", "Scorer", "Scores", "evaluate", "f_beta", "get_criterion", "micro_prf", "parse_criteria",
+    "MacroScores", "Scorer", "Scores", "SpanTable", "evaluate", "f_beta", "get_criterion", "micro_prf", "parse_criteria",
 ]

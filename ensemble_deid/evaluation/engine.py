@@ -23,6 +23,18 @@ from .semeval import outcome_counts, scheme_outcomes, situations
 from .spans import CorpusText, LabelVocab, SpanTable, build_table
 
 
+_CACHE_SIZE = 4  # per-table results kept (gold and the latest systems)
+
+
+def _remember(cache: dict, owner: object, value: tuple) -> tuple:
+    """Store ``value`` under ``id(owner)``, keeping only the latest entries
+    (the value holds ``owner``, so its id cannot be reused while cached)."""
+    cache[id(owner)] = value
+    while len(cache) > _CACHE_SIZE:
+        del cache[next(iter(cache))]
+    return value
+
+
 @dataclass(frozen=True)
 class Grouping:
     """Labels of one key space gathered into named groups (one more group,
@@ -104,16 +116,15 @@ class Engine:
     def hipaa(self, table: SpanTable) -> np.ndarray:
         cached = self._masks.get(id(table))
         if cached is None or cached[0] is not table:
-            cached = (table, hipaa_mask(table, self.vocab, self.corpus, self.options))
-            self._masks[id(table)] = cached
+            cached = _remember(self._masks, table, (table, hipaa_mask(table, self.vocab, self.corpus, self.options)))
         return cached[1]
 
     def tokens(self, table: SpanTable):
         """(token start, token end, tag index) of every tag of the table."""
         cached = self._tokens.get(id(table))
         if cached is None or cached[0] is not table:
-            cached = (table, token_pieces(table.gstart, table.gend, self.corpus.runs(self.options.ascii_token_regex)))
-            self._tokens[id(table)] = cached
+            pieces = token_pieces(table.gstart, table.gend, self.corpus.runs(self.options.ascii_token_regex))
+            cached = _remember(self._tokens, table, (table, pieces))
         return cached[1]
 
     def semeval_labels(self) -> np.ndarray:
@@ -152,8 +163,7 @@ class Engine:
         cached = self._situations.get(id(system))
         if cached is None or cached[0] is not system or cached[1] is not gold:
             sit = situations(gold, system, self.spaces["upper"], self.n_docs)
-            cached = (system, gold, sit)
-            self._situations[id(system)] = cached
+            cached = _remember(self._situations, system, (system, gold, sit))
         return cached[2]
 
     def compare(self, criterion: Criterion, gold, system):

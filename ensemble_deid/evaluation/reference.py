@@ -100,7 +100,11 @@ def document_counts(gold_doc: Document, system_anns: Sequence[Annotation], crite
         s_list = _relaxed_tags(system_anns, text, criterion, options)
         if options.relaxed_many_to_one:
             g, s = set(g_list), set(s_list)
-            return len(g.intersection(s)), len(s - g), len(g - s)
+            # gold.intersection(system) walks the smaller set, as in Python 2.7
+            # (the official program's) and 3. The differences are spelt out:
+            # Python 3's set difference copies and discards instead when one
+            # set is over 4 times the other, which 2.7 never does.
+            return len(g.intersection(s)), sum(x not in g for x in s), sum(x not in s for x in g)
         # exact duplicates still collapse
         g_list = list({(t.head, t.end): t for t in g_list}.values())
         s_list = list({(t.head, t.end): t for t in s_list}.values())

@@ -15,9 +15,13 @@ consequences reproduced here (``relaxed_many_to_one=True``):
    the number of matched system tags otherwise. Hence one gold tag can absorb
    several system tags (gold end E, system ends E-2 and E+2: TP 1, FP 0).
 
-The official program inserts tags in file order; here the order is by end
-offset (the order of ``Document.annotations``), which gives the same sets
-except for chains of three or more tags within 2 characters of each other.
+These are Python 2.7 semantics, the official program's (under Python 3 a set
+difference with one set over 4 times the other discards instead of
+filtering, which changes FP or FN in rare cases). Which of two close tags of
+one side survives (1.) depends on insertion order: the official program
+inserts tags in file order, here they are taken in (start, end) order, the
+order of ``Document.annotations`` and of the files this toolkit writes. Files
+listing such tags in another order can score differently, in rare cases.
 
 With ``relaxed_many_to_one=False`` tags are matched one to one (a maximum
 matching within each (name, start, TYPE) group): TP = pairs, FP and FN = the

@@ -41,7 +41,7 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
         m, M = res.micro, res.macro
         lines.append(
             f"{name:<22}{_count(m.tp):>8}{_count(m.fp):>8}{_count(m.fn):>8}  {_f(m.precision):>7}{_f(m.recall):>8}"
-            f"{_f(m.f1):>8}{_f(m.f2):>8}  | {_f(M.precision):>8} ({M.precision_sd:.2f}){_f(M.recall):>9} ({M.recall_sd:.2f}){_f(M.f1):>8}"
+            f"{_f(m.f1):>8}{_f(m.f2):>8}  | {f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>8}"
         )
     semeval = {k: r for k, r in report.results.items() if r.outcomes is not None}
     if semeval:

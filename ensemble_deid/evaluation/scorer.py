@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 
 from ..document import Annotation, Document
 from .align import align, check_gold
@@ -17,6 +16,7 @@ from .criteria import Criterion, get_criterion
 from .engine import Engine
 from .metrics import DocumentCounts, micro_prf
 from .options import EvalOptions
+from .spans import SpanTable
 
 
 class Scorer:
@@ -24,6 +24,8 @@ class Scorer:
 
     >>> scorer = Scorer(gold_docs, "strict")
     >>> p, r, f1 = scorer.prf({doc_id: annotations, ...})
+    >>> table = scorer.table(system)           # convert once ...
+    >>> scorer.prf(table.select(votes >= 2))   # ... re-score subsets fast
     """
 
     def __init__(self, gold_documents: Sequence[Document], criterion: str | Criterion = "strict",
@@ -40,15 +42,29 @@ class Scorer:
     def __repr__(self) -> str:
         return f"Scorer(criterion={self.criterion.name!r}, documents={len(self.doc_ids)})"
 
-    def _counts(self, system: Any):
+    def table(self, system: Any) -> SpanTable:
+        """The system's tags in columnar form (documents in gold order).
+
+        ``counts`` and ``prf`` accept the result, and ``table.select(mask)``
+        gives any subset of its tags without touching Python objects again:
+        convert each base system once, then re-score subsets (vote
+        thresholds, pruning) at numpy speed. Missing documents follow the
+        options (under "skip" they score as empty here)."""
         aligned = align(self.gold_documents, system, self.options.missing)
-        table = self.engine.table(aligned.per_doc)
+        return self.engine.table(aligned.per_doc)
+
+    def _counts(self, system: Any):
+        rows = None
+        if isinstance(system, SpanTable):
+            table = system
+        else:
+            aligned = align(self.gold_documents, system, self.options.missing)
+            table = self.engine.table(aligned.per_doc)
+            if self.options.missing == "skip" and aligned.missing:
+                rows = aligned.present
         if self.engine.ensure_capacity():  # labels gold never had: re-encode gold keys
             self._gold = self.engine.prepare(self.engine.gold, self.criterion)
         tp, fp, fn = self.engine.compare(self.criterion, self._gold, self.engine.prepare(table, self.criterion))
-        rows = None
-        if self.options.missing == "skip" and aligned.missing:
-            rows = aligned.present
         return tp, fp, fn, rows
 
     def counts(self, system: Mapping[str, Sequence[Annotation]] | Sequence[Sequence[Any]] | Sequence[Document]) -> DocumentCounts:
