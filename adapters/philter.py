@@ -1,0 +1,188 @@
+"""``philter``: Philter (philter-ucsf 1.0.3, UCSF's rule-based PHI filter) as
+an external ensemble member, fully offline.
+
+Philter keeps what its whitelists and "safe" patterns match and removes
+everything else, so its output is high-recall and mostly untyped (``OTHER``;
+its date patterns say ``DATE``). Four fixes make the released package run
+here (see docs/external-systems.md):
+
+* about 160 of its regular expressions carry ``(?i)`` mid-pattern, which
+  Python 3.11 rejects: they are compiled with ``re.IGNORECASE`` instead;
+* its configuration names pattern files relative to its package folder: the
+  paths are made absolute;
+* its part-of-speech step calls NLTK's perceptron tagger, whose model cannot
+  be downloaded here: a stand-in tags digit runs ``CD``, capitalised words
+  ``NNP`` and the rest ``NN`` (the only tags its default configuration reads);
+* it reads files with universal newlines and guesses encodings: the notes are
+  written as UTF-8 with carriage returns blanked (same length), so offsets
+  stay ours.
+
+Philter reports PHI as runs of letters and digits; runs separated by blanks
+on one line (or by one of ``- / . '``) merge into one span, and a run inside a
+typed (DATE) match takes that type.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+from ensemble_deid.document import Annotation, Document
+from ensemble_deid.external import (
+    ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
+    requirements_available,
+)
+
+_LOCK = threading.Lock()  # Philter's module state (nltk hook, stdout) is process-wide
+_MERGE_GAP = re.compile(r"[ \t]+|[ \t]*[-/.'][ \t]*")
+
+
+def heuristic_pos_tag(tokens):
+    """Stand-in for ``nltk.pos_tag`` with the tags Philter's default config uses."""
+    out = []
+    for w in tokens:
+        if w.isdigit():
+            tag = "CD"
+        elif w[:1].isupper():
+            tag = "NNP"
+        else:
+            tag = "NN"
+        out.append((w, tag))
+    return out
+
+
+class _NltkShim:
+    """``nltk`` as Philter sees it: everything real except ``pos_tag``."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        if name == "pos_tag":
+            return heuristic_pos_tag
+        return getattr(self._real, name)
+
+
+def _package_dir() -> Path:
+    import philter_ucsf
+
+    return Path(philter_ucsf.__file__).parent
+
+
+class PhilterTagger(ExternalTagger):
+    name = "philter"
+    version = "1"
+    requires = ("philter_ucsf", "nltk", "chardet")
+    description = "Philter (philter-ucsf): rule/whitelist PHI filter, offline with fixes"
+
+    def __init__(self, config=None, label_map=None):
+        self.config = config
+        self.label_map = label_map
+
+    def _availability(self_or_cls):
+        ok, reason = requirements_available(self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls))
+        if not ok:
+            return ok, reason
+        if not isinstance(self_or_cls, type):
+            self = self_or_cls
+            if self.config and not Path(self.config).is_file():
+                return False, f"Philter config {self.config} not found"
+            if self.label_map and not Path(self.label_map).is_file():
+                return False, f"label_map {self.label_map} is not a file"
+        return True, ""
+
+    availability = hybridmethod(_availability)
+
+    def input_digest(self) -> str:
+        files = [p for p in (self.config, self.label_map) if p and Path(p).is_file()]
+        return files_digest(files) if files else ""
+
+    def _prepare(self) -> None:
+        config = Path(self.config) if self.config else _package_dir() / "configs" / "philter_delta.json"
+        patterns = json.loads(config.read_text(encoding="utf-8"))
+        base = _package_dir()
+        for p in patterns:
+            if "filepath" in p and not os.path.isabs(p["filepath"]):
+                candidate = config.parent / p["filepath"]
+                p["filepath"] = str(candidate if candidate.exists() else base / p["filepath"])
+        self.patterns_ = patterns
+        self.category_map_ = load_category_map(self.label_map, "philter")
+
+    def _engine(self, config_path: str, in_dir: str):
+        from philter_ucsf.philter import Philter
+
+        class _Philter(Philter):
+            def precompile(self, filepath):
+                regex = open(filepath, "r").read().strip()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" in its patterns
+                    try:
+                        return re.compile(regex)
+                    except re.error:
+                        if "(?i)" in regex:
+                            return re.compile(regex.replace("(?i)", ""), re.IGNORECASE)
+                        raise
+
+            def detect_encoding(self, fp):
+                return {"encoding": "utf-8", "confidence": 1.0}
+
+        engine = _Philter({"verbose": False, "run_eval": False, "filters": config_path, "outformat": "i2b2"})
+        engine.finpath = in_dir
+        return engine
+
+    def _foreign_spans(self, documents: Sequence[Document]) -> list[list[Annotation]]:
+        import philter_ucsf.philter as philter_module
+
+        stats = MappingStats()
+        out: list[list[Annotation]] = []
+        with tempfile.TemporaryDirectory(prefix="edeid-philter-") as tmp, _LOCK:
+            os.chmod(tmp, 0o700)
+            notes = Path(tmp) / "notes"
+            notes.mkdir()
+            config_path = Path(tmp) / "config.json"
+            config_path.write_text(json.dumps(self.patterns_), encoding="utf-8")
+            names = []
+            for i, doc in enumerate(documents):
+                path = notes / f"doc{i:06d}.txt"
+                with open(path, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(doc.text.replace("\r", " "))
+                names.append(str(path))
+            real_nltk = philter_module.nltk
+            philter_module.nltk = _NltkShim(real_nltk)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    engine = self._engine(str(config_path), str(notes) + os.sep)
+                    engine.map_coordinates()
+            finally:
+                philter_module.nltk = real_nltk
+            for doc, name in zip(documents, names):
+                spans = _philter_spans(doc.text, engine, name)
+                out.append(map_spans(spans, self.category_map_, stats, f"philter (document {doc.id!r})"))
+        self._note_mapping(stats)
+        return out
+
+
+def _philter_spans(text: str, engine, filename: str) -> list[ForeignSpan]:
+    typed: list[tuple[int, int, str]] = []
+    for phi_type, maps in engine.phi_type_dict.items():
+        if phi_type == "OTHER":
+            continue
+        for start, stop in maps[0].filecoords(filename):
+            typed.append((start, stop, phi_type))
+    typed.sort()
+    runs = sorted(engine.full_exclude_map.get(filename, {}).items())
+    spans: list[list] = []
+    for start, stop in runs:
+        label = next((t for s, e, t in typed if s <= start and stop <= e), "OTHER")
+        if spans and spans[-1][2] == label and _MERGE_GAP.fullmatch(text[spans[-1][1]:start]):
+            spans[-1][1] = stop
+        else:
+            spans.append([start, stop, label])
+    return [ForeignSpan(s, e, t) for s, e, t in spans]
