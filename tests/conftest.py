@@ -40,3 +40,22 @@ def workspace(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(root))
     monkeypatch.delenv("ENSEMBLE_DEID_CACHE", raising=False)
     return root
+
+
+@pytest.fixture
+def tiny_registered(workspace, tmp_path) -> str:
+    """The tiny corpus written as i2b2 XML (30 train, 10 test documents) and
+    registered in the throwaway workspace as 'tiny'."""
+    from ensemble_deid.formats import write_i2b2_xml
+    from ensemble_deid.workspace import CorpusSpec, Workspace
+
+    from .tiny_corpus import tiny_corpus
+
+    docs = tiny_corpus(40)
+    dirs = {"train": tmp_path / "tiny-train", "test": tmp_path / "tiny-test"}
+    for split, part in (("train", docs[:30]), ("test", docs[30:])):
+        dirs[split].mkdir()
+        for doc in part:
+            write_i2b2_xml(doc, dirs[split] / f"{doc.id}.xml")
+    Workspace(workspace).add_corpus(CorpusSpec("tiny", {k: str(v) for k, v in dirs.items()}))
+    return "tiny"

@@ -1,0 +1,61 @@
+"""The cv, cache, taggers and compare commands end to end on the tiny corpus."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+
+
+def _run(*args, ok=True):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def test_cv_then_cache_ls_verify_export(tiny_registered, workspace, tmp_path):
+    out = _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress").output
+    assert "memorize" in out and "CV F1" in out and "6/6" in out  # 5 folds + test computed
+    again = _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress").output
+    assert "0/6" in again  # all reused
+    ls = _run("cache", "ls").output
+    assert "memorize" in ls
+    verify = _run("cache", "verify").output
+    assert "6 part(s) checked: 0 corrupt" in verify
+    _run("cache", "export", str(tmp_path / "export"), "--corpus", tiny_registered)
+    files = list((tmp_path / "export").rglob("*.xml"))
+    assert len(files) == 30 + 10
+
+
+def test_cache_verify_names_a_corrupt_part_and_exits_1(tiny_registered, workspace):
+    _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress")
+    npz = sorted(Path(workspace, "cached_predictions").rglob("fold-02.npz"))[0]
+    data = bytearray(npz.read_bytes())
+    data[50] ^= 0x10
+    npz.write_bytes(bytes(data))
+    res = _run("cache", "verify", ok=False)
+    assert res.exit_code == 1
+    assert "fold-02.npz" in res.output and "corrupt" in res.output
+    rerun = CliRunner().invoke(main, ["cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress"])
+    assert rerun.exit_code == 0 and "1/6" in rerun.output
+    assert "recomputing" in rerun.output
+
+
+def test_unknown_tagger_and_bad_params_are_bad_parameters(tiny_registered):
+    res = _run("cv", "--corpus", tiny_registered, "--taggers", "nope", ok=False)
+    assert res.exit_code == 2 and "unknown tagger 'nope'" in res.output
+    res = _run("cv", "--corpus", tiny_registered, "--taggers", "memorize:colour=red", ok=False)
+    assert res.exit_code == 2 and "invalid parameter 'colour'" in res.output
+
+
+def test_taggers_lists_plugins():
+    out = _run("taggers").output
+    assert "memorize" in out and "edeid-test-plugin" in out
+
+
+def test_compare_two_systems(tiny_registered):
+    out = _run("compare", "memorize", "memorize:max_len=1", "--corpus", tiny_registered, "--folds", "5",
+               "--trials", "500", "--test", "randomization", "--test", "bootstrap").output
+    assert "(ref)" in out and "p randomization (Holm)" in out and "95% CI" in out
