@@ -145,3 +145,7 @@ def check(directory, fmt, label_map, max_shown):
     )
     if kinds[ERROR]:
         raise SystemExit(1)
+
+from .synth import synth  # noqa: E402
+
+corpus.add_command(synth)
