@@ -73,7 +73,7 @@ def format_records(documents: Sequence[Document], keys: Sequence[RecordKey]) -> 
     parts = []
     for doc, (patient, note) in zip(documents, keys):
         for line in doc.text.split("\n"):
-            if _END_RE.match(line) or line.startswith(START):
+            if END in line or line.lstrip().upper().startswith("START_OF_RECORD"):
                 raise ExternalOutputError(
                     f"document {doc.id!r}: a line of its text looks like a deid record marker; "
                     "it cannot be written in deid's record format"
