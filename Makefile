@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU wheel first, so nothing later pulls CUDA builds of torch.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,dask]'
+	$(PY) -m pip install -q -e '.[test,dask,external]'
 	touch $(STAMP)
 
 demo: $(STAMP)
