@@ -18,7 +18,7 @@ from typing import Sequence
 from ..document import Document
 from ..formats import write_i2b2_xml
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 FAKER_VERSION = "40.54.0"  # pyproject pins it; output changes across versions
 MANIFEST_NAME = "SYNTH.json"
 STYLES = ("i2b2-2014", "ngrid-2016")

@@ -123,7 +123,7 @@ def make_patient(s: Surrogates, number: int) -> Patient2014:
         hospital=hospital, other_hospital=s.hospital(lists.HOSPITAL_KINDS_2014),
         street=s.street(), city=city, state=state, zipcode=s.zipcode(), phone=s.phone(form="paren"),
         relatives=relatives, profession=s.profession(0.3), employer=s.company(),
-        conditions=conditions, drugs=rng.sample(lists.DRUGS_2014, rng.randint(3, 8)),
+        conditions=conditions, drugs=rng.sample(lists.DRUGS_2014, rng.randint(5, 10)),
         events=events, first_date=first_date, typist=s.person(),
         clinic_phone=s.phone(form=s.pick(("paren", "dash"))), clinic_fax=s.phone(form=s.pick(("paren", "dash"))),
         clinic_street=s.street(), clinic_city=s.pick(lists.CITIES_NE), clinic_zip=s.zipcode(),
@@ -409,6 +409,12 @@ class Record2014:
                 c.say(c.choose("[[ dx| diagnosed| since| -|,| x]] "))
                 c.emit(self.past_date())
             c.line()
+        if s.chance(0.25):
+            y1 = self.date.year - self.rng.randint(3, 12)
+            y2 = y1 + self.rng.randint(1, 3)
+            c.say(bullet.replace("# ", "- ") + c.choose("[[on insulin|on {drug}|smoker|lived abroad|dialysis]] "))
+            c.emit([(str(y1), "DATE"), (s.pick(("-", " - ", " to ")), None), (str(y2), "DATE")])
+            c.line()
         for what, d in self.p.events:
             if s.chance(0.6):
                 c.say(bullet.replace("# ", "- ") + c.choose(f"s/p {what} [[|at |in |@ ]]"))
@@ -422,7 +428,7 @@ class Record2014:
         c, s = self.c, self.s
         self.heading("Medications", "Meds", "Current Medications", "MEDS", "Outpatient medications")
         sep = s.pick(("\n", "; ", ", "))
-        drugs = self.rng.sample(self.p.drugs, min(len(self.p.drugs), self.rng.randint(3, 7)))
+        drugs = self.rng.sample(self.p.drugs, min(len(self.p.drugs), self.rng.randint(4, 9)))
         for i, (drug, dose, freq) in enumerate(drugs):
             c.say(f"{drug} {dose}" + (f" {freq}" if s.chance(0.7) else ""))
             if s.chance(0.12):
@@ -455,6 +461,23 @@ class Record2014:
         c = self.c
         self.heading("Family History", "FH", "FHx")
         c.line("[[Father|Mother|Brother|Sister]] with [[MI|DM|CAD|stroke]] [[at|age]] {FAMILY_AGE}[[; {relative_word2} with {cond}|]].")
+
+    def studies(self) -> None:
+        """Test results in prose: capitalised test names, numbers, fractions."""
+        c = self.c
+        self.heading("Studies", "Cardiac studies", "Data", "Diagnostics", "Imaging")
+        items = [
+            "Echo: EF [[{d}0|5{d}|6{d}]]%, [[mild LVH|no WMA|mild MR|LAE|inferior HK]].",
+            "[[ETT|Stress test]]: {d} METS, Bruce protocol, [[no ischemia|1 mm ST depression|stopped for fatigue]].",
+            "[[Persantine MIBI|MIBI]]: [[small fixed defect|no reversible defects|moderate anterior ischemia]].",
+            "Cath: [[{d}0% LAD|{d}0% RCA|{d}0% LCx]], [[{d}0% OM1|patent grafts|no disease]].",
+            "Holter: [[rare PVCs|NSR with PACs|{d} beats of NSVT]].", "CXR: [[no infiltrate|mild CHF|cardiomegaly]].",
+            "[[ABI|ABIs]] [[0.{d}{d}|1.0{d}]] R, [[0.{d}{d}|0.9{d}]] L.", "Carotid US: [[<50%|50-69%|{d}0%]] [[R|L]] ICA stenosis.",
+            "Monofilament [[{d}/10|10/10]] sites.", "Foot exam {d}/{d} pulses.", "Renal US: [[normal|small kidneys|no hydro]].",
+            "Doppler: [[no DVT|biphasic flow]].", "PFTs: FEV1 {d}{d}%, FEV1/FVC 0.{d}{d}.",
+        ]
+        for item in self.rng.sample(items, self.rng.randint(2, 5)):
+            c.line(item)
 
     def exam(self) -> None:
         c, s = self.c, self.s
@@ -558,7 +581,14 @@ class Record2014:
             "Holding {drug} [[until|through]] {FUTURE} [[for|before]] {proc}.",
         ]
         numbered = s.chance(0.5)
-        for i, t in enumerate(self.rng.sample(items, self.rng.randint(3, 6))):
+        items += [
+            "Continue [[ASA|statin|ACE-I|beta blocker]].", "Check [[BMP|lipids|A1c|CBC|TSH|LFTs]] [[today|in {num} weeks|before next visit]].",
+            "Goal [[A1c < 7|LDL < 70|BP < 130/80]].", "Titrate {drug} to [[{n2} mg|{d}0 units|max dose]].",
+            "Diet and exercise counseling, [[{d}0|{n2}]] min [[walking|exercise]] {d}x/week.", "[[Foot care|Eye exam|Dental]] reviewed.",
+            "[[Cont|Continue]] {drug} {d}0 mg [[qd|bid]]; [[1/2 tab|{d}/2 tab|one tab]] [[qhs|prn]].",
+            "{cond}: [[stable|at goal|not at goal]], [[no changes|no change in meds]].",
+        ]
+        for i, t in enumerate(self.rng.sample(items, self.rng.randint(4, 8))):
             c.line((f"{i + 1}. " if numbered else s.pick(("", "- ", "# "))) + t)
 
     def signature(self) -> None:
@@ -618,8 +648,8 @@ class Record2014:
         else:
             self.opening()
             sections = [self.hpi, self.history, self.medications, self.social, self.family, self.ros,
-                        self.exam, self.labs, self.maintenance]
-            odds = (0.95, 0.8, 0.85, 0.75, 0.55, 0.5, 0.8, 0.9, 0.65)
+                        self.exam, self.studies, self.labs, self.maintenance]
+            odds = (0.95, 0.8, 0.85, 0.75, 0.55, 0.7, 0.85, 0.6, 0.9, 0.65)
             keep = [f for f, p in zip(sections, odds) if self.s.chance(p)] or [self.hpi]
             if self.s.chance(0.25):
                 self.rng.shuffle(keep)

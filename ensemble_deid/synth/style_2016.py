@@ -162,6 +162,9 @@ class Intake2016:
             "d": lambda: str(self.rng.randint(1, 9)),
             "n4": lambda: str(self.rng.choice((1000, 1200, 1500, 2000, 2500, 3000))) + self.s.pick((" mg", " dollars", " calories")),
             "AGE_BARE": lambda: [(str(self.younger()), "AGE")],
+            "YEAR_RANGE": lambda: self.year_range(),
+            "n4d": lambda: str(self.rng.choice((900, 1100, 1200, 1400, 1500, 1800, 2000, 2200, 2500, 3000))),
+            "decade": lambda: self.s.pick(("80s", "90s", "2000s", "nineties", "eighties")),
             "AGE_NUM": lambda: [(str(self.rng.randint(3, 60)), "AGE")],
             "AGE_HYPH": lambda: [(str(self.rng.randint(2, 60)), "AGE"), ("-year-old " + self.s.pick(("son", "daughter", "nephew", "friend", "coworker")), None)],
         }
@@ -193,6 +196,14 @@ class Intake2016:
         fmt = weighted(self.rng, (("year", 10), ("month_year", 3), ("month_of_year", 1), ("apos_yy", 0.6),
                                   ("mon_year", 0.3), ("my", 0.5), ("mdy_nopad", 0.5)))
         return [(self.s.format_date(d, fmt), "DATE")]
+
+    def year_range(self) -> list[Piece]:
+        """Two dates joined by a hyphen or "to": "2008-2010", "'08-'10"."""
+        a = self.rng.randint(max(1950, self.birth_year + 5), self.date.year - 1)
+        b = self.rng.randint(a + 1, self.date.year)
+        if self.s.chance(0.2):
+            return [(f"'{a % 100:02d}", "DATE"), ("-", None), (f"'{b % 100:02d}", "DATE")]
+        return [(str(a), "DATE"), (self.s.pick(("-", " - ", " to ", "-")), None), (str(b), "DATE")]
 
     def year_date(self) -> list[Piece]:
         year = self.rng.randint(max(1950, self.birth_year + 5), self.date.year)
@@ -292,9 +303,14 @@ class Intake2016:
             "{She} [[denies|reports]] racing thoughts.", "{She} has been [[spending|gambling]] more money.",
             "{She} went to {workplace} to apply for a job.", "Symptoms [[worsen|are worse]] in the {season}.",
             "{She} was started on {drug} by {HIS} PCP {DR} in {DATE}.", "{She} ran out of {drug} {num} days ago.",
+            "{She} sleeps {d}-{d} hours.", "{She} slept well {d}/7 nights.", "{She} has [[{d}|{num}]] drinks on weekends.",
+            "{She} eats [[once|twice]] a day.", "{She} feels [[{d}/10|worse|better]] [[today|this week]].", "{She} is tired all the time.",
+            "{She} feels like a burden.", "{She} has no energy.", "{She} stays in {HIS} room.", "{She} has trouble focusing at work.",
+            "{She} [[avoids|fears]] crowds.", "Panic attacks [[{num}x/week|daily|twice a month]].", "{She} [[skips|forgets]] doses of {drug}.",
+            "{She} takes [[1/2|{d}/2|one]] tab of {drug} at night.", "Started {drug} {d} weeks ago at {d}0 mg.",
         ]
-        self.sentences(templates, 8, 14)
-        self.frames(6, 10)
+        self.sentences(templates, 12, 20)
+        self.frames(8, 12)
         self.sentences(TIMELINE, 4, 8)
 
     FRAMES = [
@@ -319,6 +335,9 @@ class Intake2016:
         "[[Her|His]] [[mother|father|uncle|grandmother]] [[was|is]] [[{nationality}|from {ANY_COUNTRY}|from {CITY}|a {ANY_PROFESSION}|a {role}]].",
         "{She} [[drank|used]] [[for {yrs} years|{yrs} times|daily for {yrs} months|since {AGE_BARE}|since {YEAR}|since age {AGE_BARE}]].",
         "[[Last|Most recent]] [[drink|use|visit|admission]] [[{DATE}|{num} days ago|last {season}|{yrs} weeks ago|in {YEAR}]].",
+        "[[Lived|Worked|Drank|Used]] [[there|heavily|daily|in {CITY}]] [[from {YEAR_RANGE}|{YEAR_RANGE}|for {yrs} years|in the {decade}|until {YEAR}]].",
+        "[[Rent is|Owes|Gets|Spent]] [[${n4d}|${n4d}|{n4d} dollars|about ${n4d}]] [[a month|in total|on {substance}|from SSDI]].",
+        "[[Early|Late|Mid|Since early|In late]] {YEAR} {HE} [[relapsed|moved|lost {HIS} job|started treatment]].",
         "[[Worked|Works]] [[{yrs} hours|nights|weekends|part-time]] [[as a {ANY_PROFESSION}|at {workplace}|at {ORG}|for {EMPLOYER}|as a {role}]].",
         "{She} [[reads|watches]] [[{capword}|the news|{nationality} TV]] [[daily|at night]].",
         "[[{She} is|Son is|Daughter is|{His} brother is|Score is|PHQ-9 is|Anxiety is|{She} was]] [[{AGE_NUM}|{num}|{phq}|{AGE_NUM}]] [[now|today|at intake|this week]].",
@@ -433,7 +452,7 @@ class Intake2016:
             "Would like to go back to school to become a {ANY_PROFESSION}.", "Hopes to work as a {ANY_PROFESSION}.",
         ]
         self.sentences(templates, 7, 12)
-        self.frames(4, 8)
+        self.frames(5, 9)
 
     def medical(self) -> None:
         self.heading("Past Medical History", "Medical History", "PMH", "Medical")
@@ -448,6 +467,28 @@ class Intake2016:
         self.heading("Current Medications", "Medications", "Meds")
         items = [" ".join(self.s.pick(lists.DRUGS_2016)) + self.s.pick(("", " daily", " qhs", " bid", " prn")) for _ in range(self.rng.randint(1, 4))]
         self.c.line(self.s.pick(("\n", ", ", "; ")).join(items))
+
+    def psych_ros(self) -> None:
+        """Review of psychiatric symptoms: capitalised non-PHI, fractions, scores."""
+        self.heading("Review of Symptoms", "Psychiatric ROS", "Review of Systems", "Symptom Review")
+        parts = [
+            "Depression: [[+low mood, +anhedonia|+guilt, +poor sleep|denies|+hopelessness]]", "Mania: [[denies|+decreased need for sleep|+racing thoughts x{num} days]]",
+            "Psychosis: [[denies AH/VH|+paranoia|denies]]", "Anxiety: [[+worry|+panic attacks {num}x/week|+restlessness]]",
+            "PTSD: [[+nightmares|+flashbacks|denies]]", "OCD: [[denies|+checking]]", "ED: [[denies|+restricting]]",
+            "ADHD: [[+distractibility|denies]]", "Sleep: [[{d}-{d} hrs|{d}/7 nights poor|poor]]", "Appetite: [[down|up|ok]]",
+            "Energy: [[{d}/10|low]]", "Concentration: [[poor|fair]]", "SI: [[passive|denies]]", "HI: denies",
+        ]
+        sep = self.s.pick(("\n", ". ", "; "))
+        self.c.line(sep.join(self.rng.sample(parts, self.rng.randint(6, len(parts)))))
+
+    def strengths(self) -> None:
+        self.heading("Strengths", "Strengths and Supports", "Goals")
+        templates = [
+            "Motivated for treatment.", "Good insight.", "Supportive family.", "Stable housing.", "Employed.", "Sense of humor.",
+            "{She} wants to [[sleep better|get sober|return to work|feel less anxious]].", "Goal: [[{d} days sober|less panic|better sleep]].",
+            "Engaged with [[AA|DBT|CBT|church]].", "Likes [[art|music|sports|cooking]].", "Insight is [[limited|fair|good]].",
+        ]
+        self.sentences(templates, 2, 5)
 
     def mse(self) -> None:
         self.heading("Mental Status Exam", "MSE", "Mental Status Examination")
@@ -525,9 +566,13 @@ class Intake2016:
             self.rng.shuffle(kept)
         for f in kept:
             f()
+        if self.s.chance(0.6):
+            self.psych_ros()
         self.mse()
         if self.s.chance(0.7):
             self.risk()
+        if self.s.chance(0.5):
+            self.strengths()
         self.assessment()
         self.plan()
         self.signature()
