@@ -95,6 +95,8 @@ def test_spans_are_exact_typed_and_token_aligned(corpora, style):
     report = alignment_loss(docs)
     assert report.spans > 500
     assert report.loss < 0.01
+    # No template syntax leaks into the notes.
+    assert not any(re.search(r"\[\[|\]\]|\{[A-Za-z_]+\}", d.text) for d in docs)
 
 
 @pytest.mark.parametrize("style", STYLES)
