@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "evaluate": "ensemble_deid.cli.evaluate:evaluate",
     "cache": "ensemble_deid.cli.cache_cmd:cache",
     "cv": "ensemble_deid.cli.cv:cv",
+    "ensemble": "ensemble_deid.cli.ensemble:ensemble",
+    "prune": "ensemble_deid.cli.prune:prune",
     "taggers": "ensemble_deid.cli.taggers:taggers",
 }
 

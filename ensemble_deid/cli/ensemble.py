@@ -1,0 +1,264 @@
+"""``ensemble-deid ensemble``: fit an ensemble on cached member predictions,
+predict the test split, score it, and cache its own predictions."""
+from __future__ import annotations
+
+import click
+
+from .common import fail_on_error, workspace_of
+
+METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
+
+
+def parse_members(value: str, param_hint: str = "--members"):
+    """(tagger specs, ensemble member names, all labels in order). Tagger specs
+    are parsed as by ``cv --taggers``; ``ensemble.<method>[:hash=<prefix>]``
+    names an ensemble already cached for this corpus."""
+    from ..ensemble.caching import is_ensemble_spec
+    from .cv import _split_specs, parse_tagger_specs
+
+    chunks = _split_specs(value)
+    ensembles = [c for c in chunks if is_ensemble_spec(c)]
+    regular_text = ",".join(c for c in chunks if not is_ensemble_spec(c))
+    specs = parse_tagger_specs(regular_text, param_hint) if regular_text else []
+    order, by_chunk = [], iter(specs)
+    for c in chunks:
+        order.append(c if is_ensemble_spec(c) else next(by_chunk).label)
+    if len(set(order)) != len(order):
+        raise click.BadParameter("a member is named twice", param_hint=param_hint)
+    if len(order) < 2:
+        raise click.BadParameter("an ensemble needs at least two members", param_hint=param_hint)
+    return specs, ensembles, order
+
+
+def parse_params(items, param_hint: str) -> dict:
+    from ..cv import _parse_value
+
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint=param_hint)
+        out[key.strip()] = _parse_value(value.strip())
+    return out
+
+
+def parse_grid(items, param_hint: str = "--grid") -> dict | None:
+    from ..cv import _parse_value
+
+    if not items:
+        return None
+    grid = {}
+    for item in items:
+        key, eq, values = item.partition("=")
+        if not eq or not key.strip() or not values:
+            raise click.BadParameter(f"expected key=v1|v2|..., got {item!r}", param_hint=param_hint)
+        grid[key.strip()] = [_parse_value(v.strip()) for v in values.split("|")]
+    return grid
+
+
+def load_members(ctx, corpus_name, members, k, seed, no_progress):
+    """(corpus, engine, {label: MemberRun}) with the members' CV run or reused."""
+    from ..cache import PredictionCache
+    from ..cv import CrossValidation
+    from ..ensemble.caching import resolve_members
+
+    specs, ensembles, order = parse_members(members)
+    ws = workspace_of(ctx)
+    corpus = ws.load(corpus_name)
+    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
+    runs = resolve_members(engine, specs, ensembles, order, progress=not no_progress,
+                           on_corrupt=lambda msg: click.echo(f"warning: {msg}", err=True))
+    return corpus, engine, runs
+
+
+def member_rows(runs, corpus):
+    from ..summary import strict_prf
+
+    rows = []
+    for label, run in runs.items():
+        cv = strict_prf(corpus.train, run.oof)
+        test = strict_prf(corpus.test, run.test)
+        rows.append([label, *cv, *test])
+    return rows
+
+
+SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1"]
+
+
+@click.command("ensemble")
+@click.option("--corpus", "corpus_name", required=True, help="Registered or embedded corpus name.")
+@click.option("--method", required=True, type=click.Choice(METHOD_NAMES), help="Ensemble method.")
+@click.option("--members", required=True, help="Comma-separated member taggers (as for cv --taggers), or "
+              "ensemble.<method>[:hash=<prefix>] for an ensemble already cached.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fix a method parameter (repeatable).")
+@click.option("--grid", "grid", multiple=True, metavar="KEY=V1|V2", help="Values cross-validation chooses from "
+              "(repeatable; replaces the method's default grid).")
+@click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection (grouped by patient).")
+@click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
+@click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises (f2/recall: privacy first).")
+@click.option("--nested", is_flag=True, help="Also estimate the whole selection by nested CV (k times the cost); the ensemble's own OOF predictions then choose inside each fold.")
+@click.option("--no-oof", is_flag=True, help="Do not compute the ensemble's own out-of-fold predictions (it then cannot be a member).")
+@click.option("--refit", is_flag=True, help="Recompute even when the ensemble's predictions are cached.")
+@click.option("--diagnostics/--no-diagnostics", default=True, help="Print the oracle, pairwise agreement and marginal contributions (test split).")
+@click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
+@click.pass_context
+def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, nested, no_oof, refit, diagnostics, no_progress):
+    """Fit an ensemble METHOD on the members' out-of-fold predictions over the
+    training set (hyperparameters chosen by k-fold CV), predict the test
+    split, score it (strict micro), and cache its predictions as
+    ``ensemble.<method>``. Members missing from the cache are computed first.
+    """
+    from ..ensemble import GridSearch, make_method
+
+    fixed = parse_params(params, "--param")
+    grid_ = parse_grid(grid)
+    try:
+        learner = GridSearch(make_method(method, **fixed), grid_, folds=k, seed=seed, metric=metric, nested=nested)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--param")
+    with fail_on_error():
+        corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
+        result = run_ensemble(engine, learner, method, runs, refit=refit, oof=not no_oof,
+                              echo=lambda s: click.echo(s, err=True))
+    report(corpus, engine, runs, result, method, learner, diagnostics)
+
+
+def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=print):
+    """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
+    test and OOF predictions, the entry and the selection record."""
+    import time
+
+    from ..ensemble.caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
+    from ..ensemble.selection import fold_predictions
+
+    train, test = engine.train, engine.targets["test"]
+    settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
+                "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
+    entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
+    cache = engine.cache
+    cache.ensure_entry(entry, {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),
+                               "settings": jsonable(settings), "members": list(runs), "external": False})
+    test_part, oof_parts = ensemble_parts(engine, entry)
+    members_oof = {label: run.oof for label, run in runs.items()}
+    members_test = {label: run.test for label, run in runs.items()}
+    out = {"entry": entry, "oof": None, "computed": []}
+
+    if refit or cache.part_status(test_part) != "valid":
+        echo(f"fitting {method} on {len(train)} training documents ({len(runs)} members)")
+        t0 = time.perf_counter()
+        learner.fit(members_oof, train)
+        preds = learner.predict(members_test, test)
+        record = {
+            "best_params": learner.best_params_, "best_score": learner.best_score_,
+            "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
+            "members": list(runs), "metric": learner.metric,
+        }
+        if learner.nested:
+            n = learner.nested_
+            record["nested"] = {"tp": n.tp, "fp": n.fp, "fn": n.fn, "score": n.score, "chosen": n.chosen,
+                                "fits": n.fits, "seconds": round(n.seconds, 2)}
+        record.update(_learned(learner.best_estimator_))
+        cache.write_part(test_part, preds, test, part_metadata(f"ensemble.{method}", learner.get_params(),
+                                                               time.perf_counter() - t0, {"selection": jsonable(record)}))
+        out["computed"].append("test")
+    test_preds, test_record = cache.read_part(test_part)
+    out["test"], out["record"] = test_preds, test_record.get("selection", {})
+
+    if oof:
+        missing = [p for p in oof_parts if refit or cache.part_status(p) != "valid"]
+        if missing:
+            best = dict(out["record"].get("best_params") or {})
+            # Nested: choose inside each fold (honest); else refit the choice made on all folds.
+            estimator = (learner.clone().set_params(nested=False) if learner.nested
+                         else learner.estimator.clone().set_params(**best))
+            echo(f"{method}: out-of-fold predictions ({engine.k} folds"
+                 f"{', selection inside each fold' if learner.nested else ''})")
+            t0 = time.perf_counter()
+            by_fold = fold_predictions(estimator, members_oof, train, engine.folds)
+            seconds = time.perf_counter() - t0
+            docs_by_id = {d.id: d for d in train}
+            for f, part in enumerate(oof_parts):
+                preds = by_fold.get(f, [])
+                cache.write_part(part, preds, [docs_by_id[p.doc_id] for p in preds],
+                                 part_metadata(f"ensemble.{method}", estimator.get_params(), seconds / engine.k,
+                                               {"fold": f}))
+            out["computed"].append("oof")
+        oof_preds = {}
+        for part in oof_parts:
+            oof_preds.update(cache.read_part(part)[0])
+        out["oof"] = oof_preds
+    return out
+
+
+def _learned(model) -> dict:
+    """Small learned facts worth recording (pruned subset, threshold)."""
+    out = {}
+    for attr in ("threshold_", "subset_"):
+        if hasattr(model, attr):
+            out[attr.rstrip("_")] = getattr(model, attr)
+    if hasattr(model, "search_"):
+        out["elimination"] = {t: [list(s) for s in p.steps] for t, p in model.search_.paths.items()}
+    return out
+
+
+def report(corpus, engine, runs, result, method, learner, diagnostics):
+    from ..summary import strict_prf
+    from ..table import render_table
+
+    record = result["record"]
+    entry = result["entry"]
+    label = f"ensemble.{method}"
+    rows = member_rows(runs, corpus)
+    cv = strict_prf(corpus.train, result["oof"]) if result["oof"] else (None, None, None)
+    rows.append([label, *cv, *strict_prf(corpus.test, result["test"])])
+    click.echo(f"\ncorpus {corpus.name!r}: {engine.k}-fold CV (folds {engine.folds.fingerprint}); "
+               f"{label} cached as {label}:hash={entry.param_hash[:8]} "
+               f"({'computed ' + ' and '.join(result['computed']) if result['computed'] else 'reused'})")
+    click.echo(render_table(SCORE_HEADERS, rows))
+    best_member = max(rows[:-1], key=lambda r: r[3])
+    click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
+               f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
+    click.echo(f"chosen parameters: {record.get('best_params') or '(none to choose)'} "
+               f"by {engine.k}-fold CV on {record.get('metric', learner.metric)}")
+    if record.get("threshold") is not None:
+        click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}")
+    if record.get("cv_results"):
+        cv_rows = [[", ".join(f"{k}={v}" for k, v in r["params"].items()), r["tp"], r["fp"], r["fn"], r["score"]]
+                   for r in record["cv_results"]]
+        click.echo(render_table(["setting", "TP", "FP", "FN", learner.metric], cv_rows))
+    if record.get("nested"):
+        n = record["nested"]
+        click.echo(f"nested CV estimate ({learner.metric}): {n['score']:.4f} from {n['fits']} fits in "
+                   f"{n['seconds']} s; choices per outer fold: {n['chosen']}")
+    if diagnostics:
+        click.echo(diagnostics_report(runs, corpus))
+
+
+def diagnostics_report(runs, corpus) -> str:
+    """Oracle, marginal contributions and pairwise agreement on the test split."""
+    from ..ensemble import best_threshold, build_candidates, marginal_contributions, oracle, pairwise_agreement
+    from ..table import render_table
+
+    names = tuple(runs)
+    train_table = build_candidates([runs[n].oof for n in names], names, corpus.train)
+    table = build_candidates([runs[n].test for n in names], names, corpus.test)
+    rank = train_table.member_rank()
+    t = best_threshold(train_table, rank)
+    o = oracle(table)
+    lines = [f"\noracle (test): {o.found}/{o.n_gold} gold spans found by some member: recall {o.recall:.4f}, "
+             f"F1 {o.f1:.4f}"]
+    rows = [[c.member, c.f1, c.unique_true, c.unique_false, c.delta]
+            for c in marginal_contributions(table, t, rank)]
+    lines.append(f"marginal contributions (test; delta = F1 of voting at t={t} with all members minus without it):")
+    lines.append(render_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows))
+    jac, dfault = pairwise_agreement(table)
+    short = [f"[{i}]" for i in range(len(names))]
+    lines.append("pairwise agreement (test; upper: span Jaccard, lower: double fault):")
+    grid = []
+    for i, n in enumerate(names):
+        row = [f"[{i}] {n}"]
+        for j in range(len(names)):
+            row.append("" if i == j else (jac[i, j] if j > i else dfault[i, j]))
+        grid.append(row)
+    lines.append(render_table(["member", *short], grid))
+    return "\n".join(lines)

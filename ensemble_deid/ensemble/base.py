@@ -1,0 +1,191 @@
+"""The interface every meta-learner implements (scikit-learn style).
+
+A meta-learner sees only the base taggers' outputs ("members"): it is fitted
+on their out-of-fold predictions over the training set plus the gold
+annotations, and predicts from their predictions on other documents.
+
+    learner = Voting(threshold=2)
+    learner.fit({"crf": crf_oof, "rules": rules_oof}, train_documents)
+    predictions = learner.predict({"crf": crf_test, "rules": rules_test}, test_documents)
+
+``members`` maps a member name to ``{doc_id: DocumentPrediction}``. Parameters
+are the constructor's arguments (``get_params``/``set_params``/``clone``/
+``param_hash`` are those of :class:`~ensemble_deid.tagger.Tagger`); learned
+attributes end in ``_``; ``member_names_`` records the members seen in fit.
+
+Internally a learner works on a *prepared* form of the members' outputs
+(candidate spans or token tag matrices) that is built once and sliced by
+document, so model selection never re-decodes predictions:
+
+    _prepare(members, names, documents) -> prepared   (independent of the parameters)
+    _fit_prepared(prepared)
+    _predict_raw(prepared) -> raw                 (a candidate mask, tag arrays, ...)
+    _raw_to_predictions(prepared, raw) -> [DocumentPrediction]
+    _raw_counts(prepared, raw) -> (tp, fp, fn)    strict micro counts
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Sequence
+
+from ..document import Document
+from ..errors import EnsembleDeidError
+from ..prediction import DocumentPrediction
+from ..tagger import NotFittedError, Tagger
+
+Members = Mapping[str, Mapping[str, DocumentPrediction]]
+
+# Bump when any method's output for the same input can change (cache key).
+ENSEMBLE_VERSION = "1"
+METRICS = ("f1", "f2", "recall")
+
+
+class MissingMemberError(EnsembleDeidError, KeyError):
+    """A member the learner needs is absent (or lacks predictions for a document)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+def metric_value(tp: int, fp: int, fn: int, metric: str = "f1") -> float:
+    """Strict micro F1, F2 or recall from counts (0 when undefined)."""
+    if metric == "recall":
+        return tp / (tp + fn) if tp + fn else 0.0
+    beta2 = {"f1": 1, "f2": 4}.get(metric)
+    if beta2 is None:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    denom = (1 + beta2) * tp + beta2 * fn + fp
+    return (1 + beta2) * tp / denom if denom else 0.0
+
+
+def check_metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    return metric
+
+
+class MetaLearner:
+    """Base class of the ensemble methods (see the module docstring)."""
+
+    name: ClassVar[str] = ""
+    level: ClassVar[str] = "span"  # "span" (candidate spans) or "token"
+    description: ClassVar[str] = ""
+
+    # Parameters: the Tagger machinery, reused as is.
+    _param_names = Tagger.__dict__["_param_names"]
+    get_params = Tagger.get_params
+    clone = Tagger.clone
+    param_hash = Tagger.param_hash
+    __repr__ = Tagger.__repr__
+    is_fitted = Tagger.is_fitted
+
+    def set_params(self, **params: Any) -> "MetaLearner":
+        valid = set(self._param_names())
+        bad = sorted(set(params) - valid)
+        if bad:
+            raise ValueError(
+                f"invalid parameter {bad[0]!r} for ensemble method {self.name or type(self).__name__}; "
+                f"valid parameters: {sorted(valid)}"
+            )
+        for key, value in params.items():
+            setattr(self, key, value)
+        return self
+
+    def check_fitted(self) -> None:
+        if not self.is_fitted():
+            raise NotFittedError(
+                f"ensemble method {self.name or type(self).__name__!r} is not fitted: "
+                "call fit(members, documents) before predict()"
+            )
+
+    def default_grid(self, n_members: int) -> dict[str, list]:
+        """Hyperparameter values that cross-validation chooses from by default."""
+        return {}
+
+    # --- the public API ----------------------------------------------------
+    def fit(self, members: Members, documents: Sequence[Document]) -> "MetaLearner":
+        names = tuple(members)
+        if not names:
+            raise ValueError(f"{self.name}: no members given")
+        prepared = self._prepare(ordered_members(members, names, documents, self.name), names, documents)
+        self._fit_prepared(prepared)
+        self.member_names_ = names
+        return self
+
+    def predict(self, members: Members, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        self.check_fitted()
+        names = self.member_names_
+        prepared = self._prepare(ordered_members(members, names, documents, self.name), names, documents)
+        return self._raw_to_predictions(prepared, self._predict_raw(prepared))
+
+    # --- hooks -------------------------------------------------------------
+    def _prepare(self, members: list[Mapping[str, DocumentPrediction]], names: tuple[str, ...],
+                 documents: Sequence[Document]):
+        raise NotImplementedError
+
+    def _fit_prepared(self, prepared) -> None:
+        raise NotImplementedError
+
+    def _predict_raw(self, prepared):
+        raise NotImplementedError
+
+    def _raw_to_predictions(self, prepared, raw) -> list[DocumentPrediction]:
+        raise NotImplementedError
+
+    def _raw_counts(self, prepared, raw) -> tuple[int, int, int]:
+        raise NotImplementedError
+
+
+def ordered_members(
+    members: Members, names: Sequence[str], documents: Sequence[Document], who: str
+) -> list[Mapping[str, DocumentPrediction]]:
+    """Members in ``names`` order, each checked to cover every document with
+    one tag per token. Errors name the member and the document, never text."""
+    missing = [n for n in names if n not in members]
+    if missing:
+        raise MissingMemberError(
+            f"{who}: member(s) {', '.join(map(repr, missing))} missing from the predictions given "
+            f"(have: {', '.join(map(repr, members)) or 'none'})"
+        )
+    out = []
+    for name in names:
+        preds = members[name]
+        for doc in documents:
+            pred = preds.get(doc.id)
+            if pred is None:
+                lacking = sum(d.id not in preds for d in documents)
+                raise MissingMemberError(
+                    f"{who}: member {name!r} has no prediction for {lacking} document(s), e.g. {doc.id!r} "
+                    "(is it cached for this document set?)"
+                )
+            if len(pred.tags) != len(doc.tokens):
+                raise ValueError(
+                    f"{who}: member {name!r}, document {doc.id!r}: {len(pred.tags)} tags for "
+                    f"{len(doc.tokens)} tokens (not the common tokenization)"
+                )
+        out.append(preds)
+    return out
+
+
+class SpanMetaLearner(MetaLearner):
+    """A method deciding on candidate spans pooled from the members
+    (:class:`~ensemble_deid.ensemble.candidates.CandidateTable`). ``raw`` is a
+    boolean selection of non-overlapping candidates."""
+
+    level: ClassVar[str] = "span"
+
+    def _prepare(self, members, names, documents):
+        from .candidates import build_candidates
+
+        return build_candidates(members, names, documents)
+
+    def _raw_to_predictions(self, prepared, raw) -> list[DocumentPrediction]:
+        return prepared.to_predictions(raw)
+
+    def _raw_counts(self, prepared, raw) -> tuple[int, int, int]:
+        return prepared.counts(raw)
+
+    def _member_ranks(self, table) -> None:
+        """Members' strict F1 on the fitting documents and their ranks: the
+        voting tie-break ("the member with the better cross-validated F1")."""
+        self.member_f1_ = table.member_f1()
+        self.member_rank_ = table.member_rank()

@@ -1,0 +1,135 @@
+"""Members from the prediction cache, and the ensembles' own cache entries.
+
+An ensemble's predictions are stored in the same cache as a tagger's
+(``ensemble_deid.cache``), under the tagger name ``ensemble.<method>``:
+
+- ``predict-<test fingerprint>/all``: trained on every training document's
+  out-of-fold member predictions, predicting the test split;
+- ``oof-<folds fingerprint>/fold-NN``: trained on the other folds' out-of-fold
+  predictions, predicting fold NN (the folds of the members' own
+  cross-validation), so that an ensemble can itself be a member.
+
+The parameter hash covers the method and its parameters, the selection
+settings (grid, k, seed, metric, nested) and every member's cache entry
+(tagger, version, parameter hash, training corpus), so a change to any member
+makes a new entry. An ensemble is named as a member with
+``ensemble.<method>:hash=<prefix of its parameter hash>``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..cache import EntryKey, PartKey, PredictionCache
+from ..cv import CrossValidation, TaggerSpec
+from ..errors import EnsembleDeidError
+from ..prediction import DocumentPrediction
+from .base import ENSEMBLE_VERSION
+
+ENSEMBLE_PREFIX = "ensemble."
+_ENSEMBLE_SPEC = re.compile(r"ensemble\.([A-Za-z0-9_\-]+)(?::hash=([0-9a-f]{4,16}))?")
+
+
+@dataclass
+class MemberRun:
+    """A member's cached predictions: out-of-fold on the training set, and on the test split."""
+
+    label: str
+    entry: EntryKey
+    oof: dict[str, DocumentPrediction]
+    test: dict[str, DocumentPrediction]
+    records: list[dict] = field(default_factory=list)
+
+
+def is_ensemble_spec(text: str) -> bool:
+    return text.strip().startswith(ENSEMBLE_PREFIX)
+
+
+def resolve_members(
+    engine: CrossValidation, regular: Sequence[TaggerSpec], ensembles: Sequence[str], order: Sequence[str],
+    progress: bool = True, on_corrupt: Callable[[str], None] | None = None,
+) -> dict[str, MemberRun]:
+    """Run (or reuse) cross-validation for the taggers, read the ensemble
+    members from the cache, and return every member in ``order`` (labels)."""
+    out: dict[str, MemberRun] = {}
+    if regular:
+        runs = engine.run(list(regular), progress=progress, on_corrupt=on_corrupt)
+        for label, run in runs.items():
+            out[label] = MemberRun(label, run.entry, run.oof, run.targets["test"], run.records)
+    for text in ensembles:
+        out[text] = load_ensemble_member(engine, text)
+    return {label: out[label] for label in order}
+
+
+def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: str) -> EntryKey:
+    m = _ENSEMBLE_SPEC.fullmatch(text.strip())
+    if not m:
+        raise EnsembleDeidError(f"member {text!r}: expected ensemble.<method>[:hash=<hex prefix>]")
+    tagger, prefix = ENSEMBLE_PREFIX + m.group(1), m.group(2) or ""
+    found = []
+    for entry_dir, manifest in cache.entries():
+        if (manifest and manifest.get("tagger") == tagger and manifest.get("train_fingerprint") == train_fingerprint
+                and str(manifest.get("param_hash", "")).startswith(prefix)):
+            found.append(EntryKey(tagger, manifest["version"], manifest["param_hash"], train_fingerprint))
+    if not found:
+        raise EnsembleDeidError(f"member {text!r}: no cached ensemble of that name for this training set "
+                                "(run 'ensemble' first)")
+    if len(found) > 1:
+        hashes = ", ".join(sorted(e.param_hash for e in found))
+        raise EnsembleDeidError(f"member {text!r} is ambiguous: name one with :hash=<prefix> (cached: {hashes})")
+    return found[0]
+
+
+def load_ensemble_member(engine: CrossValidation, text: str) -> MemberRun:
+    entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint)
+    parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)]
+    parts.append(PartKey.predict(entry, engine.target_fingerprints["test"]))
+    missing = [p for p in parts if engine.cache.part_status(p) != "valid"]
+    if missing:
+        raise EnsembleDeidError(
+            f"member {text!r}: {len(missing)} cached part(s) missing or corrupt for these folds "
+            f"(e.g. {missing[0].kind}-{missing[0].scope}/{missing[0].name}); rerun 'ensemble' with the "
+            "same --folds and --seed, without --no-oof"
+        )
+    run = MemberRun(text, entry, {}, {})
+    for part in parts:
+        preds, record = engine.cache.read_part(part)
+        run.records.append(record)
+        (run.oof if part.kind == "oof" else run.test).update(preds)
+    return run
+
+
+def ensemble_entry(method: str, settings: Mapping[str, Any], members: Mapping[str, MemberRun],
+                   train_fingerprint: str) -> EntryKey:
+    blob = json.dumps({
+        "method": method, "settings": settings,
+        "members": [[label, m.entry.tagger, m.entry.version, m.entry.param_hash, m.entry.train_fingerprint]
+                    for label, m in members.items()],
+    }, sort_keys=True, default=str)
+    return EntryKey(ENSEMBLE_PREFIX + method, ENSEMBLE_VERSION, hashlib.sha256(blob.encode()).hexdigest()[:16],
+                    train_fingerprint)
+
+
+def ensemble_parts(engine: CrossValidation, entry: EntryKey) -> tuple[PartKey, list[PartKey]]:
+    """(test part, out-of-fold parts)."""
+    return (PartKey.predict(entry, engine.target_fingerprints["test"]),
+            [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)])
+
+
+def part_metadata(label: str, params: Mapping[str, Any], seconds: float, extra: Mapping[str, Any] | None = None) -> dict:
+    return {"tagger_label": label, "params": {k: jsonable(v) for k, v in params.items()},
+            "seconds": round(seconds, 4), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(extra or {})}
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return str(value)

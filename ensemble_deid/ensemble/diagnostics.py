@@ -1,0 +1,93 @@
+"""Diagnostics beyond [KIM20], all on a candidate table (strict criterion):
+
+- the oracle: a gold span counts as found if any member produced it exactly
+  (precision 1 by construction); its recall bounds every span-selecting
+  ensemble;
+- pairwise agreement: Jaccard overlap of two members' span sets, and their
+  double fault (share of gold spans both miss);
+- each member's marginal contribution: gold spans only it found, and the
+  change in voting's score when it is left out (threshold fixed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..evaluation import micro_prf
+from .base import metric_value
+from .candidates import CandidateTable
+from .pruning import ONE, SubsetScorer
+
+
+@dataclass(frozen=True)
+class Oracle:
+    found: int
+    n_gold: int
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.n_gold if self.n_gold else 0.0
+
+    @property
+    def f1(self) -> float:
+        return metric_value(self.found, 0, self.n_gold - self.found, "f1")
+
+
+def oracle(table: CandidateTable) -> Oracle:
+    return Oracle(int(table.gold.sum()), int(table.n_gold.sum()))
+
+
+def pairwise_agreement(table: CandidateTable) -> tuple[np.ndarray, np.ndarray]:
+    """(jaccard, double_fault), both (m, m). jaccard[i, j] = |S_i & S_j| /
+    |S_i | S_j| over the members' spans (label included); double_fault[i, j]
+    = share of gold spans that neither i nor j produced."""
+    v = table.votes.astype(np.int64)
+    both = v.T @ v
+    size = np.diag(both)
+    union = size[:, None] + size[None, :] - both
+    jaccard = np.divide(both, union, out=np.ones_like(both, dtype=np.float64), where=union > 0)
+    g = v[table.gold]
+    hit_either = g.shape[0] - ((1 - g).T @ (1 - g))  # gold candidates found by i or j
+    n_gold = int(table.n_gold.sum())
+    double_fault = (n_gold - hit_either) / n_gold if n_gold else np.zeros_like(jaccard)
+    return jaccard, np.asarray(double_fault, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    member: str
+    precision: float
+    recall: float
+    f1: float
+    unique_true: int  # gold spans no other member found
+    unique_false: int  # false spans no other member produced
+    delta: float  # score(all members) - score(all but this one), voting at the threshold
+
+
+def best_threshold(table: CandidateTable, rank: np.ndarray | None = None, metric: str = "f1") -> int:
+    """The voting threshold with the best score over all members on ``table``."""
+    scorer = SubsetScorer(table, table.member_rank() if rank is None else rank, metric)
+    full = scorer.subset_bits(range(table.n_members))
+    scores = [scorer.scores(full, t)[0] for t in range(1, table.n_members + 1)]
+    return int(np.argmax(scores)) + 1
+
+
+def marginal_contributions(table: CandidateTable, threshold: int, rank: np.ndarray | None = None,
+                           metric: str = "f1") -> list[Contribution]:
+    rank = table.member_rank() if rank is None else rank
+    scorer = SubsetScorer(table, rank, metric)
+    m = table.n_members
+    full = scorer.subset_bits(range(m))
+    base = scorer.scores(full, threshold)[0]
+    without = np.array([full & ~(ONE << np.uint64(rank[j])) for j in range(m)], dtype=np.uint64)
+    scores = scorer.scores(without, threshold)
+    only = table.votes & (table.votes.sum(axis=1) == 1)[:, None]
+    out = []
+    for j, (tp, fp, fn) in enumerate(table.member_counts().tolist()):
+        p, r, f = micro_prf(tp, fp, fn)
+        out.append(Contribution(
+            table.member_names[j], p, r, f, int((only[:, j] & table.gold).sum()),
+            int((only[:, j] & ~table.gold).sum()), float(base - scores[j]),
+        ))
+    return out

@@ -1,0 +1,35 @@
+"""Ensemble methods by name."""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import MetaLearner
+from .pruning import PrunedVoting
+from .stacked_lstm import StackedLSTM
+from .stacked_searn import StackedSEARN
+from .stacked_svm import StackedSVM
+from .templates import DecisionTemplates
+from .voting import Voting
+
+METHODS: dict[str, type[MetaLearner]] = {
+    cls.name: cls for cls in (Voting, PrunedVoting, DecisionTemplates, StackedSVM, StackedSEARN, StackedLSTM)
+}
+
+
+class UnknownMethod(ValueError):
+    pass
+
+
+def method_class(name: str) -> type[MetaLearner]:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise UnknownMethod(f"unknown ensemble method {name!r}; known: {', '.join(METHODS)}") from None
+
+
+def make_method(name: str, **params: Any) -> MetaLearner:
+    """An unfitted method with parameters set (unknown ones raise)."""
+    method = method_class(name)()
+    if params:
+        method.set_params(**params)
+    return method

@@ -1,0 +1,221 @@
+"""Stacked BiLSTM-CRF at token level [KIM20].
+
+Input: only the members' predicted tags. Each member's tag goes through its
+own 10-d embedding; the concatenation feeds 2 stacked BiLSTM layers of 100
+units per direction (dropout 0.25 between and after them), a linear layer and
+a CRF (pytorch-crf). RMSProp, learning rate 0.001, 25 epochs. Early stopping
+(on by default) holds out ``validation_fraction`` of the fitting documents,
+whole patients at a time, and keeps the weights of the epoch with the lowest
+validation loss (patience ``patience`` epochs). Runs on the GPU when one is
+present, else the CPU; torch is imported only when the method is used.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from .tokens import TokenMetaLearner, TokenTable
+
+PAD, UNKNOWN = 0, 1
+
+
+class StackedLSTM(TokenMetaLearner):
+    """BiLSTM-CRF over the members' tags.
+
+    Parameters
+    ----------
+    embedding_dim, hidden_size, num_layers, dropout, learning_rate, epochs :
+        [KIM20]: 10, 100, 2, 0.25, 0.001 (RMSProp), 25.
+    batch_size : int
+        Sequences (sentences) per update.
+    max_length : int
+        Longer sentences are cut into pieces of this many tokens.
+    early_stopping : bool
+    validation_fraction : float
+    patience : int
+    device : str or None
+        "cpu", "cuda", ...; None picks the GPU when available.
+    threads : int or None
+        CPU threads for torch (None: leave torch's setting).
+    random_state : int
+    """
+
+    name = "stacked-lstm"
+    description = "token-level BiLSTM-CRF over members' tags (10-d embedding per member)"
+
+    def __init__(self, embedding_dim=10, hidden_size=100, num_layers=2, dropout=0.25, learning_rate=0.001,
+                 epochs=25, batch_size=32, max_length=200, early_stopping=True, validation_fraction=0.1,
+                 patience=5, device=None, threads=None, random_state=0):
+        self.embedding_dim = embedding_dim
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.learning_rate = learning_rate
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.device = device
+        self.threads = threads
+        self.random_state = random_state
+
+    # --- data --------------------------------------------------------------------
+    def _sequences(self, table: TokenTable, with_gold: bool):
+        """(inputs (T, m) int64, gold (T,) int64 or None, doc, start) per sequence."""
+        index = self._input_index(table, self.input_tags_, UNKNOWN)
+        out_index = {t: k for k, t in enumerate(self.tags_)}
+        gold_map = np.array([out_index.get(t, 0) for t in table.vocab.tags], dtype=np.int64)
+        seqs = []
+        for d, a, b in table.sequences(int(self.max_length)):
+            x = index[table.member_ids[d][a:b]]
+            y = gold_map[table.gold_ids[d][a:b]] if with_gold else None
+            seqs.append((x, y, d, a))
+        return seqs
+
+    def _batches(self, seqs, shuffle: bool, rng: random.Random | None = None):
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i][0]))  # similar lengths together
+        batches = [order[i:i + int(self.batch_size)] for i in range(0, len(order), int(self.batch_size))]
+        if shuffle and rng is not None:
+            rng.shuffle(batches)
+        return batches
+
+    def _tensors(self, seqs, batch, torch, device):
+        m = self.n_inputs_
+        longest = max(len(seqs[i][0]) for i in batch)
+        x = np.full((len(batch), longest, m), PAD, dtype=np.int64)
+        y = np.zeros((len(batch), longest), dtype=np.int64)
+        mask = np.zeros((len(batch), longest), dtype=bool)
+        for r, i in enumerate(batch):
+            xi, yi = seqs[i][0], seqs[i][1]
+            x[r, :len(xi)] = xi
+            mask[r, :len(xi)] = True
+            if yi is not None:
+                y[r, :len(yi)] = yi
+        # Member j's ids are offset into one shared embedding table.
+        x = x + (np.arange(m) * self.n_input_tags_)[None, None, :]
+        return (torch.as_tensor(x, device=device), torch.as_tensor(y, device=device),
+                torch.as_tensor(mask, device=device))
+
+    # --- model ----------------------------------------------------------------------
+    def _network(self, torch):
+        from torchcrf import CRF
+
+        nn = torch.nn
+        m, emb, hid = self.n_inputs_, int(self.embedding_dim), int(self.hidden_size)
+        learner = self
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(m * learner.n_input_tags_, emb, padding_idx=PAD)
+                self.lstm = nn.LSTM(m * emb, hid, num_layers=int(learner.num_layers), bidirectional=True,
+                                    batch_first=True, dropout=float(learner.dropout) if learner.num_layers > 1 else 0.0)
+                self.drop = nn.Dropout(float(learner.dropout))
+                self.out = nn.Linear(2 * hid, len(learner.tags_))
+                self.crf = CRF(len(learner.tags_), batch_first=True)
+
+            def emissions(self, x, mask):
+                e = self.embed(x).flatten(2)
+                lengths = mask.sum(1).cpu()
+                packed = nn.utils.rnn.pack_padded_sequence(e, lengths, batch_first=True, enforce_sorted=False)
+                h, _ = self.lstm(packed)
+                h, _ = nn.utils.rnn.pad_packed_sequence(h, batch_first=True, total_length=x.shape[1])
+                return self.out(self.drop(h))
+
+            def loss(self, x, y, mask):
+                return -self.crf(self.emissions(x, mask), y, mask=mask, reduction="mean")
+
+            def decode(self, x, mask):
+                return self.crf.decode(self.emissions(x, mask), mask=mask)
+
+        return Net()
+
+    def _device(self, torch):
+        if self.threads:
+            torch.set_num_threads(int(self.threads))
+        if self.device:
+            return torch.device(self.device)
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def _split_validation(self, table: TokenTable) -> tuple[list[int], list[int]]:
+        """Training and validation document indices, whole patients held out."""
+        n = len(table.documents)
+        groups = sorted({d.group for d in table.documents})
+        if not self.early_stopping or len(groups) < 2:
+            return list(range(n)), []
+        rng = random.Random(self.random_state)
+        rng.shuffle(groups)
+        n_val = max(1, int(round(len(groups) * float(self.validation_fraction))))
+        held = set(groups[:n_val])
+        train = [i for i, d in enumerate(table.documents) if d.group not in held]
+        val = [i for i, d in enumerate(table.documents) if d.group in held]
+        return (train, val) if train else (list(range(n)), [])
+
+    def _fit_prepared(self, table: TokenTable) -> None:
+        import torch
+
+        self._output_tags(table)
+        seen = set()
+        for ids in table.member_ids:
+            seen.update(np.unique(ids).tolist())
+        # Input ids: 0 padding, 1 unknown, then every member tag seen in fit.
+        self.input_tags_ = {table.vocab.tags[i]: k + 2 for k, i in enumerate(sorted(seen))}
+        self.n_input_tags_ = len(self.input_tags_) + 2
+        self.n_inputs_ = table.n_members
+        torch.manual_seed(int(self.random_state))
+        rng = random.Random(self.random_state)
+        device = self._device(torch)
+        train_idx, val_idx = self._split_validation(table)
+        train = self._sequences(table.subset(train_idx), True)
+        val = self._sequences(table.subset(val_idx), True) if val_idx else []
+        net = self._network(torch).to(device)
+        opt = torch.optim.RMSprop(net.parameters(), lr=float(self.learning_rate))
+        best, best_state, waited = float("inf"), None, 0
+        self.history_ = []
+        for epoch in range(int(self.epochs)):
+            net.train()
+            total = 0.0
+            for batch in self._batches(train, True, rng):
+                x, y, mask = self._tensors(train, batch, torch, device)
+                opt.zero_grad()
+                loss = net.loss(x, y, mask)
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(batch)
+            record = {"epoch": epoch + 1, "train_loss": total / max(len(train), 1)}
+            if val:
+                net.eval()
+                with torch.no_grad():
+                    vloss = sum(float(net.loss(*self._tensors(val, b, torch, device))) * len(b)
+                                for b in self._batches(val, False)) / len(val)
+                record["validation_loss"] = vloss
+                if vloss < best:
+                    best, waited = vloss, 0
+                    best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+                else:
+                    waited += 1
+            self.history_.append(record)
+            if val and waited >= int(self.patience):
+                break
+        if best_state is not None:
+            net.load_state_dict(best_state)
+        net.eval()
+        self.network_ = net
+
+    def _predict_raw(self, table: TokenTable) -> list[np.ndarray]:
+        import torch
+
+        net = self.network_
+        device = next(net.parameters()).device
+        seqs = self._sequences(table, False)
+        out = [np.zeros(len(d.tokens), dtype=np.int64) for d in table.documents]
+        with torch.no_grad():
+            for batch in self._batches(seqs, False):
+                x, _, mask = self._tensors(seqs, batch, torch, device)
+                for i, path in zip(batch, net.decode(x, mask)):
+                    _, _, d, a = seqs[i]
+                    out[d][a:a + len(path)] = path
+        return out

@@ -1,0 +1,163 @@
+"""Stacked SVM at span level [LIU17, KIM20].
+
+One example per candidate span (see ``candidates``); label = the span matches
+a gold span under the strict criterion; a linear SVM (LIBLINEAR, through
+scikit-learn's ``LinearSVC``). Features, all computed from the members'
+outputs and the note itself:
+
+- ``member``: which members produced the span (one bit per member);
+- ``votes``: how many produced it (divided by m);
+- ``exact_any``: per member, whether it produced a span with the same
+  boundaries and any type, and their count (the same-type version is
+  ``member``/``votes``);
+- ``partial_same`` / ``partial_any``: per member, whether it produced a span
+  that overlaps this one without the same boundaries, with the same type /
+  any type, and their counts;
+- ``record_span`` / ``record_text``: log(1 + times the members predicted the
+  same text with the same label in this record) and the same with any label;
+- ``tokens``: log(1 + number of tokens) and whether it is a single token;
+- ``conj_prep``: the span contains a conjunction or a preposition (a short
+  English and Spanish list, :data:`CONJ_PREP`);
+- ``label``: the span's label (one-hot over the labels seen in fit).
+
+Kept spans: SVM decision value > 0. Overlapping kept spans: the higher
+decision value wins; equal values fall back to the voting tie-breaks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import SpanMetaLearner
+from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
+
+CONJ_PREP = frozenset("""
+and or but nor of in at on for to from with by into onto near via per
+y e o u ni pero sino de del en a al con por para sin sobre entre hacia desde hasta según tras ante bajo
+""".split())
+
+
+def span_features(table: CandidateTable) -> tuple[np.ndarray, list[str]]:
+    """Label-independent features of every candidate, with their names."""
+    n, m = table.votes.shape
+    votes = table.votes.astype(np.float64)
+    count = votes.sum(axis=1)
+    # Same boundaries, any label: OR of the votes of candidates with equal (first, stop).
+    bkey = table.first * (int(table.stop.max() - table.first.min()) + 2 if n else 1) + (table.stop - table.first)
+    _, group = np.unique(bkey, return_inverse=True)
+    exact_any = np.zeros((int(group.max()) + 1 if n else 0, m), dtype=bool)
+    np.logical_or.at(exact_any, group, table.votes)
+    exact_any = exact_any[group].astype(np.float64)
+    # Partial overlaps (different boundaries), same / any label.
+    a, b = table.pairs
+    partial = (table.first[a] != table.first[b]) | (table.stop[a] != table.stop[b])
+    same = partial & (table.label[a] == table.label[b])
+    partial_any = np.zeros((n, m), dtype=bool)
+    partial_same = np.zeros((n, m), dtype=bool)
+    np.logical_or.at(partial_any, a[partial], table.votes[b[partial]])
+    np.logical_or.at(partial_same, a[same], table.votes[b[same]])
+    # Repetitions in the record (text compared exactly, never stored or shown).
+    starts, ends = table.char_offsets()
+    texts = [table.documents[d].text[s:e] for d, s, e in zip(table.doc.tolist(), starts.tolist(), ends.tolist())]
+    same_span: dict[tuple, float] = {}
+    same_text: dict[tuple, float] = {}
+    for d, t, lab, c in zip(table.doc.tolist(), texts, table.label.tolist(), count.tolist()):
+        same_span[(d, t, lab)] = same_span.get((d, t, lab), 0.0) + c
+        same_text[(d, t)] = same_text.get((d, t), 0.0) + c
+    record_span = np.array([same_span[(d, t, lab)] for d, t, lab in zip(table.doc.tolist(), texts, table.label.tolist())])
+    record_text = np.array([same_text[(d, t)] for d, t in zip(table.doc.tolist(), texts)])
+    n_tokens = (table.stop - table.first).astype(np.float64)
+    words = np.concatenate([np.array([w.lower() for w in d.tokens.words], dtype=object) for d in table.documents]) \
+        if table.documents else np.zeros(0, object)
+    is_cp = np.fromiter((w in CONJ_PREP for w in words), dtype=bool, count=len(words))
+    cum = np.concatenate(([0], np.cumsum(is_cp)))
+    conj = (cum[table.stop] - cum[table.first]) > 0
+    blocks = [
+        votes, count[:, None] / max(m, 1),
+        exact_any, exact_any.sum(axis=1, keepdims=True) / max(m, 1),
+        partial_same, partial_same.sum(axis=1, keepdims=True) / max(m, 1),
+        partial_any, partial_any.sum(axis=1, keepdims=True) / max(m, 1),
+        np.log1p(record_span)[:, None], np.log1p(record_text)[:, None],
+        np.log1p(n_tokens)[:, None], (n_tokens == 1)[:, None], conj[:, None],
+    ]
+    names = ([f"member[{j}]" for j in range(m)] + ["votes"] + [f"exact_any[{j}]" for j in range(m)] + ["exact_any"]
+             + [f"partial_same[{j}]" for j in range(m)] + ["partial_same"]
+             + [f"partial_any[{j}]" for j in range(m)] + ["partial_any"]
+             + ["record_span", "record_text", "tokens", "single_token", "conj_prep"])
+    X = np.hstack([np.asarray(x, dtype=np.float64).reshape(n, -1) for x in blocks]) if n else np.zeros((0, len(names)))
+    return X, names
+
+
+class StackedSVM(SpanMetaLearner):
+    """Linear SVM over span agreement features.
+
+    Parameters
+    ----------
+    C : float
+        LIBLINEAR regularisation (chosen by cross-validation over
+        0.01, 0.1, 1, 10 through ``GridSearch``).
+    class_weight : None or "balanced"
+    max_iter : int
+    random_state : int
+    """
+
+    name = "stacked-svm"
+    description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
+
+    def __init__(self, C=0.1, class_weight=None, max_iter=5000, random_state=0):
+        self.C = C
+        self.class_weight = class_weight
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def default_grid(self, n_members: int) -> dict[str, list]:
+        return {"C": [0.01, 0.1, 1.0, 10.0]}
+
+    def _prepare(self, members, names, documents):
+        table = build_candidates(members, names, documents)
+        table.columns["X"] = span_features(table)[0]
+        return table
+
+    def _design(self, table: CandidateTable) -> np.ndarray:
+        index = {lab: i for i, lab in enumerate(self.labels_)}
+        onehot = np.zeros((len(table), len(self.labels_)))
+        cols = np.array([index.get(table.labels[i], -1) for i in table.label.tolist()], dtype=np.int64)
+        known = cols >= 0
+        onehot[np.flatnonzero(known), cols[known]] = 1.0
+        return np.hstack([table.columns["X"], onehot])
+
+    def _fit_prepared(self, table: CandidateTable) -> None:
+        from sklearn.svm import LinearSVC
+
+        self._member_ranks(table)
+        self.labels_ = tuple(sorted({table.labels[i] for i in table.label.tolist()}))
+        X, y = self._design(table), table.gold
+        if y.all() or not y.any():  # one class only: a constant decision
+            self.svm_ = None
+            self.constant_ = 1.0 if y.all() and len(y) else -1.0
+            return
+        self.svm_ = LinearSVC(C=self.C, class_weight=self.class_weight, max_iter=self.max_iter,
+                              random_state=self.random_state, dual="auto")
+        self.svm_.fit(X, y)
+        self.constant_ = None
+
+    def decision_function(self, table: CandidateTable) -> np.ndarray:
+        self.check_fitted()
+        if self.svm_ is None:
+            return np.full(len(table), self.constant_)
+        if not len(table):
+            return np.zeros(0)
+        return self.svm_.decision_function(self._design(table))
+
+    def _predict_raw(self, table: CandidateTable) -> np.ndarray:
+        score = self.decision_function(table)
+        keep = score > 0
+        count = table.vote_count
+        best = best_voter_rank(table.votes, self.member_rank_)
+        order = np.lexsort((-best, count, score))  # ascending: last = highest priority
+        priority = np.empty(len(table), dtype=np.int64)
+        priority[order] = np.arange(len(table))
+        return resolve_overlaps(table, keep, priority)
+
+    def _raw_to_predictions(self, table, raw):
+        score = self.decision_function(table)
+        return table.to_predictions(raw, 1.0 / (1.0 + np.exp(-score)))

@@ -1,0 +1,115 @@
+"""``ensemble`` and ``prune`` end to end on the tiny corpus, with the test
+plugin tagger ``memorize`` (and ``rules``/``crf`` when registered)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cache import PredictionCache
+from ensemble_deid.cli import main
+from ensemble_deid.formats import write_i2b2_xml
+from ensemble_deid.registry import entry_points
+
+from .tiny_corpus import tiny_corpus
+
+MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
+
+
+@pytest.fixture
+def tiny(workspace, tmp_path):
+    docs = tiny_corpus(30, seed=5)
+    for split, part in (("train", docs[:22]), ("test", docs[22:])):
+        d = tmp_path / "tiny" / split
+        d.mkdir(parents=True)
+        for doc in part:
+            write_i2b2_xml(doc, d / f"{doc.id}.xml")
+    _run("corpus", "add", "tiny", "--train", tmp_path / "tiny" / "train", "--test", tmp_path / "tiny" / "test")
+    return workspace
+
+
+def _run(*args, ok=True):
+    result = CliRunner().invoke(main, list(map(str, args)))
+    if ok:
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+def _table_row(output, label):
+    line = next(x for x in output.splitlines() if x.startswith(f"| {label} "))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_ensemble_fits_scores_caches_and_reuses(tiny):
+    out = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+               "--no-progress").output
+    assert "(computed test and oof)" in out
+    row = _table_row(out, "ensemble.voting")
+    assert len(row) == 7 and all(re.fullmatch(r"\d\.\d{4}", c) for c in row[1:])
+    assert "chosen parameters: {'threshold': " in out
+    assert re.search(r"\| threshold=3 +\|", out)  # the CV table of every setting
+    assert "oracle (test):" in out and "marginal contributions" in out and "pairwise agreement" in out
+    cache = PredictionCache(tiny / "cached_predictions")
+    entries = [m["tagger"] for _, m in cache.entries()]
+    assert "ensemble.voting" in entries and cache.verify() == []
+    again = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                 "--no-progress", "--no-diagnostics").output
+    assert "(reused)" in again and "oracle" not in again
+    assert _table_row(again, "ensemble.voting") == row
+
+
+def test_an_ensemble_can_be_a_member(tiny):
+    _run("ensemble", "--corpus", "tiny", "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
+         "--no-progress", "--no-diagnostics")
+    out = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members",
+               "memorize:max_len=2,ensemble.voting-pruned,memorize:max_len=1", "--folds", "3",
+               "--no-progress", "--no-diagnostics").output
+    assert _table_row(out, "ensemble.voting-pruned")[0] == "ensemble.voting-pruned"
+    # Without its out-of-fold predictions an ensemble cannot be a member.
+    _run("ensemble", "--corpus", "tiny", "--method", "decision-templates", "--members", MEMBERS, "--folds", "3",
+         "--no-progress", "--no-diagnostics", "--no-oof")
+    bad = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members",
+               "memorize,ensemble.decision-templates", "--folds", "3", "--no-progress", ok=False)
+    assert bad.exit_code != 0 and "without --no-oof" in bad.output
+    unknown = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", "memorize,ensemble.stacked-svm",
+                   "--folds", "3", "--no-progress", ok=False)
+    assert "run 'ensemble' first" in unknown.output
+
+
+def test_params_grid_metric_and_nested(tiny):
+    out = _run("ensemble", "--corpus", "tiny", "--method", "stacked-svm", "--members", MEMBERS, "--folds", "3",
+               "--grid", "C=0.1|1", "--param", "class_weight=balanced", "--metric", "f2", "--nested",
+               "--no-progress", "--no-diagnostics").output
+    assert re.search(r"\| C=0\.1 +\|", out) and re.search(r"\| C=1 +\|", out) and "on f2" in out
+    # 3 outer folds, each choosing among 2 settings by 3 inner folds and refitting: 3 * (2 * 3 + 1).
+    assert re.search(r"nested CV estimate \(f2\): \d\.\d{4} from 21 fits", out)
+    bad = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--param", "nope=1",
+               ok=False)
+    assert bad.exit_code == 2 and "invalid parameter 'nope'" in bad.output
+    one = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", "memorize", ok=False)
+    assert one.exit_code == 2 and "at least two members" in one.output
+
+
+def test_prune_prints_the_elimination_path(tiny):
+    out = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--threshold", "auto",
+               "--all-paths", "--no-progress").output
+    assert "tie-break order by out-of-fold F1: memorize (" in out
+    for t in (1, 2, 3):
+        assert f"elimination path at t={t}" in out
+    assert re.search(r"\| +0 \| \(all members\) +\|", out)
+    assert re.search(r"chosen: t=\d, \d member\(s\): ", out)
+    assert re.search(r"test \(strict\): pruned voting P \d\.\d{4} R \d\.\d{4} F1 \d\.\d{4}", out)
+    fixed = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--threshold", "2",
+                 "--no-progress").output
+    assert "chosen: t=2," in fixed and "elimination path at t=1" not in fixed
+    bad = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--threshold", "many", ok=False)
+    assert bad.exit_code == 2
+
+
+@pytest.mark.skipif(not {"rules", "crf"} <= set(entry_points()), reason="rules and crf adapters not registered")
+def test_ensemble_of_real_taggers(tiny):
+    out = _run("ensemble", "--corpus", "tiny", "--method", "stacked-svm", "--members",
+               "rules,crf:max_iterations=5,memorize", "--folds", "3", "--no-progress").output
+    for label in ("rules", "crf:max_iterations=5", "memorize", "ensemble.stacked-svm"):
+        assert _table_row(out, label)[0] == label

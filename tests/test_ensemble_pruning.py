@@ -1,0 +1,123 @@
+"""Voting pruned by greedy backward elimination: the elimination order, the
+stopping rule, ties, the best (threshold, subset), and the vectorised subset
+scorer against the plain voting rule."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ensemble_deid.ensemble import PrunedVoting, SubsetScorer, Voting, build_candidates, pruning_search, vote_select
+
+from .test_ensemble_fixtures import NAME, doc, members_of, random_case, spans_of
+
+# Six gold spans g1..g6 (tokens 0, 2, .., 10) and false spans f1..f8 (tokens 20, 22, .., 34).
+G = [(2 * i, 2 * i + 1, NAME) for i in range(6)]
+F = [(20 + 2 * i, 21 + 2 * i, NAME) for i in range(8)]
+
+
+@pytest.fixture
+def elimination_case():
+    d = doc("d", 40, gold=G)
+    members = members_of([d], {
+        "A": {"d": G[0:4] + [F[0]]},        # tp 4, fp 1
+        "B": {"d": G[0:3] + F[1:4]},        # tp 3, fp 3
+        "C": {"d": [G[0], G[4]]},           # tp 2, fp 0
+        "D": {"d": F[4:8]},                 # tp 0, fp 4
+    })
+    return d, members
+
+
+def test_elimination_path_by_hand(elimination_case):
+    d, members = elimination_case
+    table = build_candidates(list(members.values()), tuple(members), [d])
+    search = pruning_search(table, table.member_rank())
+    t1 = search.paths[1]
+    # All four at t=1: tp 5, fp 8, fn 1 -> F1 10/19. Dropping D gives 10/15
+    # (better than dropping B: 10/16, A: 8/17, C: 8/18); then dropping B gives
+    # 10/12; from {A, C} no removal helps (C alone 4/8, A alone 8/11).
+    assert t1.start_score == pytest.approx(10 / 19)
+    assert [name for name, _ in t1.steps] == ["D", "B"]
+    assert [s for _, s in t1.steps] == pytest.approx([10 / 15, 10 / 12])
+    assert t1.subset == ("A", "C") and t1.counts == (5, 1, 1)
+    # t=2: g1..g3 (tp 3, fn 3) -> 6/9; dropping C or D leaves it equal: no strict gain, stop.
+    assert search.paths[2].start_score == pytest.approx(6 / 9) and search.paths[2].steps == []
+    assert search.paths[2].subset == ("A", "B", "C", "D")
+    # t=3: only g1 -> 2/7; t=4: nothing.
+    assert search.paths[3].score == pytest.approx(2 / 7) and search.paths[3].steps == []
+    assert search.paths[4].score == 0.0
+    assert (search.threshold, search.subset, search.score) == (1, ("A", "C"), pytest.approx(10 / 12))
+
+
+def test_pruned_voting_predicts_with_the_chosen_subset(elimination_case):
+    d, members = elimination_case
+    learner = PrunedVoting().fit(members, [d])
+    assert (learner.threshold_, learner.subset_) == (1, ("A", "C"))
+    assert spans_of(d, learner.predict(members, [d])[0]) == set(G[0:5]) | {F[0]}
+    # A fixed threshold searches that threshold only.
+    fixed = PrunedVoting(threshold=2).fit(members, [d])
+    assert (fixed.threshold_, fixed.subset_) == (2, ("A", "B", "C", "D"))
+    assert list(fixed.search_.paths) == [2]
+
+
+def test_equal_removals_drop_the_worse_ranked_member():
+    d = doc("d", 40, gold=G[:3])
+    members = members_of([d], {"A": {"d": G[:3]}, "E": {"d": F[0:2]}, "F": {"d": F[2:4]}})
+    table = build_candidates(list(members.values()), tuple(members), [d])
+    path = pruning_search(table, table.member_rank(), [1]).paths[1]
+    # Dropping E or F gives 6/8 alike: F (equal F1 0, listed later) goes first.
+    assert path.steps == [("F", pytest.approx(0.75)), ("E", pytest.approx(1.0))]
+    assert path.subset == ("A",)
+
+
+def test_equal_scores_across_thresholds_pick_the_lower_threshold():
+    d = doc("d", 10, gold=[G[0]])
+    members = members_of([d], {"A": {"d": [G[0]]}, "B": {"d": [G[0]]}})
+    search = pruning_search(*(lambda t: (t, t.member_rank()))(build_candidates(list(members.values()), ("A", "B"), [d])))
+    assert search.paths[1].score == search.paths[2].score == 1.0
+    assert search.threshold == 1
+
+
+def test_metric_recall_changes_the_choice(elimination_case):
+    d, members = elimination_case
+    table = build_candidates(list(members.values()), tuple(members), [d])
+    search = pruning_search(table, table.member_rank(), metric="recall")
+    assert search.threshold == 1 and search.score == pytest.approx(5 / 6)
+    assert search.paths[1].steps == []  # every removal loses recall or keeps it equal
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_subset_scorer_equals_the_voting_rule(seed):
+    docs, members = random_case(seed, n_docs=5, n_members=5, n_tokens=40)
+    names = tuple(members)
+    table = build_candidates([members[n] for n in names], names, docs)
+    rank = table.member_rank()
+    scorer = SubsetScorer(table, rank)
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        cols = sorted(rng.choice(5, size=rng.integers(1, 6), replace=False).tolist())
+        t = int(rng.integers(1, len(cols) + 1))
+        fast = scorer.counts(scorer.subset_bits(cols), t)[0]
+        slow = table.counts(vote_select(table, t, rank, np.array(cols)))
+        assert tuple(fast) == slow
+
+
+def test_search_agrees_with_voting_fitted_on_the_subset():
+    """The pruned ensemble is plain voting over the kept members (same
+    tie-break order restricted to the subset, so the same output)."""
+    docs, members = random_case(7, n_docs=6, n_members=6)
+    learner = PrunedVoting().fit(members, docs)
+    kept = {n: members[n] for n in learner.subset_}
+    plain = Voting(threshold=learner.threshold_).fit(kept, docs)
+    a = learner.predict(members, docs)
+    b = plain.predict(kept, docs)
+    assert [p.tags for p in a] == [p.tags for p in b]
+
+
+def test_scorer_batches_equal_single_evaluations():
+    docs, members = random_case(11, n_docs=4, n_members=6)
+    names = tuple(members)
+    table = build_candidates([members[n] for n in names], names, docs)
+    scorer = SubsetScorer(table, table.member_rank())
+    subsets = np.array([scorer.subset_bits(c) for c in ([0, 1, 2], [1, 3, 4, 5], [0, 5], list(range(6)))], dtype=np.uint64)
+    batch = scorer.counts(subsets, 2)
+    assert [tuple(r) for r in batch.tolist()] == [tuple(scorer.counts(s, 2)[0].tolist()) for s in subsets]
