@@ -251,6 +251,10 @@ class RuleTagger(Tagger):
     name = "rules"
     version = "1"
     requires = ()
+    # Nothing is learned, so its output for a document is the same in every
+    # fold: the cache computes it once per document set, and a cross-corpus
+    # ensemble counts it once, like the papers' external systems.
+    external = True
     description = "regular expressions and lexicons for contact, ID, ZIP, date and age shapes (i2b2 labels)"
 
     LABELS: tuple[str, ...] = tuple(sorted({label for label, _, _ in _PATTERNS}))

@@ -19,7 +19,7 @@ _FILLER = [
 ]
 
 
-def _note(rng: random.Random, i: int) -> Document:
+def _note(rng: random.Random, i: int, prefix: str = "") -> Document:
     parts: list[tuple[str, str | None]] = []  # (text, label or None)
 
     def add(text, label=None):
@@ -54,9 +54,10 @@ def _note(rng: random.Random, i: int) -> Document:
             annotations.append(Annotation(len(text), len(text) + len(chunk), category, type_, chunk))
         text += chunk
     patient = i // 2  # two records per patient, so folds must group them
-    return Document(f"{patient:03d}-{i % 2 + 1:02d}", text, annotations, {"group": f"{patient:03d}"})
+    return Document(f"{prefix}{patient:03d}-{i % 2 + 1:02d}", text, annotations, {"group": f"{prefix}{patient:03d}"})
 
 
-def tiny_corpus(n: int = 24, seed: int = 0) -> list[Document]:
+def tiny_corpus(n: int = 24, seed: int = 0, prefix: str = "") -> list[Document]:
+    """``prefix`` makes ids distinct from another tiny corpus (e.g. for a union)."""
     rng = random.Random(seed)
-    return [_note(rng, i) for i in range(n)]
+    return [_note(rng, i, prefix) for i in range(n)]

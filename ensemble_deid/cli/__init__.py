@@ -19,9 +19,12 @@ COMMANDS: dict[str, str] = {
     "evaluate": "ensemble_deid.cli.evaluate:evaluate",
     "cache": "ensemble_deid.cli.cache_cmd:cache",
     "cv": "ensemble_deid.cli.cv:cv",
+    "compare": "ensemble_deid.cli.compare:compare",
     "ensemble": "ensemble_deid.cli.ensemble:ensemble",
     "prune": "ensemble_deid.cli.prune:prune",
     "taggers": "ensemble_deid.cli.taggers:taggers",
+    "study": "ensemble_deid.cli.study:study",
+    "demo": "ensemble_deid.cli.study:demo",
 }
 
 

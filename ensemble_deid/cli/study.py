@@ -1,0 +1,120 @@
+"""``ensemble-deid study`` and ``ensemble-deid demo``."""
+from __future__ import annotations
+
+import time
+
+import click
+
+from .common import fail_on_error, workspace_of
+
+# The demo's members: every trainable tagger with settings sized for the
+# embedded corpora (neural epochs capped; early stopping still applies), the
+# rule tagger, and the offline external systems that are installed.
+DEMO_TAGGERS = [
+    "crf", "memm", "searn", "mira", "svm", "ogd", "struct-svm",
+    "lstm-crf-n:epochs=6", "lstm-crf-l:epochs=6", "lstm-l:epochs=6", "lstm-crf-fea:epochs=6",
+    "rules",
+]
+DEMO_EXTERNAL = ["presidio", "philter", "scrubadub"]
+QUICK_TAGGERS = ["crf:max_iterations=40", "svm", "rules"]
+QUICK_METHODS = ["voting", "voting-pruned", "decision-templates", "stacked-svm"]
+
+
+def _available(specs: list[str], log) -> list[str]:
+    from ..registry import UnknownTagger, tagger_class
+
+    keep = []
+    for spec in specs:
+        name = spec.split(":")[0]
+        try:
+            ok, reason = tagger_class(name).availability()
+        except UnknownTagger:
+            ok, reason = False, "not installed"
+        if ok:
+            keep.append(spec)
+        else:
+            log(f"skipping {name}: {reason}")
+    return keep
+
+
+def _run_study(ctx, config, out, progress):
+    from ..study import Study
+
+    ws = workspace_of(ctx)
+    with fail_on_error():
+        result = Study(ws, config, log=lambda m: click.echo(m, err=True), progress=progress).run(out)
+    click.echo()
+    click.echo(result.base_table.markdown())
+    click.echo(result.ensemble_table.markdown())
+    secs = result.manifest["seconds"]
+    click.echo(f"results: {result.directory}  (tables .md/.csv/.tex, plots .png, manifest.json; "
+               f"{secs['total']:.0f} s: base taggers {secs['base_taggers']:.0f} s, ensembles {secs['ensembles']:.0f} s)")
+    return result
+
+
+@click.command()
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="Study TOML file (see docs/guide.md).")
+@click.option("--corpus", "corpora", multiple=True, help="Corpus (repeat for a cross-corpus study of two); overrides the config.")
+@click.option("--taggers", default=None, help="Comma-separated tagger specs; overrides the config.")
+@click.option("--methods", default=None, help="Comma-separated ensemble methods; overrides the config (default: all six).")
+@click.option("--folds", type=click.IntRange(min=2), default=None, help="Cross-validation folds (config default 10).")
+@click.option("--jobs", type=int, default=None, help="Parallel jobs for the base taggers (config default 1).")
+@click.option("--seed", type=int, default=None, help="Seed of folds and resampling tests (config default 0).")
+@click.option("--test", type=click.Choice(["t-test", "randomization", "bootstrap"]), default=None, help="Significance test behind the asterisks (config default randomization).")
+@click.option("--trials", type=click.IntRange(min=100), default=None, help="Randomization swaps / bootstrap resamples (config default 10000).")
+@click.option("--no-union", is_flag=True, help="Do not train on the union of two corpora.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/NAME-TIMESTAMP).")
+@click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
+@click.pass_context
+def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, trials, no_union, out, no_progress):
+    """Base-tagger and ensemble tables (with significance marks), plots and a
+    manifest, for one corpus or a cross-corpus pair (A, B and A∪B models)."""
+    from ..errors import EnsembleDeidError
+    from ..study import StudyConfig
+    from .cv import _split_specs, parse_tagger_specs
+
+    if taggers:
+        parse_tagger_specs(taggers)  # clear errors for unknown taggers or parameters
+    overrides = {
+        "corpora": list(corpora) or None,
+        "taggers": _split_specs(taggers) if taggers else None,
+        "methods": [m.strip() for m in methods.split(",")] if methods else None,
+        "folds": folds, "jobs": jobs, "seed": seed, "test": test, "trials": trials,
+        "union": False if no_union else None,
+    }
+    try:
+        if config_path:
+            config = StudyConfig.load(config_path, **overrides)
+        else:
+            if not overrides["corpora"] or not overrides["taggers"]:
+                raise click.UsageError("give --config, or at least --corpus and --taggers")
+            config = StudyConfig(**{k: v for k, v in overrides.items() if v is not None})
+    except EnsembleDeidError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config")
+    _run_study(ctx, config, out, not no_progress)
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="A small version (3 taggers, 3 folds, 4 methods) that finishes in about two minutes.")
+@click.option("--jobs", type=int, default=2, help="Parallel jobs for the base taggers.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/demo-TIMESTAMP).")
+@click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
+@click.pass_context
+def demo(ctx, quick, jobs, out, no_progress):
+    """The whole cross-corpus study on the embedded synthetic corpora: every
+    available tagger trained on synthetic-2014, synthetic-2016 and their union,
+    10-fold CV, all six ensembles, significance, tables and plots."""
+    from ..study import ALL_METHODS, StudyConfig
+
+    log = lambda m: click.echo(m, err=True)  # noqa: E731
+    t0 = time.perf_counter()
+    if quick:
+        config = StudyConfig(corpora=["synthetic-2014", "synthetic-2016"], taggers=_available(QUICK_TAGGERS, log),
+                             methods=QUICK_METHODS, folds=3, jobs=jobs, trials=2000, name="demo-quick")
+    else:
+        config = StudyConfig(corpora=["synthetic-2014", "synthetic-2016"],
+                             taggers=_available(DEMO_TAGGERS + DEMO_EXTERNAL, log), methods=list(ALL_METHODS),
+                             folds=10, jobs=jobs, name="demo",
+                             method_params={"stacked-lstm": {"epochs": 8}})
+    _run_study(ctx, config, out, not no_progress)
+    click.echo(f"demo finished in {time.perf_counter() - t0:.0f} s")

@@ -1,0 +1,76 @@
+"""A cross-corpus study end to end on two tiny corpora (fast members only)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.formats import write_i2b2_xml
+from ensemble_deid.study import Study, StudyConfig
+from ensemble_deid.workspace import CorpusSpec, Workspace
+
+from .tiny_corpus import tiny_corpus
+
+
+@pytest.fixture
+def two_corpora(workspace, tmp_path):
+    ws = Workspace(workspace)
+    for name, seed, prefix in (("tinyA", 0, ""), ("tinyB", 7, "B")):
+        docs = tiny_corpus(30, seed=seed, prefix=prefix)
+        dirs = {"train": tmp_path / f"{name}-train", "test": tmp_path / f"{name}-test"}
+        for split, part in (("train", docs[:20]), ("test", docs[20:])):
+            dirs[split].mkdir()
+            for d in part:
+                write_i2b2_xml(d, dirs[split] / f"{d.id}.xml")
+        ws.add_corpus(CorpusSpec(name, {k: str(v) for k, v in dirs.items()}, group_pattern=r"^B?(\d{3})-\d{2}$"))
+    return ws
+
+
+def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_path):
+    cfg = StudyConfig(corpora=["tinyA", "tinyB"], taggers=["memorize", "memorize:max_len=2", "rules"],
+                      methods=["voting", "voting-pruned", "stacked-svm"], folds=3, trials=200, name="t")
+    res = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
+    # Table 4: trainable taggers have a value for every (test, training set); rules once per test split.
+    base = {label: cells for label, cells in res.base_table.rows}
+    assert len(res.base_table.columns) == 6
+    assert all(c.value is not None for c in base["memorize"])
+    assert sum(c.value is not None for c in base["rules"]) == 2
+    # Table 5: columns per test corpus for its models, the other corpus's and all.
+    assert res.ensemble_table.columns == [
+        "tinyA test: tinyA models", "tinyA test: tinyB models", "tinyA test: all models",
+        "tinyB test: tinyB models", "tinyB test: tinyA models", "tinyB test: all models",
+    ]
+    methods = {label for label, _ in res.ensemble_table.rows}
+    assert {"voting", "voting-pruned", "stacked-svm", "best single member"} <= methods
+    names = {p.name for p in res.directory.iterdir()}
+    for stem in ("table4_base_taggers", "table5_ensembles"):
+        assert {f"{stem}.md", f"{stem}.csv", f"{stem}.tex"} <= names
+    assert {"voting_threshold_tinyA.png", "category_f1_tinyA.png", "agreement_tinyB.png", "manifest.json"} <= names
+    manifest = json.loads((res.directory / "manifest.json").read_text())
+    assert set(manifest["corpora"]) == {"tinyA", "tinyB"}
+    assert "memorize@tinyA+tinyB" in manifest["members"]
+    assert manifest["members"]["rules"]["trained_on"] == "external"
+
+    # Run again: everything comes from the cache, same tables.
+    again = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out2")
+    assert again.base_table.markdown() == res.base_table.markdown()
+    assert again.ensemble_table.markdown() == res.ensemble_table.markdown()
+
+
+def test_study_cli_with_flags(two_corpora):
+    res = CliRunner().invoke(main, ["study", "--corpus", "tinyA", "--taggers", "memorize,rules", "--methods", "voting",
+                                    "--folds", "3", "--trials", "200", "--no-progress"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "Base taggers" in res.output and "Ensembles" in res.output and "results:" in res.output
+
+
+def test_study_config_errors_are_clear(tmp_path):
+    bad = tmp_path / "s.toml"
+    bad.write_text('corpora = ["a"]\ntaggers = ["crf"]\nmethods = ["magic"]\n')
+    with pytest.raises(Exception, match="unknown ensemble method"):
+        StudyConfig.load(bad)
+    bad.write_text('corpora = ["a"]\ntaggers = ["crf"]\ncolour = 1\n')
+    with pytest.raises(Exception, match="unknown key"):
+        StudyConfig.load(bad)
