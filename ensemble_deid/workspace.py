@@ -34,7 +34,7 @@ class CorpusSpec:
     """How to load a registered corpus."""
 
     name: str
-    splits: dict[str, str]  # split -> absolute directory
+    splits: dict[str, str | list[str]]  # split -> absolute directory (or several, read in order)
     format: str = "auto"
     label_map: str | None = None
     group_pattern: str | None = I2B2_GROUP_PATTERN
@@ -122,7 +122,10 @@ class Workspace:
         for split in ("train", "test"):
             if split not in spec.splits:
                 raise EnsembleDeidError(f"corpus {spec.name!r}: a {split} split is required")
-        spec.splits = {s: str(Path(p).resolve()) for s, p in spec.splits.items()}
+        spec.splits = {
+            s: [str(Path(x).resolve()) for x in p] if isinstance(p, (list, tuple)) else str(Path(p).resolve())
+            for s, p in spec.splits.items()
+        }
         if spec.label_map:
             spec.label_map = str(Path(spec.label_map).resolve())
         data = self._read_manifest()
@@ -153,10 +156,13 @@ class Workspace:
     def load(self, name: str) -> Corpus:
         spec = self.spec(name)
         label_map = LabelMap.load(spec.label_map) if spec.label_map else None
-        splits = {
-            split: load_directory(path, spec.format, label_map, spec.group_pattern)
-            for split, path in sorted(spec.splits.items(), key=lambda kv: _split_order(kv[0]))
-        }
+        splits = {}
+        for split, paths in sorted(spec.splits.items(), key=lambda kv: _split_order(kv[0])):
+            docs: list[Document] = []
+            for path in paths if isinstance(paths, list) else [paths]:
+                docs += load_directory(path, spec.format, label_map, spec.group_pattern)
+            _check_unique_ids(docs, name, split)
+            splits[split] = docs
         return Corpus(name, splits, spec)
 
     def _materialize_embedded(self, name: str) -> CorpusSpec:
@@ -165,6 +171,17 @@ class Workspace:
         paths = materialize(name, self.state_dir / "embedded" / name)
         spec = CorpusSpec(name, {s: str(p) for s, p in paths.items()}, "xml", embedded=True)
         return self.add_corpus(spec, replace=True)
+
+
+def _check_unique_ids(docs: list[Document], corpus: str, split: str) -> None:
+    seen: dict[str, str] = {}
+    for doc in docs:
+        source = str(doc.metadata.get("source", "?"))
+        if doc.id in seen:
+            raise EnsembleDeidError(
+                f"corpus {corpus!r} {split}: document id {doc.id!r} appears in {seen[doc.id]} and {source}"
+            )
+        seen[doc.id] = source
 
 
 def _split_order(split: str) -> tuple[int, str]:

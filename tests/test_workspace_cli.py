@@ -216,3 +216,17 @@ def test_version_option():
     from ensemble_deid import __version__
 
     assert __version__ in _run("--version").output
+
+
+def test_several_train_folders_are_read_together(workspace, tiny_dirs):
+    """The 2014 i2b2 training set comes as two folders (Set1 and Set2)."""
+    out = _run("corpus", "add", "two", "--train", tiny_dirs["train"], "--train", tiny_dirs["dev"],
+               "--test", tiny_dirs["test"]).output
+    assert "train: 20 documents" in out
+    assert "+" in _run("corpus", "ls").output
+
+
+def test_a_document_id_in_two_train_folders_is_an_error(workspace, tiny_dirs):
+    res = _run("corpus", "add", "dup", "--train", tiny_dirs["train"], "--train", tiny_dirs["train"],
+               "--test", tiny_dirs["test"], ok=False)
+    assert res.exit_code != 0 and "appears in" in res.output

@@ -16,7 +16,7 @@ def corpus() -> None:
 
 @corpus.command("add")
 @click.argument("name")
-@click.option("--train", "train", required=True, type=click.Path(exists=True, file_okay=False), help="Folder of training documents (i2b2 XML or BRAT).")
+@click.option("--train", "train", required=True, multiple=True, type=click.Path(exists=True, file_okay=False), help="Folder of training documents (i2b2 XML or BRAT); repeat for several (e.g. the 2014 i2b2 Set1 and Set2).")
 @click.option("--dev", "dev", type=click.Path(exists=True, file_okay=False), help="Optional folder of development documents.")
 @click.option("--test", "test", required=True, type=click.Path(exists=True, file_okay=False), help="Folder of test documents.")
 @click.option("--format", "fmt", type=click.Choice(["auto", "xml", "brat"]), default="auto", help="File format of the folders.")
@@ -37,7 +37,7 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
         except re.error as exc:
             raise click.BadParameter(f"not a valid regular expression ({exc})", param_hint="--group-pattern")
     ws = workspace_of(ctx)
-    splits = {"train": train, "test": test, **({"dev": dev} if dev else {})}
+    splits = {"train": list(train) if len(train) > 1 else train[0], "test": test, **({"dev": dev} if dev else {})}
     spec = CorpusSpec(name, splits, fmt, label_map, group_pattern or I2B2_GROUP_PATTERN)
     with fail_on_error():
         previous = ws.corpus_specs().get(name) if replace else None
@@ -67,7 +67,7 @@ def ls(ctx):
     ws = workspace_of(ctx)
     with fail_on_error():
         specs = ws.corpus_specs()
-    rows = [[n, ", ".join(f"{s}={p}" for s, p in spec.splits.items()), "embedded" if spec.embedded else "registered"] for n, spec in specs.items()]
+    rows = [[n, ", ".join(f"{s}={'+'.join(p) if isinstance(p, list) else p}" for s, p in spec.splits.items()), "embedded" if spec.embedded else "registered"] for n, spec in specs.items()]
     rows += [[n, "(generated on first use)", "embedded"] for n in _embedded_corpora() if n not in specs]
     click.echo(render_table(["name", "splits", "kind"], rows) if rows else "no corpora registered")
 
