@@ -30,26 +30,31 @@ class TaggerContract:
     learns: ClassVar[bool] = True
 
     # --- fixtures -----------------------------------------------------------
+    # Class-scoped fixtures are classmethods: one fit serves the whole class.
     @pytest.fixture(scope="class")
-    def corpus(self):
+    @classmethod
+    def corpus(cls):
         docs = tiny_corpus(24)
         return docs[:18], docs[18:]
 
-    def make(self) -> Tagger:
-        cls = tagger_class(self.tagger_name)
-        ok, reason = cls.availability()
+    @classmethod
+    def make(cls) -> Tagger:
+        tagger_cls = tagger_class(cls.tagger_name)
+        ok, reason = tagger_cls.availability()
         if not ok:
-            pytest.skip(f"{self.tagger_name} unavailable: {reason}")
-        return cls(**self.tagger_params)
+            pytest.skip(f"{cls.tagger_name} unavailable: {reason}")
+        return tagger_cls(**cls.tagger_params)
 
     @pytest.fixture(scope="class")
-    def fitted(self, corpus):
-        tagger = self.make()
+    @classmethod
+    def fitted(cls, corpus):
+        tagger = cls.make()
         returned = tagger.fit(corpus[0])
         return tagger, returned
 
     @pytest.fixture(scope="class")
-    def predictions(self, fitted, corpus):
+    @classmethod
+    def predictions(cls, fitted, corpus):
         return fitted[0].predict(corpus[1])
 
     # --- the contract -------------------------------------------------------
