@@ -1,0 +1,291 @@
+"""The shared BiLSTM(-CRF) network [LAMPLE16, LIU17, KIM20]:
+
+    characters -> char embeddings -> char BiLSTM (final states, both ways)
+    word -> word embedding (random or pre-trained)
+    [token shape -> shape embedding]            (optional)
+    [binary features -> feed-forward layer]     (lstm-crf-fea)
+    concatenate -> dropout -> word BiLSTM -> dropout -> linear -> tag scores
+    -> CRF layer (pytorch-crf) or softmax
+
+Character representations are computed once per distinct word of a batch.
+pytorch-crf computes the training loss; decoding (Viterbi) and per-token
+marginals (forward-backward) are implemented here, vectorised over the batch,
+on pytorch-crf's own transition parameters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from .vocab import N_SHAPES
+
+
+class BiLSTM(nn.Module):
+    """A bidirectional LSTM over right-padded sequences, without packing.
+
+    PyTorch's packed-sequence LSTM slices its input one time step at a time
+    on the CPU, and every slice's backward pass allocates and fills a tensor
+    the size of the whole batch: quadratic in the sequence length (30 s for
+    one batch of eight 700-token notes). Here the forward direction runs on
+    the padded batch (padding comes after every real token, so it cannot
+    reach them) and the backward direction on each sequence reversed within
+    its own length; outputs at padding positions are meaningless.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.fwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+        self.bwd = nn.LSTM(input_size, hidden_size, batch_first=True)
+
+    @staticmethod
+    def _reverse_index(lengths: torch.Tensor, T: int) -> torch.Tensor:
+        pos = torch.arange(T, device=lengths.device).unsqueeze(0)
+        last = (lengths - 1).unsqueeze(1)
+        return torch.where(pos <= last, last - pos, pos)  # an involution
+
+    def _run(self, x: torch.Tensor, lengths: torch.Tensor):
+        B, T, D = x.shape
+        idx = self._reverse_index(lengths, T).unsqueeze(2)
+        out_f, _ = self.fwd(x)
+        out_b, _ = self.bwd(x.gather(1, idx.expand(B, T, D)))
+        return out_f, out_b, idx
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Outputs of both directions per position, (B, T, 2H)."""
+        out_f, out_b, idx = self._run(x, lengths)
+        out_b = out_b.gather(1, idx.expand(-1, -1, out_b.shape[2]))
+        return torch.cat([out_f, out_b], dim=2)
+
+    def final_states(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Last state of each direction, (B, 2H)."""
+        out_f, out_b, _ = self._run(x, lengths)
+        rows = torch.arange(x.shape[0], device=x.device)
+        last = lengths - 1
+        return torch.cat([out_f[rows, last], out_b[rows, last]], dim=1)
+
+
+@dataclass
+class Batch:
+    """Tensors of one batch of sequences (batch first, right padded)."""
+
+    words: torch.Tensor  # (B, T) long, word ids
+    shapes: torch.Tensor  # (B, T) long, shape ids
+    type_index: torch.Tensor  # (B, T) long, row of ``chars`` for each token
+    chars: torch.Tensor  # (U, L) long, characters of the U distinct words
+    char_lengths: torch.Tensor  # (U,) long
+    lengths: torch.Tensor  # (B,) long
+    mask: torch.Tensor  # (B, T) bool
+    tags: torch.Tensor | None = None  # (B, T) long
+    features: torch.Tensor | None = None  # (B, T, F) float
+
+    def to(self, device) -> "Batch":
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return Batch(
+            move(self.words), move(self.shapes), move(self.type_index), move(self.chars),
+            move(self.char_lengths), move(self.lengths), move(self.mask), move(self.tags), move(self.features),
+        )
+
+
+class BiLSTMTagger(nn.Module):
+    def __init__(
+        self,
+        n_words: int,
+        n_chars: int,
+        n_tags: int,
+        word_dim: int = 100,
+        char_dim: int = 25,
+        char_lstm_dim: int = 25,
+        word_lstm_dim: int = 100,
+        shape_dim: int = 0,
+        n_features: int = 0,
+        feature_dim: int = 0,
+        dropout: float = 0.5,
+        use_crf: bool = True,
+        pretrained: np.ndarray | None = None,
+    ):
+        super().__init__()
+        self.use_crf = use_crf
+        self.n_tags = n_tags
+        self.word_emb = nn.Embedding(n_words, word_dim, padding_idx=0)
+        bound = float(np.sqrt(3.0 / word_dim))  # [LAMPLE16]
+        nn.init.uniform_(self.word_emb.weight, -bound, bound)
+        if pretrained is not None:
+            with torch.no_grad():
+                rows = np.flatnonzero(np.any(pretrained != 0, axis=1))
+                self.word_emb.weight[torch.as_tensor(rows)] = torch.as_tensor(pretrained[rows])
+        with torch.no_grad():
+            self.word_emb.weight[0].zero_()
+        in_dim = word_dim
+        self.char_emb = None
+        if char_dim > 0 and char_lstm_dim > 0:
+            self.char_emb = nn.Embedding(n_chars, char_dim, padding_idx=0)
+            # Packed: words are short, and packing skips their padding.
+            self.char_lstm = nn.LSTM(char_dim, char_lstm_dim, batch_first=True, bidirectional=True)
+            in_dim += 2 * char_lstm_dim
+        self.shape_emb = None
+        if shape_dim > 0:
+            self.shape_emb = nn.Embedding(N_SHAPES, shape_dim, padding_idx=0)
+            in_dim += shape_dim
+        self.feature_layer = None
+        if n_features > 0 and feature_dim > 0:
+            self.feature_layer = nn.Sequential(nn.Linear(n_features, feature_dim), nn.ReLU())
+            in_dim += feature_dim
+        self.dropout = nn.Dropout(dropout)
+        self.word_lstm = BiLSTM(in_dim, word_lstm_dim)
+        self.output = nn.Linear(2 * word_lstm_dim, n_tags)
+        self.crf = None
+        if use_crf:
+            from torchcrf import CRF
+
+            self.crf = CRF(n_tags, batch_first=True)
+
+    # --- scores -----------------------------------------------------------------
+    def char_representations(self, batch: Batch) -> torch.Tensor:
+        emb = self.char_emb(batch.chars)
+        packed = pack_padded_sequence(emb, batch.char_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self.char_lstm(packed)
+        per_type = torch.cat([h_n[0], h_n[1]], dim=1)  # (U, 2H), in input order
+        return per_type[batch.type_index]
+
+    def emissions(self, batch: Batch) -> torch.Tensor:
+        parts = [self.word_emb(batch.words)]
+        if self.char_emb is not None:
+            parts.append(self.char_representations(batch))
+        if self.shape_emb is not None:
+            parts.append(self.shape_emb(batch.shapes))
+        if self.feature_layer is not None:
+            parts.append(self.feature_layer(batch.features))
+        x = self.dropout(torch.cat(parts, dim=-1))
+        out = self.word_lstm(x, batch.lengths)
+        return self.output(self.dropout(out))
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        """Negative log-likelihood summed over the tokens (softmax) or the
+        sequences (CRF) of the batch."""
+        scores = self.emissions(batch)
+        if self.crf is not None:
+            crf = self.crf
+            llh = crf_log_likelihood(
+                scores, batch.tags, batch.mask, crf.start_transitions, crf.transitions, crf.end_transitions
+            )
+            return -llh.sum()
+        return nn.functional.cross_entropy(scores[batch.mask], batch.tags[batch.mask], reduction="sum")
+
+    # --- inference ----------------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, batch: Batch, marginals: bool = True) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        """Best tag ids per sequence and (optionally) per-token marginal
+        probabilities, shape (length, n_tags), as numpy arrays."""
+        scores = self.emissions(batch)
+        lengths = batch.lengths.tolist()
+        if self.crf is None:
+            probs = torch.softmax(scores, dim=-1).cpu().numpy()
+            best = probs.argmax(-1)
+            tags = [best[i, :n] for i, n in enumerate(lengths)]
+            return tags, [probs[i, :n] for i, n in enumerate(lengths)] if marginals else None
+        start, end, trans = self.crf.start_transitions, self.crf.end_transitions, self.crf.transitions
+        best = viterbi(scores, batch.mask, start, trans, end)
+        tags = [best[i, :n] for i, n in enumerate(lengths)]
+        if not marginals:
+            return tags, None
+        probs = crf_marginals(scores, batch.mask, start, trans, end).cpu().numpy()
+        return tags, [probs[i, :n] for i, n in enumerate(lengths)]
+
+
+def crf_log_likelihood(
+    scores: torch.Tensor,
+    tags: torch.Tensor,
+    mask: torch.Tensor,
+    start: torch.Tensor,
+    trans: torch.Tensor,
+    end: torch.Tensor,
+) -> torch.Tensor:
+    """Log-likelihood of ``tags`` per sequence (B,): what pytorch-crf's
+    ``CRF.forward(..., reduction="none")`` computes, on its parameters.
+
+    pytorch-crf slices the emissions one time step at a time, and each
+    slice's backward pass writes a zero tensor the size of the whole batch:
+    quadratic in the sequence length (49 s for one batch of eight 700-token
+    documents). Here the gold-path score is gathered at once and the forward
+    recursion runs over ``unbind``-ed steps, whose backward is one stack.
+    """
+    B, T, K = scores.shape
+    maskf = mask.to(scores.dtype)
+    lengths = mask.sum(1)
+    emit = scores.gather(2, tags.unsqueeze(2)).squeeze(2)  # (B, T)
+    gold = start[tags[:, 0]] + (emit * maskf).sum(1)
+    if T > 1:
+        gold = gold + (trans[tags[:, :-1], tags[:, 1:]] * maskf[:, 1:]).sum(1)
+    last = tags.gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
+    gold = gold + end[last]
+    steps = scores.unbind(1)
+    masks = mask.unsqueeze(2).unbind(1)
+    alpha = start + steps[0]
+    for t in range(1, T):
+        new = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + steps[t]
+        alpha = torch.where(masks[t], new, alpha)
+    return gold - torch.logsumexp(alpha + end, dim=1)
+
+
+def viterbi(
+    scores: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, trans: torch.Tensor, end: torch.Tensor
+) -> np.ndarray:
+    """Most likely tag ids (B, T) under a linear-chain CRF; padding gets 0.
+    ``mask`` must be right padded with its first column true."""
+    B, T, K = scores.shape
+    lengths = mask.sum(1)
+    score = start + scores[:, 0]  # (B, K)
+    history = []
+    for t in range(1, T):
+        cand = score.unsqueeze(2) + trans.unsqueeze(0)  # (B, from, to)
+        best, idx = cand.max(dim=1)
+        new = best + scores[:, t]
+        m = mask[:, t].unsqueeze(1)
+        score = torch.where(m, new, score)
+        history.append(idx)
+    last = (score + end).argmax(1).cpu().numpy()
+    lengths = lengths.cpu().numpy()
+    hist = torch.stack(history).cpu().numpy() if history else np.zeros((0, B, K), dtype=np.int64)
+    out = np.zeros((B, T), dtype=np.int64)
+    rows = np.arange(B)
+    current = last.copy()
+    for t in range(T - 1, -1, -1):
+        at_end = lengths - 1 == t
+        current = np.where(at_end, last, current)
+        inside = lengths - 1 >= t
+        out[inside, t] = current[inside]
+        if t > 0:
+            back = hist[t - 1][rows, current]  # best previous tag given tag at t
+            current = np.where(lengths - 1 >= t, back, current)
+    return out
+
+
+def crf_marginals(
+    scores: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, trans: torch.Tensor, end: torch.Tensor
+) -> torch.Tensor:
+    """Per-token posterior tag probabilities (B, T, K) by forward-backward in
+    log space; rows at padding positions are meaningless."""
+    B, T, K = scores.shape
+    lengths = mask.sum(1)
+    alphas = [start + scores[:, 0]]
+    for t in range(1, T):
+        new = torch.logsumexp(alphas[-1].unsqueeze(2) + trans.unsqueeze(0), dim=1) + scores[:, t]
+        alphas.append(torch.where(mask[:, t].unsqueeze(1), new, alphas[-1]))
+    alpha = torch.stack(alphas, dim=1)  # (B, T, K)
+    betas = [None] * T
+    beta = end.expand(B, K)
+    betas[T - 1] = beta
+    for t in range(T - 2, -1, -1):
+        step = torch.logsumexp(trans.unsqueeze(0) + (scores[:, t + 1] + beta).unsqueeze(1), dim=2)
+        # Past the end of a sequence beta stays ``end`` until its last token.
+        beta = torch.where((t + 1 < lengths).unsqueeze(1), step, end.expand(B, K))
+        betas[t] = beta
+    beta_all = torch.stack(betas, dim=1)
+    # Every position's alpha + beta sums to the partition function; normalising
+    # per position (rather than by one log Z) keeps rows summing to 1 in float32
+    # over long documents.
+    return torch.softmax(alpha + beta_all, dim=2)

@@ -1,0 +1,377 @@
+"""Encoding documents into sequences, length-bucketed batches, the training
+loop (clipping, early stopping on held-out documents, seeds, device choice,
+progress) and batched inference.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..bio import decode
+from ..document import Document
+from .network import Batch, BiLSTMTagger
+from .vocab import PAD_ID, UNK_ID, Vocab, normalize_word, shape_ids
+
+log = logging.getLogger("ensemble_deid.neural")
+
+MAX_WORD_CHARS = 40  # longer tokens keep their first 20 and last 20 characters
+
+
+# --- devices and seeds ---------------------------------------------------------------------
+def select_device(device: str = "auto") -> torch.device:
+    """``auto``: the GPU when torch sees one, else the CPU."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but torch sees no CUDA device")
+    return dev
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch's global generators (the caller forks them first)."""
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+# --- encoding ------------------------------------------------------------------------------
+@dataclass
+class Segment:
+    """One unit of training/inference: a sentence or a whole document."""
+
+    doc: int  # index of the document in its list
+    start: int  # index of its first token in the document
+    words: np.ndarray  # word ids
+    types: np.ndarray  # ids into EncodedData.type_chars
+    shapes: np.ndarray
+    tags: np.ndarray | None = None
+    features: np.ndarray | None = None  # (n, F) float32
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@dataclass
+class EncodedData:
+    sequences: list[Segment]
+    type_chars: list[np.ndarray]  # character ids of each distinct raw word
+    n_tokens: int = 0
+
+
+def char_ids(word: str, chars: Vocab) -> np.ndarray:
+    if len(word) > MAX_WORD_CHARS:
+        half = MAX_WORD_CHARS // 2
+        word = word[:half] + word[-half:]
+    return chars.indices(word)
+
+
+def encode_documents(
+    docs: Sequence[Document],
+    words: Vocab,
+    chars: Vocab,
+    context: str,
+    tag_index: dict[str, int] | None = None,
+    gold: Callable[[Document], list[str]] | None = None,
+    features: Callable[[Document], np.ndarray] | None = None,
+) -> EncodedData:
+    """Sequences per sentence (``context="sentence"``) or per document."""
+    if context not in ("sentence", "document"):
+        raise ValueError(f"context must be 'sentence' or 'document', not {context!r}")
+    type_of: dict[str, int] = {}
+    type_chars: list[np.ndarray] = []
+    sequences: list[Segment] = []
+    n_tokens = 0
+    for d, doc in enumerate(docs):
+        toks = doc.tokens
+        n = len(toks)
+        if n == 0:
+            continue
+        n_tokens += n
+        word_ids = words.indices(normalize_word(w) for w in toks.words)
+        types = np.empty(n, dtype=np.int64)
+        for i, w in enumerate(toks.words):
+            t = type_of.get(w)
+            if t is None:
+                t = type_of[w] = len(type_chars)
+                type_chars.append(char_ids(w, chars))
+            types[i] = t
+        shapes = shape_ids(toks.words, toks.starts, toks.ends)
+        tags = None
+        if gold is not None and tag_index is not None:
+            tags = np.fromiter((tag_index.get(t, 0) for t in gold(doc)), dtype=np.int64, count=n)
+        feats = None
+        if features is not None:
+            feats = np.asarray(features(doc), dtype=np.float32)
+            if feats.shape[0] != n:
+                raise ValueError(f"document {doc.id!r}: {feats.shape[0]} feature rows for {n} tokens")
+        ranges = toks.sentences() if context == "sentence" else [(0, n)]
+        for a, b in ranges:
+            sequences.append(Segment(
+                d, a, word_ids[a:b], types[a:b], shapes[a:b],
+                None if tags is None else tags[a:b],
+                None if feats is None else feats[a:b],
+            ))
+    return EncodedData(sequences, type_chars, n_tokens)
+
+
+def make_batch(
+    data: EncodedData,
+    indices: Sequence[int],
+    with_tags: bool,
+    unk_rng: np.random.Generator | None = None,
+    singletons: np.ndarray | None = None,
+    unk_prob: float = 0.0,
+) -> Batch:
+    """Tensors for the sequences ``indices``; during training, words seen once
+    are replaced by the unknown word with probability ``unk_prob`` [LAMPLE16]."""
+    seqs = [data.sequences[i] for i in indices]
+    B = len(seqs)
+    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=B)
+    T = int(lengths.max())
+    words = np.full((B, T), PAD_ID, dtype=np.int64)
+    shapes = np.zeros((B, T), dtype=np.int64)
+    types = np.zeros((B, T), dtype=np.int64)
+    mask = np.zeros((B, T), dtype=bool)
+    tags = np.zeros((B, T), dtype=np.int64) if with_tags else None
+    feats = None
+    if seqs[0].features is not None:
+        feats = np.zeros((B, T, seqs[0].features.shape[1]), dtype=np.float32)
+    for i, s in enumerate(seqs):
+        n = len(s)
+        words[i, :n] = s.words
+        shapes[i, :n] = s.shapes
+        types[i, :n] = s.types
+        mask[i, :n] = True
+        if with_tags:
+            tags[i, :n] = s.tags
+        if feats is not None:
+            feats[i, :n] = s.features
+    if unk_prob > 0 and unk_rng is not None and singletons is not None:
+        drop = singletons[words] & (unk_rng.random(words.shape) < unk_prob)
+        words[drop] = UNK_ID
+    # Characters once per distinct raw word of the batch.
+    unique, inverse = np.unique(types[mask], return_inverse=True)
+    type_index = np.zeros((B, T), dtype=np.int64)
+    type_index[mask] = inverse
+    char_seqs = [data.type_chars[t] for t in unique]
+    char_lengths = np.fromiter((max(len(c), 1) for c in char_seqs), dtype=np.int64, count=len(char_seqs))
+    chars = np.zeros((len(char_seqs), int(char_lengths.max())), dtype=np.int64)
+    for j, c in enumerate(char_seqs):
+        chars[j, : len(c)] = c
+    return Batch(
+        torch.from_numpy(words), torch.from_numpy(shapes), torch.from_numpy(type_index),
+        torch.from_numpy(chars), torch.from_numpy(char_lengths), torch.from_numpy(lengths),
+        torch.from_numpy(mask), None if tags is None else torch.from_numpy(tags),
+        None if feats is None else torch.from_numpy(feats),
+    )
+
+
+def bucket_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    """Sequences sorted by length (random order among equal lengths) and cut
+    into batches of ``batch_size``: little padding. With ``rng`` the batch
+    order is shuffled (training); without, it is by length (inference)."""
+    lengths = np.asarray(lengths)
+    if rng is not None:
+        noise = rng.random(len(lengths))
+        order = np.lexsort((noise, lengths))
+    else:
+        order = np.argsort(lengths, kind="stable")
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if rng is not None:
+        rng.shuffle(batches)
+    return batches
+
+
+# --- inference -------------------------------------------------------------------------------
+def predict_encoded(
+    model: BiLSTMTagger,
+    data: EncodedData,
+    n_docs: int,
+    doc_lengths: Sequence[int],
+    device: torch.device,
+    marginals: bool = True,
+    max_batch_tokens: int = 8192,
+) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Tag ids and marginals per document (in document order)."""
+    model.eval()
+    tag_out = [np.zeros(n, dtype=np.int64) for n in doc_lengths]
+    prob_out = [np.zeros((n, model.n_tags), dtype=np.float32) for n in doc_lengths] if marginals else None
+    order = np.argsort([len(s) for s in data.sequences], kind="stable")
+    # Batches bounded by padded tokens: many short sentences, few long ones.
+    batches, current, longest = [], [], 0
+    for i in order:
+        n = len(data.sequences[i])
+        if current and max(longest, n) * (len(current) + 1) > max_batch_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, n)
+    if current:
+        batches.append(current)
+    for idx in batches:
+        batch = make_batch(data, idx, with_tags=False).to(device)
+        tags, probs = model.predict(batch, marginals=marginals)
+        for j, i in enumerate(idx):
+            s = data.sequences[i]
+            tag_out[s.doc][s.start : s.start + len(s)] = tags[j]
+            if marginals:
+                prob_out[s.doc][s.start : s.start + len(s)] = probs[j]
+    return tag_out, prob_out
+
+
+def strict_counts(docs: Sequence[Document], tag_ids: Sequence[np.ndarray], tags: Sequence[str]) -> tuple[int, int, int]:
+    """(true positives, system spans, gold spans): exact (category, start,
+    end, type) matches, pooled over documents."""
+    tp = n_sys = n_gold = 0
+    for doc, ids in zip(docs, tag_ids):
+        gold = {a.key for a in doc.annotations}
+        system = {a.key for a in decode(doc.tokens, [tags[i] for i in ids])}
+        tp += len(gold & system)
+        n_sys += len(system)
+        n_gold += len(gold)
+    return tp, n_sys, n_gold
+
+
+def f1_score(tp: int, n_sys: int, n_gold: int) -> float:
+    return 2 * tp / (n_sys + n_gold) if n_sys + n_gold else 0.0
+
+
+# --- training ---------------------------------------------------------------------------------
+@dataclass
+class TrainConfig:
+    epochs: int
+    patience: int
+    batch_size: int
+    lr: float
+    optimizer: str
+    clip: float
+    lr_decay: float
+    unk_prob: float
+    seed: int
+    verbose: bool = False
+    name: str = "neural"
+
+
+@dataclass
+class EpochRecord:
+    epoch: int
+    loss: float  # mean per token
+    dev_f1: float | None
+    lr: float
+    seconds: float
+    tokens_per_s: float
+
+
+@dataclass
+class TrainResult:
+    history: list[EpochRecord] = field(default_factory=list)
+    best_epoch: int = 0
+    best_dev_f1: float | None = None
+    stopped_early: bool = False
+    seconds: float = 0.0
+    train_tokens: int = 0
+
+
+OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if name == "momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, not {name!r}")
+
+
+def train_model(
+    model: BiLSTMTagger,
+    train: EncodedData,
+    dev: EncodedData | None,
+    dev_docs: Sequence[Document],
+    tags: Sequence[str],
+    singletons: np.ndarray,
+    config: TrainConfig,
+    device: torch.device,
+) -> TrainResult:
+    """Train in place; the model ends with the weights of its best epoch on
+    ``dev`` (or of its last epoch without ``dev``).
+
+    Loss: the negative log-likelihood summed over the sequences of a batch
+    for SGD (so the learning rate means what it meant for the one-sentence
+    updates of [LAMPLE16]/NeuroNER, NCRF++-style), averaged per sequence for
+    Adam. Learning rate ``lr / (1 + lr_decay * epoch)``; gradient norm
+    clipped at ``clip``.
+    """
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(config.seed)
+    model.to(device)
+    opt = make_optimizer(config.optimizer, model.parameters(), config.lr)
+    average = config.optimizer == "adam"
+    result = TrainResult(train_tokens=train.n_tokens)
+    best_state, best_f1, bad = None, -1.0, 0
+    lengths = [len(s) for s in train.sequences]
+    start_all = time.perf_counter()
+    bar = tqdm(range(1, config.epochs + 1), desc=config.name, unit="epoch", disable=not config.verbose, leave=False)
+    for epoch in bar:
+        lr = config.lr / (1.0 + config.lr_decay * (epoch - 1))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        model.train()
+        t0 = time.perf_counter()
+        total, n_tok = 0.0, 0
+        for idx in bucket_batches(lengths, config.batch_size, rng):
+            batch = make_batch(train, idx, True, rng, singletons, config.unk_prob).to(device)
+            loss = model.loss(batch)
+            total += float(loss.detach())
+            n_tok += int(batch.lengths.sum())
+            if average:
+                loss = loss / len(idx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.clip and config.clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+            opt.step()
+        seconds = time.perf_counter() - t0
+        if not math.isfinite(total):
+            raise FloatingPointError(
+                f"{config.name}: the loss diverged at epoch {epoch} (lr {lr:g}); lower the learning rate or clip"
+            )
+        dev_f1 = None
+        if dev is not None and dev.sequences:
+            ids, _ = predict_encoded(model, dev, len(dev_docs), [len(d.tokens) for d in dev_docs], device, marginals=False)
+            dev_f1 = f1_score(*strict_counts(dev_docs, ids, tags))
+        record = EpochRecord(epoch, total / max(n_tok, 1), dev_f1, lr, seconds, n_tok / seconds if seconds else 0.0)
+        result.history.append(record)
+        bar.set_postfix(loss=f"{record.loss:.4f}", dev_f1="-" if dev_f1 is None else f"{dev_f1:.4f}")
+        log.info(
+            "%s epoch %d: loss %.4f, dev F1 %s, %.0f tokens/s",
+            config.name, epoch, record.loss, "-" if dev_f1 is None else f"{dev_f1:.4f}", record.tokens_per_s,
+        )
+        if dev_f1 is None:
+            result.best_epoch = epoch
+            continue
+        if dev_f1 > best_f1:
+            best_f1, bad, result.best_epoch = dev_f1, 0, epoch
+            best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        else:
+            bad += 1
+            if config.patience and bad >= config.patience:
+                result.stopped_early = True
+                break
+    bar.close()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+        result.best_dev_f1 = best_f1
+    result.seconds = time.perf_counter() - start_all
+    return result

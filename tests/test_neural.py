@@ -1,0 +1,346 @@
+"""Neural taggers (issue 7): the BiLSTM(-CRF) network, its CRF algebra, the
+embeddings loader, training on the tiny corpus, checkpoints, and the shared
+adapter contract for lstm-crf-n, lstm-crf-l, lstm-l and lstm-crf-fea.
+
+Small dimensions and few epochs keep each fit to a couple of CPU seconds.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import pickle
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchcrf")
+
+from ensemble_deid.bio import OUTSIDE, gold_tags  # noqa: E402
+from ensemble_deid.neural.base import NeuralTagger, split_held_out  # noqa: E402
+from ensemble_deid.prediction import DocumentPrediction  # noqa: E402
+from ensemble_deid.registry import tagger_class  # noqa: E402
+
+from .tagger_contract import TaggerContract  # noqa: E402
+from .tiny_corpus import tiny_corpus  # noqa: E402
+
+# Fast settings for the tiny corpus: whole notes as sequences (few steps), Adam.
+FAST = dict(
+    epochs=8, patience=0, batch_size=4, lr=0.02, optimizer="adam", char_dim=12, char_lstm_dim=12,
+    word_dim=24, word_lstm_dim=24, context="document", validation_fraction=0.0, dropout=0.2,
+)
+NAMES = ("lstm-crf-n", "lstm-crf-l", "lstm-l", "lstm-crf-fea")
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return tiny_corpus(24)
+
+
+@pytest.fixture(scope="module")
+def fitted(docs):
+    return tagger_class("lstm-crf-l")(**FAST).fit(docs[:18])
+
+
+def strict_f1(tagger, docs):
+    return strict_f1_of(tagger.predict(docs), docs)
+
+
+def strict_f1_of(preds, docs):
+    gold = {(d.id,) + a.key for d in docs for a in d.annotations}
+    found = {(p.doc_id,) + s.key for p, d in zip(preds, docs) for s in p.spans(d)}
+    return 2 * len(gold & found) / (len(gold) + len(found)) if gold or found else 0.0
+
+
+# --- the CRF algebra against pytorch-crf and brute force --------------------------------
+def _random_crf(K=5, B=4, T=6, seed=0):
+    from torchcrf import CRF
+
+    torch.manual_seed(seed)
+    crf = CRF(K, batch_first=True)
+    for p in crf.parameters():
+        torch.nn.init.normal_(p)
+    scores = torch.randn(B, T, K)
+    lengths = torch.tensor([T, 3, 1, T - 1][:B])
+    mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)
+    return crf, scores, mask, lengths
+
+
+def test_crf_log_likelihood_matches_pytorch_crf():
+    from ensemble_deid.neural.network import crf_log_likelihood
+
+    crf, scores, mask, _ = _random_crf()
+    tags = torch.randint(0, 5, mask.shape)
+    ours = crf_log_likelihood(scores, tags, mask, crf.start_transitions, crf.transitions, crf.end_transitions)
+    theirs = crf(scores, tags, mask=mask, reduction="none")
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+def test_viterbi_matches_pytorch_crf():
+    from ensemble_deid.neural.network import viterbi
+
+    crf, scores, mask, lengths = _random_crf(seed=1)
+    ours = viterbi(scores, mask, crf.start_transitions, crf.transitions, crf.end_transitions)
+    for i, path in enumerate(crf.decode(scores, mask=mask)):
+        assert ours[i, : lengths[i]].tolist() == path
+
+
+def test_crf_marginals_match_brute_force():
+    from ensemble_deid.neural.network import crf_marginals
+
+    K = 3
+    crf, scores, mask, lengths = _random_crf(K=K, T=5, seed=2)
+    marg = crf_marginals(scores, mask, crf.start_transitions, crf.transitions, crf.end_transitions)
+    for b in range(scores.shape[0]):
+        n = int(lengths[b])
+        expected = torch.zeros(n, K)
+        for path in itertools.product(range(K), repeat=n):
+            tags = torch.tensor(path + (0,) * (scores.shape[1] - n)).unsqueeze(0)
+            p = crf(scores[b : b + 1], tags, mask=mask[b : b + 1]).exp()
+            for t, k in enumerate(path):
+                expected[t, k] += p
+        assert torch.allclose(marg[b, :n], expected, atol=1e-5)
+
+
+def test_bilstm_ignores_padding():
+    """Each sequence's outputs do not depend on what pads it in the batch."""
+    from ensemble_deid.neural.network import BiLSTM
+
+    torch.manual_seed(0)
+    lstm = BiLSTM(3, 4)
+    x = torch.randn(2, 7, 3)
+    lengths = torch.tensor([7, 4])
+    both = lstm(x, lengths)
+    alone = lstm(x[1:, :4], lengths[1:])
+    assert torch.allclose(both[1, :4], alone[0], atol=1e-6)
+    x2 = x.clone()
+    x2[1, 4:] = 100.0  # different padding
+    assert torch.allclose(lstm(x2, lengths)[1, :4], both[1, :4], atol=1e-6)
+    finals = lstm.final_states(x, lengths)
+    assert torch.allclose(finals[1, :4], both[1, 3, :4]) and torch.allclose(finals[1, 4:], both[1, 0, 4:])
+
+
+# --- vocabularies and the embeddings loader ------------------------------------------------
+def test_glove_and_word2vec_text_loader(tmp_path):
+    from ensemble_deid.neural.vocab import EmbeddingsFormatError, load_embeddings, normalize_word
+
+    glove = tmp_path / "tiny.glove.txt"
+    glove.write_text("the 0.1 0.2 0.3\nPatient 1 2 3\n1946 0 0 1\npatient 9 9 9\n", encoding="utf-8")
+    vec = load_embeddings(glove, dim=3)
+    assert set(vec) == {"the", "patient", "0000"}
+    assert np.allclose(vec["patient"], [1, 2, 3])  # first of the words that normalise alike
+    w2v = tmp_path / "tiny.w2v.txt"
+    w2v.write_text("2 3\nclinic 1 0 0\nmercy 0 1 0\n", encoding="utf-8")
+    assert set(load_embeddings(w2v)) == {"clinic", "mercy"}
+    with pytest.raises(EmbeddingsFormatError, match="2 dimensions|expected 2|3 values"):
+        load_embeddings(w2v, dim=2)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a 1 2\nb 1\n", encoding="utf-8")
+    with pytest.raises(EmbeddingsFormatError, match="line 2"):
+        load_embeddings(bad)
+    assert normalize_word("Enero2019") == "enero0000"
+
+
+def test_pretrained_vectors_initialise_the_embeddings(tmp_path, docs):
+    from ensemble_deid.neural.vocab import normalize_word
+
+    words = sorted({normalize_word(w) for d in docs[:18] for w in d.tokens.words})[:5]
+    path = tmp_path / "vectors.txt"
+    rng = np.random.default_rng(0)
+    vectors = {w: rng.normal(size=24).round(4) for w in words + ["unseenword"]}
+    path.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in vectors.items()), encoding="utf-8")
+    tagger = tagger_class("lstm-crf-l")(**{**FAST, "epochs": 1, "lr": 1e-9, "embeddings_path": str(path)})
+    tagger.fit(docs[:18])
+    emb = tagger.state_dict_["word_emb.weight"].numpy()
+    assert "unseenword" in tagger.words_  # pre-trained words join the vocabulary
+    for w, v in vectors.items():
+        assert np.allclose(emb[tagger.words_.index(w)], v, atol=1e-4)
+
+
+def test_shape_ids():
+    from ensemble_deid.neural.vocab import N_CASINGS, shape_ids
+    from ensemble_deid.tokenize import tokenize
+
+    toks = tokenize("Dr. ADAMS 12 x@y")
+    ids = shape_ids(toks.words, toks.starts, toks.ends)
+    assert len(ids) == len(toks) and ids.min() >= 1
+    assert ids[1] > N_CASINGS  # "." is glued to "Dr"
+    assert ids[2] <= N_CASINGS  # "ADAMS" follows a space
+
+
+def test_bucket_batches_cover_every_sequence_once():
+    from ensemble_deid.neural.training import bucket_batches
+
+    lengths = np.random.default_rng(0).integers(1, 50, size=103)
+    batches = bucket_batches(lengths, 10, np.random.default_rng(1))
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(103))
+    assert max(len(b) for b in batches) == 10
+    # bucketed: a batch spans a narrow band of lengths
+    assert np.mean([np.ptp(lengths[b]) for b in batches]) < 10
+
+
+def test_held_out_split_keeps_patients_together(docs):
+    train, held = split_held_out(docs, 0.25, seed=3)
+    assert held and train and len(train) + len(held) == len(docs)
+    assert not {d.metadata["group"] for d in train} & {d.metadata["group"] for d in held}
+    assert split_held_out(docs, 0.0, seed=3) == (list(docs), [])
+
+
+# --- learning ----------------------------------------------------------------------------------
+def test_learning_happens(fitted, docs):
+    losses = [h["loss"] for h in fitted.history_]
+    assert losses[-1] < 0.2 * losses[0], "training loss should fall"
+    # The majority baseline tags every token with the most frequent tag (O).
+    train = docs[:18]
+    counts = Counter(t for d in train for t in gold_tags(d))
+    assert counts.most_common(1)[0][0] == OUTSIDE
+    baseline = strict_f1_of([DocumentPrediction.empty(d) for d in train], train)
+    assert strict_f1(fitted, train) > baseline + 0.8
+    assert fitted.train_info_["epochs_run"] == FAST["epochs"]
+
+
+def test_early_stopping_and_history(docs):
+    tagger = tagger_class("lstm-crf-l")(**{**FAST, "epochs": 30, "patience": 2, "validation_fraction": 0.2})
+    tagger.fit(docs[:18])
+    info = tagger.train_info_
+    assert info["held_out_documents"] >= 2
+    assert all(h["dev_f1"] is not None for h in tagger.history_)
+    assert info["best_epoch"] == 1 + int(np.argmax([h["dev_f1"] for h in tagger.history_]))
+    if info["stopped_early"]:
+        assert info["epochs_run"] == info["best_epoch"] + 2
+
+
+def test_marginals_sum_to_one_and_match_confidences(fitted, docs):
+    marginals = fitted.predict_marginals(docs[18:])
+    preds = fitted.predict(docs[18:])
+    for m, p, d in zip(marginals, preds, docs[18:]):
+        assert m.shape == (len(d.tokens), len(fitted.tags_))
+        assert np.allclose(m.sum(axis=1), 1.0, atol=1e-4)
+        idx = [fitted.tags_.index(t) for t in p.tags]
+        assert np.allclose(p.confidences, m[np.arange(len(idx)), idx], atol=1e-6)
+
+
+def test_softmax_marginals_sum_to_one(docs):
+    tagger = tagger_class("lstm-l")(**{**FAST, "epochs": 2}).fit(docs[:6])
+    for m in tagger.predict_marginals(docs[18:20]):
+        assert np.allclose(m.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_checkpoint_round_trip(fitted, docs, tmp_path):
+    path = fitted.save(tmp_path / "model.pt")
+    for loader in (NeuralTagger.load, type(fitted).load):
+        restored = loader(path)
+        assert type(restored) is type(fitted) and restored.get_params() == fitted.get_params()
+        a, b = fitted.predict(docs[18:]), restored.predict(docs[18:])
+        assert [p.tags for p in a] == [p.tags for p in b]
+        assert all(np.allclose(x.confidences, y.confidences) for x, y in zip(a, b))
+    with pytest.raises(ValueError, match="checkpoint of 'lstm-crf-l'"):
+        tagger_class("lstm-l").load(path)
+    # Plain data only: loads with weights_only=True.
+    assert torch.load(path, weights_only=True)["tagger"] == "lstm-crf-l"
+
+
+def test_sentence_context_and_pickle(docs):
+    tagger = tagger_class("lstm-crf-n")(**{**FAST, "context": "sentence", "batch_size": 16, "epochs": 3})
+    tagger.fit(docs[:8])
+    assert "_model" in vars(tagger)
+    blob = pickle.dumps(tagger)
+    assert b"torch.nn" not in blob  # no live module in the pickle
+    restored = pickle.loads(blob)
+    assert [p.tags for p in restored.predict(docs[18:20])] == [p.tags for p in tagger.predict(docs[18:20])]
+
+
+def test_empty_documents_and_bad_params(docs, fitted):
+    from ensemble_deid.document import Document
+
+    empty = Document("empty-1", "", [])
+    pred = fitted.predict([empty, docs[18]])
+    assert pred[0].tags == () and len(pred[1].tags) == len(docs[18].tokens)
+    with pytest.raises(ValueError, match="context"):
+        tagger_class("lstm-crf-l")(context="paragraph").fit(docs[:2])
+    with pytest.raises(ValueError, match="optimizer"):
+        tagger_class("lstm-crf-l")(optimizer="lbfgs").fit(docs[:2])
+
+
+def test_param_hash_ignores_verbosity_and_threads():
+    cls = tagger_class("lstm-crf-l")
+    assert cls().param_hash() == cls(verbose=True, num_threads=2).param_hash()
+    assert cls().param_hash() != cls(lr=0.1).param_hash()
+
+
+def test_adapters_share_the_base_parameters():
+    base = [p for p in inspect.signature(NeuralTagger.__init__).parameters if p != "self"]
+    for name in NAMES:
+        cls = tagger_class(name)
+        params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+        assert params[: len(base)] == base, name
+        assert cls.requires == ("torch", "torchcrf")
+    assert tagger_class("lstm-l").use_crf is False
+    assert tagger_class("lstm-crf-n")().lr == 0.01
+    assert tagger_class("lstm-crf-l")().lr == 0.005
+    assert tagger_class("lstm-l")().lr == 0.05
+    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [80, 100, 100]
+
+
+def test_importing_the_adapters_does_not_import_torch():
+    code = (
+        "import sys\n"
+        "from ensemble_deid.registry import describe_taggers\n"
+        "import ensemble_deid_adapters.lstm_crf_l, ensemble_deid_adapters.lstm_crf_fea\n"
+        "describe_taggers()\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --- the feature-augmented variant --------------------------------------------------------------
+def test_fea_uses_feature_flags_and_ehr_names(docs, tmp_path):
+    pytest.importorskip("ensemble_deid.features")
+    from ensemble_deid.neural.ehr import EHR_FLAG_NAMES, ehr_flags, load_ehr_names
+
+    names = {}
+    for d in docs[:18]:
+        patient = [a for a in d.annotations if a.type == "PATIENT"]
+        names[d.id] = {"patient": [d.text[a.start : a.end] for a in patient], "doctor": []}
+    path = tmp_path / "ehr.json"
+    path.write_text(json.dumps(names), encoding="utf-8")
+    loaded = load_ehr_names(path)
+    flags = ehr_flags(docs[0], loaded)
+    tags = gold_tags(docs[0])
+    patient_tokens = [i for i, t in enumerate(tags) if t.endswith(":PATIENT")]
+    assert flags[patient_tokens, 0].all() and flags[:, 1].sum() == 0
+    assert ehr_flags(docs[20], loaded).sum() == 0  # no entry: no flags
+
+    tagger = tagger_class("lstm-crf-fea")(**{**FAST, "epochs": 2, "ehr_names_path": str(path)}).fit(docs[:18])
+    assert tagger.feature_names_[-2:] == EHR_FLAG_NAMES
+    assert len(tagger.feature_names_) > 10
+    assert tagger.state_dict_["feature_layer.0.weight"].shape == (tagger.feature_dim, len(tagger.feature_names_))
+    restored = NeuralTagger.load(tagger.save(tmp_path / "fea.pt"))
+    assert [p.tags for p in restored.predict(docs[18:])] == [p.tags for p in tagger.predict(docs[18:])]
+
+
+# --- the shared adapter contract ---------------------------------------------------------------
+class TestLstmCrfNContract(TaggerContract):
+    tagger_name = "lstm-crf-n"
+    tagger_params = FAST
+
+
+class TestLstmCrfLContract(TaggerContract):
+    tagger_name = "lstm-crf-l"
+    tagger_params = FAST
+
+
+class TestLstmLContract(TaggerContract):
+    tagger_name = "lstm-l"
+    tagger_params = FAST
+
+
+class TestLstmCrfFeaContract(TaggerContract):
+    tagger_name = "lstm-crf-fea"
+    tagger_params = FAST
