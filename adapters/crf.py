@@ -21,7 +21,7 @@ import numpy as np
 
 from ensemble_deid.bio import gold_tags
 from ensemble_deid.document import Document
-from ensemble_deid.features import FeatureExtractor
+from ensemble_deid.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.prediction import DocumentPrediction
 from ensemble_deid.tagger import Tagger, TaggerUnavailable
 
@@ -55,7 +55,7 @@ class CRFTagger(Tagger):
     """
 
     name = "crf"
-    version = "1"
+    version = "1-f" + FEATURES_VERSION
     requires = ("pycrfsuite",)
     description = "linear-chain CRF (CRFsuite, L-BFGS) with the [LIU17] feature set"
 

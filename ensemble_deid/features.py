@@ -6,7 +6,7 @@ the same evidence:
 
     fx = FeatureExtractor()                      # defaults = [LIU17]
     feats = fx.document_features(doc)            # one list of feature strings per token
-    feats[i]  # ['bias', 'w[0]=garcía', 'w[-1]|w[0]=dr|garcía', 'p3=gar', 'shape=Aaaaaa', ...]
+    feats[i]  # ['bias', 'w[-2]=dr', 'w[-1]=.', 'w[0]=garcía', 'w[-1]|w[0]=.|garcía', 'p3=Gar', 'shape=Aaaaaa', ...]
     flags = fx.binary_flags(doc)                 # (n_tokens, len(fx.flag_names)) uint8
     fx.flag_names                                # what each column means
 
@@ -31,7 +31,11 @@ Features of a token (with the default parameters):
   inside a heading, and the field label of ``Key: value`` lines
   (``fld=fecha_de_nacimiento``) -- language-agnostic layout heuristics;
 - gazetteer hits (``gz=city``, ``gz=city:B``): see ``ensemble_deid.gazetteers``;
-- coarse regular-expression hits (``re=date``, ``re=email``, ...).
+- coarse regular-expression hits (``re=date``, ``re=email``, ...);
+- conjunctions: the shape trigram ``sh[-1]|sh[0]|sh[1]``, previous word with
+  shape ``w[-1]|sh[0]`` and shape with next word ``sh[0]|w[1]``, the field key
+  with the shape (``fld|sh``) and with the position in the field value
+  (``fld|pos``), gazetteer hits on capitalised words (``gz|cap=city``).
 
 Per-word computations (shapes, affixes, orthography) are cached per extractor;
 the extractor is cheap to build and picklable (caches are dropped).
@@ -47,7 +51,11 @@ import numpy as np
 from .document import Document
 from .gazetteers import GAZETTEER_NAMES, Gazetteers, default_gazetteers, normalize
 
-FEATURES_VERSION = "1"
+# Bump whenever the features of a token can change (extractor code or the
+# shipped gazetteer lists): taggers fold it into their ``version``, so cached
+# predictions made with older features are not reused.
+FEATURES_VERSION = "2"
+_WORD_CACHE_LIMIT = 400_000  # word types; the cache is emptied beyond this
 
 # Coarse shape regexes for the ``re=`` features and the dense flags. They mark
 # tokens whose characters lie inside a match; the rule tagger has its own,
@@ -143,6 +151,9 @@ class FeatureExtractor:
         sections: section heading and field-label features.
         gazetteers: gazetteer hits (the shipped lists, or a ``Gazetteers`` object).
         regexes: coarse regular-expression hits.
+        conjunctions: pairs and triples of the above (shape trigram, previous
+            word with shape, next word with shape, field key with shape and with
+            position in the field value, gazetteer hit with capitalisation).
     """
 
     def __init__(
@@ -156,6 +167,7 @@ class FeatureExtractor:
         sections: bool = True,
         gazetteers: bool | Gazetteers = True,
         regexes: bool = True,
+        conjunctions: bool = True,
     ):
         if window < 0:
             raise ValueError(f"window must be >= 0, got {window}")
@@ -172,6 +184,7 @@ class FeatureExtractor:
         self.sections = bool(sections)
         self.gazetteers = gazetteers
         self.regexes = bool(regexes)
+        self.conjunctions = bool(conjunctions)
         self._reset_caches()
 
     # --- configuration -----------------------------------------------------
@@ -188,6 +201,7 @@ class FeatureExtractor:
             "sections": self.sections,
             "gazetteers": gz if isinstance(gz, bool) else repr(gz),
             "regexes": self.regexes,
+            "conjunctions": self.conjunctions,
             "version": FEATURES_VERSION,
         }
 
@@ -273,6 +287,8 @@ class FeatureExtractor:
         )
         if self.orthography:
             own += [name for name, bit in zip(_ORTHO_FLAGS, bits) if bit]
+        if len(self._words) >= _WORD_CACHE_LIMIT:
+            self._words.clear()
         entry = self._make_entry(form, tuple(own), short, long, bits, normalize(word))
         self._words[word] = entry
         return entry
@@ -282,7 +298,7 @@ class FeatureExtractor:
         ctx = tuple(f"w[{k}]={form}" for k in range(-W, W + 1))
         nb = {k: f"sh[{k}]={short}" for k in (-2, -1, 1, 2)}
         nb.update({10 * k: f"shape[{k}]={long}" for k in (-1, 1)})
-        return (ctx, own, nb, bits, gform, form)
+        return (ctx, own, nb, bits, gform, form, short)
 
     def _pad(self, symbol: str) -> tuple:
         """Entry of the padding beyond a document's ends."""
@@ -365,9 +381,9 @@ class FeatureExtractor:
             letters = [c for c in key if c.isalpha()]
             upper = len(letters) >= 2 and all(c.isupper() for c in letters)
             heading = (not rest and n_words <= 5) or (upper and n_words >= 2)
-            marks.append((m.start(1), m.start(1) + len(key), _slug(key), "heading" if heading else "key"))
+            marks.append((m.start(1), m.end(), _slug(key), "heading" if heading else "key"))
             if heading and rest:  # "HISTORY OF PRESENT ILLNESS: text" is also a field
-                marks.append((m.start(1), m.start(1) + len(key), _slug(key), "key"))
+                marks.append((m.start(1), m.end(), _slug(key), "key"))
         for m in _LINE_RE.finditer(text):  # a whole line in capitals: a heading
             head = m.group(1)
             if head.isupper() and len(head.split()) <= 8 and not any(c.isdigit() for c in head) \
@@ -451,6 +467,13 @@ class FeatureExtractor:
         if self.shapes:
             for key, k in ((-2, -2), (-1, -1), (1, 1), (2, 2), (-10, -1), (10, 1)):
                 cols.append([e[2][key] for e in padded[P + k: P + k + n]])
+        conj = self.conjunctions
+        if conj:
+            sh = [e[6] for e in padded]
+            cols.append(["sh[-1]|sh[0]|sh[1]=" + a + "|" + b + "|" + c
+                         for a, b, c in zip(sh[P - 1: P - 1 + n], sh[P: P + n], sh[P + 1: P + 1 + n])])
+            cols.append(["w[-1]|sh[0]=" + a + "|" + b for a, b in zip(forms[P - 1: P - 1 + n], sh[P: P + n])])
+            cols.append(["sh[0]|w[1]=" + a + "|" + b for a, b in zip(sh[P: P + n], forms[P + 1: P + 1 + n])])
         rows = zip(*cols)
         owns = [e[1] for e in entries]
 
@@ -473,10 +496,16 @@ class FeatureExtractor:
             section, field, state = self._sections(doc)
             cache2: dict[tuple, tuple[str, ...]] = {}
             secs = []
-            for key in zip(section, field, state.tolist()):
+            states = state.tolist()
+            pos = 0
+            for i, (s, fl, st) in enumerate(zip(section, field, states)):
+                if conj and st == 3:
+                    pos = pos + 1 if i and states[i - 1] == 3 and field[i - 1] == fl else 0
+                    key = (s, fl, st, min(pos, 3), entries[i][6])
+                else:
+                    key = (s, fl, st)
                 t = cache2.get(key)
                 if t is None:
-                    s, fl, st = key
                     out = []
                     if s is not None:
                         out.append("sec=" + s)
@@ -486,6 +515,9 @@ class FeatureExtractor:
                         out.append("in_key")
                     elif st == 3:
                         out.append("fld=" + fl)
+                        if conj:
+                            out.append(f"fld|pos={fl}|{key[3]}")
+                            out.append(f"fld|sh={fl}|{key[4]}")
                     t = cache2[key] = tuple(out)
                 secs.append(t)
             extras.append(secs)
@@ -497,15 +529,19 @@ class FeatureExtractor:
         if gaz is not None:
             cache3: dict[tuple, tuple[str, ...]] = {}
             gz = []
-            for h in gaz.match([e[4] for e in entries]):
+            for e, h in zip(entries, gaz.match([e[4] for e in entries])):
                 if not h:
                     gz.append(empty)
                     continue
-                t = cache3.get(h)
+                cap = conj and e[3][1]  # hascap
+                t = cache3.get((h, cap))
                 if t is None:
                     feats = [f"gz={name}:{'B' if first else 'I'}" for name, first in h]
-                    feats += ["gz=" + name for name in dict.fromkeys(name for name, _ in h)]
-                    t = cache3[h] = tuple(feats)
+                    names = list(dict.fromkeys(name for name, _ in h))
+                    feats += ["gz=" + name for name in names]
+                    if cap:
+                        feats += ["gz|cap=" + name for name in names]
+                    t = cache3[(h, cap)] = tuple(feats)
                 gz.append(t)
             extras.append(gz)
 

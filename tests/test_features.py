@@ -104,7 +104,8 @@ def test_regex_hits(doc, fx):
 
 def test_groups_can_be_switched_off(doc):
     feats = FeatureExtractor(window=0, ngrams=1, affixes=(), shapes=False, orthography=False,
-                             sentence=False, sections=False, gazetteers=False, regexes=False).document_features(doc)
+                             sentence=False, sections=False, gazetteers=False, regexes=False,
+                             conjunctions=False).document_features(doc)
     assert all(f == ["bias", f"w[0]={w.lower() if not w.isdigit() else '0' * len(w)}"]
                for f, w in zip(feats, doc.tokens.words))
     bigrams = FeatureExtractor(window=1, ngrams=2).document_features(doc)
@@ -217,3 +218,16 @@ def test_every_list_has_provenance():
         assert f"`{fname}`" in provenance, fname
         assert read_list(fname), fname
     assert "Faker" in provenance  # states that no list comes from it
+
+
+def test_conjunctions(doc, fx):
+    feats = fx.document_features(doc)
+    boston = feats_of(doc, feats, "Boston")
+    assert {"sh[-1]|sh[0]|sh[1]=a|Aa|a", "w[-1]|sh[0]=in|Aa", "sh[0]|w[1]=Aa|is", "gz|cap=city"} <= boston
+    assert {"fld|pos=email|0", "fld|sh=email|a"} <= feats_of(doc, feats, "jdoe")
+    assert "fld|pos=email|1" in feats_of(doc, feats, "@")
+    lower = Document("m", "the man in boston")
+    assert "gz|cap=city" not in feats_of(lower, fx.document_features(lower), "boston")
+    assert "in_key" in feats_of(doc, feats, ":", 1)  # the colon of "Email:" belongs to the key
+    plain = FeatureExtractor(conjunctions=False).document_features(doc)
+    assert not any("|sh[0]" in s or s.startswith(("fld|", "gz|")) for f in plain for s in f)
