@@ -65,15 +65,19 @@ def category_f1(
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(categories) + 2), 4.2))
     x = np.arange(len(categories))
+    values = []
     for i, system in enumerate(systems):
         vals = [100 * scores[system].get(c, np.nan) for c in categories]
+        values += [v for v in vals if not np.isnan(v)]
         ax.bar(x + (i - (len(systems) - 1) / 2) * width, vals, width, label=system)
     ax.set_xticks(x, categories, rotation=30, ha="right")
     ax.set_ylabel("strict F1 (%)")
-    ax.set_ylim(0, 105)
+    # Zoom to the range in use: differences between systems are a few points.
+    low = max(0.0, 10 * np.floor((min(values, default=0.0) - 5) / 10))
+    ax.set_ylim(low, 101)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", ncol=2)
+    ax.legend(fontsize="small", ncol=min(3, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.22))
     return _save(fig, path)
 
 

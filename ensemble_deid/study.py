@@ -312,7 +312,8 @@ class Study:
         out = {}
         for name, preds in systems.items():
             report = evaluate(corpus.test, prediction_spans(corpus.test, preds), criteria=("strict",), leak=False)
-            out[name] = {cat: s.f1 for cat, s in report["strict"].by_category.items()}
+            # Only categories the test split has: an absent one would be a 0 bar.
+            out[name] = {cat: s.f1 for cat, s in report["strict"].by_category.items() if s.tp + s.fn > 0}
         return out
 
     def _agreement(self, corpus, mo: MemberOutputs):
