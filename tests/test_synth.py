@@ -251,3 +251,24 @@ def test_builder_records_exact_spans_and_rejects_bad_pieces():
         c.say("{MISSING}")
     upper = b.document("d", upper=True)
     assert [upper.text[a.start:a.end] for a in upper.annotations] == ["ANN", "ANN"]
+
+
+def test_careless_casing_and_typos_inside_phi_keep_spans_exact():
+    b = TextBuilder()
+    slots = {"X": lambda: [("Ann Lowell", "PATIENT")], "C": lambda: [("Framingham", "CITY")],
+             "D": lambda: [("5/3/67", "DATE")]}
+    c = Composer(b, random.Random(3), slots, Noise(random.Random(4), phi_case_rate=1.0, phi_typo_rate=1.0))
+    c.say("Seen {X} from {C} on {D}.")
+    doc = b.document("d")
+    texts = [doc.text[a.start:a.end] for a in doc.annotations]
+    assert [a.text for a in doc.annotations] == texts
+    for text, original in zip(texts[:2], ("Ann Lowell", "Framingham")):
+        assert text.islower() or text.isupper()  # re-cased ...
+        assert text.lower() != original.lower()  # ... and misspelt
+    assert texts[2] == "5/3/67"  # dates are never re-cased or misspelt
+
+
+def test_test_splits_see_rare_frames_and_forms_more_often():
+    from ensemble_deid.synth.generate import RARE_BOOST, RARE_FRAME_WEIGHT
+    assert RARE_BOOST["test"] > RARE_BOOST["train"] == 1.0
+    assert RARE_FRAME_WEIGHT["test"] > 5 * RARE_FRAME_WEIGHT["train"]

@@ -82,13 +82,38 @@ class TextBuilder:
         return Document(doc_id, text, annotations, dict(metadata or {}))
 
 
-class Noise:
-    """Typos and irregular white space in literal (non-PHI) text."""
+# PHI subtypes whose casing a hurried writer gets wrong ("boston", "dr smith").
+CASEABLE_TYPES = frozenset({
+    "PATIENT", "DOCTOR", "CITY", "STATE", "COUNTRY", "HOSPITAL", "ORGANIZATION",
+    "LOCATION-OTHER", "STREET", "DEPARTMENT", "PROFESSION",
+})
 
-    def __init__(self, rng: random.Random, typo_rate: float = 0.0, space_rate: float = 0.0):
+
+class Noise:
+    """Typos and irregular white space in literal (non-PHI) text; optionally
+    wrong casing and typos inside PHI pieces (``phi_case_rate``,
+    ``phi_typo_rate``), never changing where a piece starts or ends."""
+
+    def __init__(self, rng: random.Random, typo_rate: float = 0.0, space_rate: float = 0.0,
+                 phi_case_rate: float = 0.0, phi_typo_rate: float = 0.0):
         self.rng = rng
         self.typo_rate = typo_rate
         self.space_rate = space_rate
+        self.phi_case_rate = phi_case_rate
+        self.phi_typo_rate = phi_typo_rate
+
+    def phi(self, text: str, type_: str) -> str:
+        """A PHI piece as a careless writer types it: all lower case (now and
+        then all upper case), or with a typo in a longer word."""
+        if type_ not in CASEABLE_TYPES:
+            return text
+        if self.phi_case_rate and self.rng.random() < self.phi_case_rate:
+            text = text.upper() if self.rng.random() < 0.15 else text.lower()
+        if self.phi_typo_rate and self.rng.random() < self.phi_typo_rate:
+            saved, self.typo_rate = self.typo_rate, 1.0
+            text = _WORD_RE.sub(self._typo, text, count=1)
+            self.typo_rate = saved
+        return text
 
     def __call__(self, text: str) -> str:
         if self.typo_rate:
@@ -157,6 +182,8 @@ class Composer:
     def emit(self, value: SlotValue) -> None:
         if isinstance(value, str):
             self.builder.add(value)
+        elif self.noise.phi_case_rate or self.noise.phi_typo_rate:
+            self.builder.pieces([(text if t is None else self.noise.phi(text, t), t) for text, t in value])
         else:
             self.builder.pieces(value)
 

@@ -18,14 +18,19 @@ from typing import Sequence
 from ..document import Document
 from ..formats import write_i2b2_xml
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 FAKER_VERSION = "40.54.0"  # pyproject pins it; output changes across versions
 MANIFEST_NAME = "SYNTH.json"
 STYLES = ("i2b2-2014", "ngrid-2016")
 SPLITS = ("train", "test")
 # Test splits see the rare formats (dates, ages) more often than train
 # splits, as a held-out set of a real corpus holds forms training never saw.
-RARE_BOOST = {"train": 1.0, "test": 2.0}
+RARE_BOOST = {"train": 1.0, "test": 4.0}
+# Weight of each rare sentence frame (``RARE_FRAMES`` in the style modules)
+# against 1.0 for a common one: training sees each rare phrasing a few times
+# at most, test splits see them about half as often as a common one, as a
+# held-out set written by other hands holds phrasings training never saw.
+RARE_FRAME_WEIGHT = {"train": 0.06, "test": 0.6}
 # Default first patient / note number per style and split, so train and
 # test ids never collide: 2014 patients are PPP (100-599 train, 600-999
 # test), 2016 notes NNNN (0001-4999 train, 5001-9999 test).
@@ -70,7 +75,8 @@ def generate_corpus(
     first = FIRST_ID[(style, split)] if first_id is None else first_id
     metadata = {"generator": "ensemble-deid synth", "generator_version": GENERATOR_VERSION,
                 "style": style, "seed": seed, "split": split}
-    return module.generate(n_docs, seed, first_id=first, rare_boost=RARE_BOOST[split], metadata=metadata)
+    return module.generate(n_docs, seed, first_id=first, rare_boost=RARE_BOOST[split],
+                           rare_frames=RARE_FRAME_WEIGHT[split], metadata=metadata)
 
 
 def manifest_for(docs: Sequence[Document], style: str, seed: int, split: str,

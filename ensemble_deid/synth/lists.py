@@ -25,6 +25,14 @@ WORD_SURNAMES = (
     "Sweet", "Bond", "Noble", "Good", "Moon", "Fair", "Pain", "Burns", "Sick",
 )
 
+# Surnames that are also eponyms of diseases, signs and devices, which occur
+# untagged in the notes ("Dr. Graves" vs "Graves' disease", "Foley catheter").
+EPONYM_SURNAMES = (
+    "Parkinson", "Hodgkin", "Graves", "Addison", "Cushing", "Barrett", "Baker",
+    "Wilson", "Huntington", "Foley", "Bruce", "Hashimoto", "Crohn", "Bell",
+    "Holter", "Whipple", "Murphy", "Homan", "Romberg", "Nissen",
+)
+
 # First names that are words or months ("May", "Will", "Grace").
 WORD_FIRST_NAMES = (
     "Hope", "Faith", "Grace", "Joy", "May", "June", "April", "Will", "Bill",
@@ -44,6 +52,16 @@ WORD_NAME_LOOKALIKES = (
     ("fields", "lung fields clear"), ("frost", "frostbite as a child"),
     ("hunter", "hunter's cap"), ("page", "page on call"), ("rich", "rich diet"),
     ("burns", "burns with urination"), ("pain", "pain 3/10"),
+    ("dr", "wears Dr. Scholl's inserts"), ("dr", "drinks Dr Pepper most days"),
+    ("dr", "Dr. on call was paged"), ("dr", "covering Dr. aware"),
+    ("atkins", "tried the Atkins diet"), ("south beach", "on the South Beach diet"),
+    ("foley", "Foley catheter removed"), ("murphy", "negative Murphy's sign"),
+    ("homan", "neg Homan's sign"), ("romberg", "Romberg negative"),
+    ("whipple", "s/p Whipple procedure"), ("nissen", "s/p Nissen fundoplication"),
+    ("wilson", "r/o Wilson's disease"), ("cushing", "no cushingoid features"),
+    ("graves", "hx of Graves' disease"), ("parkinson", "FH of Parkinson's"),
+    ("may", "May need insulin"), ("march", "gait: marching in place"),
+    ("may", "May benefit from statin"), ("will", "Will check lipids"),
 )
 
 NAME_TITLES = ("Dr.", "Dr", "DR.", "Doctor")
@@ -369,15 +387,43 @@ RELATIVES = (
     "maternal grandmother", "paternal grandfather", "cousin", "half-brother",
     "stepfather", "son", "daughter", "older sister", "younger brother",
 )
+# Life events told with the age they happened at ("got sober at [27]"), and
+# daily routines told with a clock time ("gets up at 11"): the same "at N",
+# told apart only by the verb, and each verb is seen a few times at most.
+LIFE_EVENTS = (
+    "got married", "got divorced", "had a first drink", "first got drunk", "started smoking",
+    "joined the Army", "joined the Navy", "left home", "was adopted", "lost a parent",
+    "lost a grandparent", "was first hospitalized", "made a first suicide attempt", "got sober",
+    "had a miscarriage", "became a father", "became a mother", "dropped out of school",
+    "was arrested", "went to juvenile detention", "moved in with a partner", "started cutting",
+    "was diagnosed with ADHD", "tried cocaine", "started using heroin", "was raped",
+    "came out to family", "had a car accident", "had a concussion", "started therapy",
+    "was put on Ritalin", "got a GED", "bought a house", "retired", "was laid off",
+    "went into foster care", "ran away from home", "overdosed", "had a stroke", "was widowed",
+)
+DAILY_ROUTINES = (
+    "gets up", "wakes", "goes to bed", "has lunch", "takes the bus", "picks up the kids",
+    "starts work", "gets home", "walks the dog", "has the first drink", "takes trazodone",
+    "goes to the gym", "calls mom", "calls the sponsor", "eats dinner", "naps",
+    "leaves for work", "takes a shower", "watches TV until", "falls asleep",
+)
 SEASONS = ("spring", "summer", "fall", "winter")
 HOLIDAYS = ("Christmas", "Thanksgiving", "Easter", "New Year's", "Memorial Day",
             "Labor Day", "the 4th of July", "Halloween", "Valentine's Day")
+# Holidays a training set sees seldom (boosted in test splits).
+HOLIDAYS_RARE = ("Xmas", "Christmas Eve", "New Year's Eve", "Mother's Day", "Father's Day",
+                 "Easter Sunday", "MLK Day", "Presidents' Day", "Veterans Day", "Columbus Day",
+                 "Hanukkah", "Passover", "Yom Kippur", "Eid", "Diwali",
+                 "Chinese New Year", "Good Friday", "St. Patrick's Day", "Patriots' Day")
+WEEKDAYS_ABBR = ("Mon", "Tues", "Wed", "Thurs", "Fri", "Sat", "Sun")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
             "Saturday", "Sunday")
 MONTHS = ("January", "February", "March", "April", "May", "June", "July",
           "August", "September", "October", "November", "December")
 MONTHS_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep",
                "Oct", "Nov", "Dec")
+MONTHS_ABBR_DOT = ("Jan.", "Feb.", "Mar.", "Apr.", "May", "June", "July", "Aug.",
+                   "Sept.", "Oct.", "Nov.", "Dec.")
 NUMBER_WORDS = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
     "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
@@ -393,6 +439,8 @@ EPONYMS = (
     "Cushing's syndrome", "Hodgkin's lymphoma", "Huntington's chorea", "Tourette's",
     "Asperger's", "Kawasaki disease", "Lyme disease", "Guillain-Barre", "Wernicke's",
     "Korsakoff's", "Dupuytren's contracture", "Baker's cyst", "Osgood-Schlatter",
+    "Wilson's disease", "Addisonian crisis", "Cushing's disease", "Hodgkin lymphoma",
+    "Barrett's", "Parkinsonism", "Graves disease", "Huntington disease",
 )
 CAPITALISED_TESTS_2014 = (
     "Holter", "Doppler", "MIBI", "Persantine MIBI", "Bruce protocol", "Foley", "Swan-Ganz",

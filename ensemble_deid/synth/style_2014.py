@@ -24,35 +24,57 @@ STYLE = "i2b2-2014"
 
 # (format, weight, rare?) - rare formats are boosted in test splits.
 DATE_FORMATS = (
-    ("mdy", 10, False), ("mdy_short", 13, False), ("mdy_nopad", 6, False),
-    ("md", 9, False), ("iso", 5, False), ("my", 3, False), ("my_short", 3, False),
+    ("mdy", 10, False), ("mdy_short", 12, False), ("mdy_nopad", 6, False),
+    ("md", 9, False), ("iso", 4, False), ("my", 3, False), ("my_short", 3, False),
     ("month_day_year", 3, False), ("year", 7, False), ("month_year", 2, False),
     ("mon_day_year", 0.6, True), ("day_month_year", 0.6, True), ("dmon_y", 0.8, True),
     ("month_day", 1.2, True), ("apos_yy", 1.0, True), ("mdy_dash", 0.8, True),
     ("mdy_dot", 0.4, True), ("weekday", 0.8, True), ("month", 0.6, True),
     ("compact", 0.3, True), ("upper_mon", 0.4, True), ("month_ordinal", 0.4, True),
     ("mon_apos_yy", 0.3, True), ("mon_year", 0.6, True),
+    # version 3: shapes training sees a handful of times
+    ("mdy_pad_short", 0.8, True), ("ymd_slash", 0.3, True), ("mdy_dash_long", 0.5, True),
+    ("md_dash", 0.6, True), ("md_pad", 0.7, True), ("mon_dot_day", 0.5, True),
+    ("mon_day", 0.5, True), ("mon_day_comma_year", 0.5, True), ("mon_dot_year", 0.3, True),
+    ("mon_dash_yy", 0.3, True), ("day_mon", 0.3, True), ("upper_month_day_year", 0.3, True),
+    ("lower_mon_day", 0.3, True), ("dmy_slash", 0.2, True), ("mdy_spaced", 0.3, True),
+    ("mdy_double_slash", 0.2, True), ("md_dot", 0.4, True), ("mdy_dot_short", 0.3, True),
+    ("month_nospace", 0.2, True), ("month_day_comma_tight", 0.2, True), ("lower_month", 0.2, True),
 )
 HISTORY_DATE_FORMATS = (
     ("year", 10, False), ("my", 3, False), ("my_short", 2, False),
     ("month_year", 3, False), ("mdy_short", 3, False), ("mdy", 2, False),
     ("apos_yy", 1.5, True), ("mon_year", 0.8, True), ("mon_apos_yy", 0.5, True),
-    ("month_of_year", 0.4, True),
+    ("month_of_year", 0.4, True), ("yy", 1.5, True), ("mon_dot_year", 0.5, True),
+    ("mon_dash_yy", 0.4, True), ("lower_month_year", 0.3, True), ("month_comma_year", 0.3, True),
 )
 AGE_FORMS = (
     ("yo", 8, False), ("y/o", 5, False), ("year_old", 7, False), ("yF", 2, False),
     ("year_old_sp", 2, False), ("yo_glued", 1.2, True), ("age_n", 1.5, False),
     ("aged_n", 0.6, True), ("word_year_old", 0.5, True), ("parens", 0.5, True),
+    ("yrs", 0.8, True), ("yo_dots", 0.8, True), ("years_of_age", 0.4, True),
+    ("word_age", 0.3, True), ("word_decade", 0.3, True),
 )
 
+# (form, weight, rare?) - as for dates, rare forms are boosted in test splits.
 PATIENT_FORMS = (
-    ("full", 4), ("last_first", 2), ("first", 1.2), ("upper_last_first", 1.2),
-    ("upper_full", 0.8), ("full_mi", 0.8), ("initials", 0.4), ("last_comma_first_mi", 0.6),
+    ("full", 4, False), ("last_first", 2, False), ("first", 1.5, False), ("upper_last_first", 1.2, False),
+    ("upper_full", 0.8, False), ("full_mi", 0.8, False), ("initials", 0.6, True), ("last_comma_first_mi", 0.6, False),
+    ("last_initial", 0.3, True), ("first_initial", 0.3, True), ("initials_dotted", 0.2, True), ("upper_last", 0.3, True),
 )
 DOCTOR_FORMS = (
-    ("full", 5), ("full_mi", 1.5), ("initial_last", 1.5), ("last", 3),
-    ("upper_full", 0.6), ("first", 0.4), ("last_first", 0.6),
+    ("full", 5, False), ("full_mi", 1.5, False), ("initial_last", 1.5, False), ("last", 3, False),
+    ("upper_full", 0.6, False), ("first", 0.6, True), ("last_first", 0.6, False), ("initials", 0.4, True),
+    ("last_initial", 0.3, True), ("initials_dotted", 0.2, True), ("upper_last", 0.3, True),
 )
+# How a doctor or a relative is named where the words around do not tell
+# which one is meant ("Spoke with ...", "... called today").
+SHARED_FORMS = (("full", 3), ("first", 1.5), ("last", 1.5), ("initial_last", 0.6),
+                ("first_initial", 0.3), ("upper_full", 0.3))
+# Names mostly from en_US; some patients and doctors have names from other
+# locales (not covered by US name gazetteers).
+LOCALES = (("en_US", 0.82), ("es_MX", 0.04), ("en_IE", 0.03), ("it_IT", 0.03), ("pt_BR", 0.03),
+           ("en_GB", 0.02), ("pl_PL", 0.015), ("fr_FR", 0.015))
 
 
 def _table(formats, rare_boost: float):
@@ -116,7 +138,7 @@ def make_patient(s: Surrogates, number: int) -> Patient2014:
             relative = Person(relative.first, person.last, relative.middle, sex)
         relatives.append((rel, relative))
     state = ("Massachusetts", "MA") if s.chance(0.75) else s.state()
-    city = s.pick(lists.CITIES_NE) if s.chance(0.7) else s.fictional_town()
+    city = s.pick(lists.CITIES_NE) if s.chance(0.55) else s.fictional_town()
     return Patient2014(
         number=number, person=person, age0=age0, mrn=s.pattern(shape), mrn_shape=shape,
         pcp=s.person(), specialists=[s.person() for _ in range(rng.randint(1, 3))],
@@ -133,19 +155,27 @@ def make_patient(s: Surrogates, number: int) -> Patient2014:
 class Record2014:
     """Writes one record of a patient."""
 
-    def __init__(self, s: Surrogates, patient: Patient2014, index: int, date: dt.date, rare_boost: float):
+    def __init__(self, s: Surrogates, patient: Patient2014, index: int, date: dt.date, rare_boost: float,
+                 rare_frames: float = 0.06):
         self.s = s
         self.rng = s.rng
         self.p = patient
         self.index = index
         self.date = date
         self.age = patient.age0 + (date - patient.first_date).days // 365
+        self.rare_boost = rare_boost
+        self.rare_frames = rare_frames
         self.date_table = _table(DATE_FORMATS, rare_boost)
         self.history_table = _table(HISTORY_DATE_FORMATS, rare_boost)
         self.age_table = _table(AGE_FORMS, rare_boost)
+        self.patient_forms = _table(PATIENT_FORMS, rare_boost)
+        self.doctor_forms = _table(DOCTOR_FORMS, rare_boost)
         self.b = TextBuilder()
-        noise = Noise(self.rng, typo_rate=self.rng.choice((0.0, 0.004, 0.01)),
-                      space_rate=self.rng.choice((0.0, 0.005, 0.02)))
+        noise = Noise(self.rng, typo_rate=self.rng.choice((0.0, 0.006, 0.015, 0.03)),
+                      space_rate=self.rng.choice((0.0, 0.005, 0.02)),
+                      # some writers are careless with the casing and spelling of names and places
+                      phi_case_rate=self.rng.choice((0.0, 0.0, 0.0, 0.05, 0.15, 0.35)),
+                      phi_typo_rate=self.rng.choice((0.0, 0.0, 0.02, 0.06)))
         self.author = s.pick([patient.pcp] + patient.specialists)
         self.c = Composer(self.b, self.rng, self.slots(), noise)
         self.header_caps = s.chance(0.35)
@@ -155,7 +185,7 @@ class Record2014:
         s, p = self.s, self.p
         pt = lambda form: s.name(p.person, form, "PATIENT")  # noqa: E731
         return {
-            "PATIENT": lambda: pt(weighted(self.rng, PATIENT_FORMS)),
+            "PATIENT": lambda: pt(weighted(self.rng, self.patient_forms)),
             "PT_LAST": lambda: pt("last"),
             "PT_FIRST": lambda: pt("first"),
             "PT_FULL": lambda: pt("full"),
@@ -166,10 +196,10 @@ class Record2014:
             "SEX": lambda: s.pick(("woman", "female", "F")) if p.person.sex == "F" else s.pick(("man", "male", "M")),
             "DOCTOR": lambda: self.doctor(),
             "DR": lambda: [(s.pick(lists.NAME_TITLES) + " ", None)] + self.doctor(s.pick(("last", "last", "full", "initial_last"))),
-            "AUTHOR": lambda: s.name(self.author, weighted(self.rng, DOCTOR_FORMS), "DOCTOR"),
+            "AUTHOR": lambda: s.name(self.author, weighted(self.rng, self.doctor_forms), "DOCTOR"),
             "AUTHOR_FULL": lambda: s.name(self.author, s.pick(("full", "full_mi", "upper_full")), "DOCTOR"),
             "PCP": lambda: [(s.pick(lists.NAME_TITLES) + " ", None)] + s.name(p.pcp, s.pick(("last", "full")), "DOCTOR"),
-            "NEWDOC": lambda: s.name(s.person(), weighted(self.rng, DOCTOR_FORMS), "DOCTOR"),
+            "NEWDOC": lambda: s.name(s.person(), weighted(self.rng, self.doctor_forms), "DOCTOR"),
             "RELATIVE": lambda: self.relative(),
             "DATE": lambda: self.date_near(),
             "RDATE": lambda: [(s.format_date(self.date, weighted(self.rng, self.date_table)), "DATE")],
@@ -207,7 +237,7 @@ class Record2014:
             "ROOM": lambda: [(s.room(), "ROOM")],
             "COUNTRY": lambda: [(s.country(0.3), "COUNTRY")],
             "LOCOTHER": lambda: [(s.pick(lists.LOCATION_OTHER).replace("the ", ""), "LOCATION-OTHER")],
-            "HOLIDAY": lambda: [(s.pick(lists.HOLIDAYS).replace("the ", ""), "DATE")],
+            "HOLIDAY": lambda: [(s.holiday(self.rare_boost), "DATE")],
             # non-PHI fillers
             "cond": lambda: s.pick(p.conditions),
             "drug": lambda: s.pick(p.drugs)[0],
@@ -223,6 +253,14 @@ class Record2014:
             "n2": lambda: str(self.rng.randint(48, 99)),
             "n3": lambda: str(self.rng.randint(100, 380)),
             "time": lambda: f"{self.rng.randint(0, 23):02d}:{self.rng.randrange(60):02d}",
+            "MD_DATE": lambda: self.md_date(),
+            "SOMEONE": lambda: self.someone(),
+            "SHORT_HOSPITAL": lambda: [(s.pick((p.hospital.short, p.other_hospital.short, p.hospital.abbr)), "HOSPITAL")],
+            "SOMEDOC": lambda: self.someone("DOCTOR"),
+            "SOMEREL": lambda: self.someone("PATIENT"),
+            "ANY_PROFESSION": lambda: [(s.profession(0.6), "PROFESSION")],
+            "COMPANY": lambda: [(s.company(), "ORGANIZATION")],
+            "YY": lambda: [(s.format_date(self.date - dt.timedelta(days=self.rng.randint(365, 365 * 20)), "yy"), "DATE")],
         }
 
     def doctor(self, form: str | None = None) -> list[Piece]:
@@ -230,19 +268,42 @@ class Record2014:
         who = s.pick([p.pcp, p.pcp] + p.specialists + [self.author])
         if s.chance(0.15):
             who = s.person()
-        return s.name(who, form or weighted(self.rng, DOCTOR_FORMS), "DOCTOR")
+        if form is None:
+            form = weighted(self.rng, SHARED_FORMS if s.chance(0.4) else self.doctor_forms)
+        return s.name(who, form, "DOCTOR")
+
+    def someone(self, type_: str | None = None) -> list[Piece]:
+        """A doctor or a relative, named the same way either is: the type
+        shows only from who the person is, not from the words around."""
+        s = self.s
+        form = weighted(self.rng, SHARED_FORMS)
+        if type_ is None:
+            type_ = "DOCTOR" if s.chance(0.5) else "PATIENT"
+        if type_ == "DOCTOR":
+            who = s.pick([self.p.pcp] + self.p.specialists) if s.chance(0.6) else s.person()
+            return s.name(who, form, "DOCTOR")
+        _, who = s.pick(self.p.relatives)
+        return s.name(who, form, "PATIENT")
 
     def relative_phrase(self) -> list[Piece]:
         word, person = self.s.pick(self.p.relatives)
         return [(word + " ", None)] + self.s.name(person, self.s.pick(("first", "first", "full")), "PATIENT")
 
     def relative(self) -> list[Piece]:
-        _, person = self.s.pick(self.p.relatives)
-        return self.s.name(person, self.s.pick(("first", "first", "full")), "PATIENT")
+        """A relative by first name, full name, or title and surname
+        ("Mrs. Hill", as a doctor would be named)."""
+        word, person = self.s.pick(self.p.relatives)
+        if self.s.chance(0.5):
+            return self.s.name(person, weighted(self.rng, SHARED_FORMS), "PATIENT")
+        form = weighted(self.rng, (("first", 3), ("full", 2), ("title_last", 1), ("upper_full", 0.3)))
+        if form == "title_last":
+            title = "Mrs. " if word in ("wife", "daughter", "sister") else "Mr. "
+            return [(title, None)] + self.s.name(person, "last", "PATIENT")
+        return self.s.name(person, form, "PATIENT")
 
     def hospital_name(self) -> str:
         h = self.p.hospital
-        return weighted(self.rng, ((h.name, 4), (h.abbr, 3), (h.short, 1), (h.name.upper(), 0.5)))
+        return weighted(self.rng, ((h.name, 4), (h.abbr, 3), (h.short, 2), (h.name.upper(), 0.5)))
 
     def some_phone(self) -> str:
         return self.s.phone()
@@ -250,6 +311,13 @@ class Record2014:
     def date_near(self) -> list[Piece]:
         d = self.date + dt.timedelta(days=self.rng.randint(-90, 20))
         return [(self.s.format_date(d, weighted(self.rng, self.date_table)), "DATE")]
+
+    def md_date(self) -> list[Piece]:
+        d = self.date + dt.timedelta(days=self.rng.randint(-120, 30))
+        b = self.rare_boost
+        fmt = weighted(self.rng, (("md", 5), ("md_pad", 2), ("md_dash", 1.2 * b), ("mdy_short", 1),
+                                  ("md_dot", 0.6 * b), ("mdy_spaced", 0.3 * b)))
+        return [(self.s.format_date(d, fmt), "DATE")]
 
     def past_date(self) -> list[Piece]:
         what_date = self.s.pick(self.p.events)[1] if self.p.events and self.s.chance(0.5) else \
@@ -373,14 +441,14 @@ class Record2014:
             "[[Eye exam|Last ophtho visit|Dilated eye exam]] {DATE} [[-|:|showed]] [[no retinopathy|mild NPDR|stable]].",
             "[[He|She|Pt]] [[has not been|has been]] exercising; [[walks|swims|bikes]] {num} [[days|times]] a week.",
         ]
-        for t in self.rng.sample(templates, self.rng.randint(4, 8)):
+        for t in self.rng.sample(templates, self.rng.randint(2, 6)):
             c.say(t + self.s.pick((" ", " ", "\n", "  ")))
         c.line()
-        self.frames(1, 4)
+        self.frames(2, 5)
 
     FRAMES = [
-        "[[Spoke with|Discussed with|Called|Message left for|Message from]] [[{DOCTOR}|{RELNAME}|{NEWDOC}|{PT_FIRST}|the covering MD]] [[re:|about|regarding]] [[sugars|{drug}|the {proc}|BP]].",
-        "[[{DOCTOR}|{RELNAME}|{NEWDOC}|VNA|{captest}]] [[called|phoned|faxed]] [[today|on {DATE}|this am]] [[with|re:]] [[BG log|concerns|results]].",
+        "[[Spoke with|Discussed with|Called|Message left for|Message from]] [[{SOMEONE}|{SOMEONE}|{NEWDOC}|{PT_FIRST}|the covering MD]] [[re:|about|regarding]] [[sugars|{drug}|the {proc}|BP]].",
+        "[[{SOMEONE}|{SOMEONE}|{NEWDOC}|VNA|{captest}]] [[called|phoned|faxed]] [[today|on {DATE}|this am]] [[with|re:]] [[BG log|concerns|results]].",
         "[[Seen at|Followed at|Lives near|Works near|Moved to]] [[{HOSPITAL}|{ANYCITY}|{CITY}|{ORG}|home|the area]] [[since|in]] [[{PAST}|{DATE}|the spring]].",
         "[[h/o|hx of|also has|FH of]] [[{eponym}|{cond}|{eponym}]].",
         "[[Uses|On|Started|Stopped]] [[{captest}|{drug}|{captest}]] [[on|since|as of|x]] [[{DATE}|{DATE}|{d} wks|{pain}]].",
@@ -390,11 +458,54 @@ class Record2014:
         "[[Wife|Husband|Daughter|Son|BG|Score|Dose|K]] [[is|was|now]] [[{REL_AGE_NUM}|{n2}|{d}.{d}|{REL_AGE_NUM}]][[ today| at home|]].",
         "[[NPH|Lantus|Humalog]] [[{d}0 u|{n2} units]] [[qam|qhs|bid]], [[per|as per|by]] [[{DOCTOR}|{HOSP_ABBR}|{captest} protocol]].",
         "[[{RELNAME}|{DOCTOR}|{PT_FIRST}]] [[will|may]] [[bring|fax]] [[the log|records|{captest} readings]] [[to|from]] [[{HOSPITAL}|{OTHER_HOSPITAL}|clinic]].",
+        # version 3: dates against fractions, ranges and scores of the same shape
+        "[[Flu shot|Eye exam|Podiatry|Seen by renal|INR checked|Labs drawn|Called]] {MD_DATE}[[.|;|,]] [[Strength|Pulses|Monofilament|Recall|Sensation]] [[{d}/5|{d}/4|{d}/10|{d}/3]].",
+        "[[Walks|Checks BG|Exercises|Takes {drug}]] {d}-{d} [[times a week|x/day|times daily]]; [[seen|called|labs]] {MD_DATE}.",
+        "[[MI|CABG|Stent|CVA|Cath|First MI]] [[in {YY}|at {YOUNGER_AGE}|at age {YOUNGER_AGE}|in {PAST}]][[, EF {n2}%| at {OTHER_HOSPITAL}|]].",
+        "[[HR {n2}|Age {AGE_BARE}|EF {n2}%|age {AGE_BARE}|Wt {n3}|{AGE_BARE} y|A1c {d}.{d}]], [[BP {bp}|T 98.{d}|{num} lbs up]].",
+        "[[Admitted|Hospitalized|Away|Visiting {RELNAME}]] {MD_DATE}-{MD_DATE}[[ at {OTHER_HOSPITAL}| in {ANYCITY}|]].",
+        "[[{DR}|{lookalike}|{eponym}|Dr. on call|{DR}]] [[noted|-]] [[{cond}|{eponym}|sugars {n3}s]].",
+        "[[Per|Called by|Letter from]] [[{DOCTOR}|{NEWDOC}|{RELNAME}|{captest}]] [[on|dated]] [[{DATE}|{MD_DATE}|{DATE}]].",
+    ]
+
+    # Frames that training sees only a few times (weight ``rare_frames``, higher
+    # in test splits): new phrasings around names, places, jobs and companies,
+    # where a tagger has only the PHI token itself to go on.
+    RARE_FRAMES = [
+        "[[Pt's|Patient's]] [[neighbor|friend|home aide|daughter-in-law]] {SOMEREL} [[drove|brought]] [[{HIM_HER}|pt]] [[in|here]] [[today|from {ANYCITY}]].",
+        "[[Records|Notes|Films|Outside records]] [[obtained|requested|received]] from {OTHER_HOSPITAL} [[dated|from|of]] {DATE}[[ and {MD_DATE}|]].",
+        "[[Retired|Former|Semi-retired]] {ANY_PROFESSION} [[from|at|with]] {COMPANY}.",
+        "[[Winters|Spends winters|Summers|Spends part of the year]] in [[{ANYCITY}|{STATE}|{LOCOTHER}|{COUNTRY}]] [[since {YY}|until {MD_DATE}|from {MD_DATE}|]].",
+        "[[Son|Daughter|Grandson|Niece]] [[{RELNAME}|]] is a {ANY_PROFESSION}[[ at {COMPANY}| in {ANYCITY}|||]].",
+        "[[Plans|Hoping|Wants]] to [[move|relocate]] to [[{ANYCITY}|{STATE}]] [[to be near|to live with]] {SOMEREL}.",
+        "{SOMEONE} [[at|from]] [[{OTHER_HOSPITAL}|{COMPANY}|{HOSPITAL}]] [[called|faxed|wrote]] [[re:|about]] [[coverage|prior auth|the referral|pt's forms]].",
+        "[[Dtr|Dau|Spouse|HCP]] {SOMEREL} ({REL_AGE_NUM}) [[helps with|manages]] [[meds|insulin|appts]].",
+        "[[Followed by|Sees|Saw]] {SOMEONE} [[for|re]] [[{cond}|{eponym}]] [[yearly|since {PAST}|every {num} months]].",
+        "[[Drives|Driving]] to [[{ANYCITY}|{LOCOTHER}]] [[weekly|on weekends]] [[for work|to see {SOMEONE}|for church]].",
+        "[[Works|Worked]] [[{num} yrs|nights|part time]] [[as a {ANY_PROFESSION}|for {COMPANY}|at {COMPANY}]].",
+        "[[Cardiologist|Endo|Nephrologist|Podiatrist|Eye doctor]] [[is|=|:]] {SOMEDOC}[[ at {OTHER_HOSPITAL}| since {YY}| since {MD_DATE}|]].",
+        "[[Moved|Came]] [[here|to the US]] from {COUNTRY} [[in {PAST}|at {YOUNGER_AGE}|as a child]]; [[family in|brother in|sister in]] {ANYCITY}.",
+        "[[Insurance|Coverage]] [[through|via|with]] {COMPANY}[[ (employer)| retiree plan|]].",
+        "{SOMEONE} [[and|&|+]] {SOMEONE} [[aware|updated|agree with plan]].",
+        "[[Last|Prior]] [[A1c|visit|echo|cath]] [[{MD_DATE}|{DATE}|{YY}]] [[by|w/|with]] {SOMEONE}.",
+        "[[Seen|Labs|Visits|Called]] [[{DATE}|{MD_DATE}]][[ and|,| &]] [[{DATE}|{MD_DATE}|{FUTURE}]][[; K {d}.{d}|; A1c {d}.{d}|]].",
+        "[[{captest}|{proc}|Echo|ECG]] [[{YY}|{MD_DATE}|{DATE}]] [[-|:|=]] [[nl|abnl|EF {n2}%|{d}.{d}]].",
+        "[[Hosp|Admit|ED visit|Fall]] [[{MD_DATE}|in {YY}|{DATE}]][[, again {MD_DATE}|, again in {YY}|]] [[for|w/]] {symptom}.",
+        "[[Call|Reach|Contact|Page]] {SOMEONE} [[at|@|#|on]] [[{PHONE}|{PAGER}|{PHONE}]][[ w/ questions| if needed|]].",
+        "[[Ref|Auth|Claim|Case|Req]] [[#|no.|number|]] {IDNUM}[[ per {SOMEONE}| from {COMPANY}|]].",
+        "[[From|Lives in|Back from]] {ANYCITY}[[ since {YY}| as of {MD_DATE}|]]; [[{SOMEONE}|{RELNAME}]] [[lives|stays]] [[nearby|there|with pt]].",
+        "[[Transferred|Came over|Switched care]] from {OTHER_HOSPITAL} [[on {MD_DATE}|in {YY}|]] [[to|into]] [[{HOSPITAL}|{SHORT_HOSPITAL}|{DEPARTMENT}]].",
+        "[[Going to|Will go to|Prefers]] [[{SHORT_HOSPITAL}|{ANYCITY}|{COMPANY}]] [[for labs|for rehab|for PT|pharmacy]] [[on {MD_DATE}|{MD_DATE}|]].",
+        "{SOMEONE}, {SOMEONE}[[ and {SOMEONE}|]] [[present|at bedside|on the phone]].",
+        "{SOMEONE} ([[{MD_DATE}|{ANYCITY}|{MD_DATE}]]) [[re:|about]] [[{cond}|{drug}|the plan]].",
+        "[[Had|Has]] [[a|an]] [[{AGE_HYPH}|{d}-yr h/o {cond}|{n2}-lb weight gain]] [[per|according to]] {SOMEONE}.",
+        "[[Brother|Sister|Wife|Husband|Mother]] [[died|passed]] [[at|age]] {FAMILY_AGE}[[ of {cond}| in {YY}|]]; [[{relative_word2}|{RELNAME}]] [[is|was]] {REL_AGE_NUM}.",
     ]
 
     def frames(self, lo: int, hi: int) -> None:
         c = self.c
-        for t in self.rng.sample(self.FRAMES, self.rng.randint(lo, hi)):
+        table = [(t, 1.0) for t in self.FRAMES] + [(t, self.rare_frames) for t in self.RARE_FRAMES]
+        for t in _sample_weighted(self.rng, table, self.rng.randint(lo, hi)):
             c.say(t + self.s.pick((" ", "\n")))
         c.line()
 
@@ -588,8 +699,9 @@ class Record2014:
             "[[Cont|Continue]] {drug} {d}0 mg [[qd|bid]]; [[1/2 tab|{d}/2 tab|one tab]] [[qhs|prn]].",
             "{cond}: [[stable|at goal|not at goal]], [[no changes|no change in meds]].",
         ]
-        for i, t in enumerate(self.rng.sample(items, self.rng.randint(4, 8))):
+        for i, t in enumerate(self.rng.sample(items, self.rng.randint(3, 7))):
             c.line((f"{i + 1}. " if numbered else s.pick(("", "- ", "# "))) + t)
+        self.frames(0, 2)
 
     def signature(self) -> None:
         c, s = self.c, self.s
@@ -719,6 +831,17 @@ class Record2014:
         self.signature()
 
 
+def _sample_weighted(rng: random.Random, table, k: int) -> list:
+    """``k`` distinct items of ``[(item, weight), ...]``, drawn by weight."""
+    table = list(table)
+    out = []
+    for _ in range(min(k, len(table))):
+        item = weighted(rng, table)
+        out.append(item)
+        table = [(t, w) for t, w in table if t is not item]
+    return out
+
+
 def _lab_value(rng: random.Random, lo: float, hi: float, digits: int) -> str:
     value = lo + (hi - lo) * rng.random()
     text = f"{value:.{digits}f}" if digits else str(int(round(value)))
@@ -758,7 +881,7 @@ def patient_record_counts(rng: random.Random, n_docs: int) -> list[int]:
     return counts
 
 
-def generate(n_docs: int, seed: int, first_id: int = 100, rare_boost: float = 1.0,
+def generate(n_docs: int, seed: int, first_id: int = 100, rare_boost: float = 1.0, rare_frames: float = 0.06,
              metadata: dict | None = None) -> list[Document]:
     """``n_docs`` records of the 2014 style, grouped by patient."""
     plan_rng = random.Random(sub_seed("2014-plan", seed))
@@ -769,12 +892,12 @@ def generate(n_docs: int, seed: int, first_id: int = 100, rare_boost: float = 1.
     for i, count in enumerate(counts):
         number = first_id + i
         rng = random.Random(sub_seed("2014-patient", seed, number))
-        s = Surrogates(rng, (("en_US", 1.0),), word_name_rate=0.1, lower_name_rate=0.015)
+        s = Surrogates(rng, LOCALES, word_name_rate=0.12, lower_name_rate=0.03)
         patient = make_patient(s, number)
         date = patient.first_date
         for k in range(count):
             doc_id = f"{number:03d}-{k + 1:02d}"
-            record = Record2014(s, patient, k, date, rare_boost)
+            record = Record2014(s, patient, k, date, rare_boost, rare_frames)
             _install_extra(record)
             meta = dict(metadata or {}, group=f"{number:03d}")
             docs.append(record.write(doc_id, meta))

@@ -31,19 +31,37 @@ DATE_FORMATS = (
     ("mon_year", 0.5, True), ("month_ordinal", 0.5, True), ("ordinal_of_month", 0.3, True),
     ("iso", 0.25, True), ("mdy_dash", 0.3, True), ("day_month_year", 0.3, True),
     ("mon_apos_yy", 0.2, True), ("my_short", 0.4, True),
+    # version 3: shapes training sees a handful of times
+    ("mon_dot_year", 0.4, True), ("month_comma_year", 0.3, True), ("lower_month_year", 0.3, True),
+    ("lower_month", 0.4, True), ("mon_day", 0.3, True), ("mon_dot_day", 0.3, True),
+    ("md_dash", 0.3, True), ("md_pad", 0.3, True), ("mdy_pad_short", 0.3, True),
+    ("mon_dash_yy", 0.2, True), ("month_nospace", 0.1, True), ("mdy_spaced", 0.15, True),
+    ("month_day_comma_tight", 0.1, True), ("md_dot", 0.15, True), ("weekday_abbr", 0.3, True),
+)
+PAST_DATE_FORMATS = (
+    ("year", 10, False), ("month_year", 3, False), ("month_of_year", 1, False), ("apos_yy", 0.6, True),
+    ("mon_year", 0.3, True), ("my", 0.5, False), ("mdy_nopad", 0.5, False),
+    ("mon_dot_year", 0.3, True), ("month_comma_year", 0.3, True), ("lower_month_year", 0.3, True),
+    ("mon_dash_yy", 0.15, True), ("my_short", 0.2, True),
 )
 AGE_FORMS_PAST = (  # an age at some past event
     ("at_n", 10, False), ("age_n", 6, False), ("when_n", 4, False), ("in_her_decade", 3, False),
     ("in_her_late_decade", 2, False), ("at_age_word", 1, True), ("aged_n", 0.5, True),
-    ("mid_decade", 0.6, True),
+    ("mid_decade", 0.6, True), ("word_decade", 0.6, True), ("word_age", 0.3, True),
 )
 AGE_FORMS_NOW = (
     ("year_old", 8, False), ("year_old_sp", 4, False), ("yo", 3, False), ("y/o", 2, False),
     ("word_year_old", 0.8, True), ("yo_glued", 0.6, True), ("yF", 0.5, True),
+    ("yrs", 0.5, True), ("yo_dots", 0.5, True), ("years_of_age", 0.3, True),
 )
-PATIENT_FORMS = (("last", 6), ("first", 3), ("full", 1.5), ("full_mi", 0.3), ("last_first", 0.3),
-                 ("upper_full", 0.2), ("initials", 0.5))
-DOCTOR_FORMS = (("full", 4), ("last", 4), ("initial_last", 1), ("full_mi", 0.5), ("first", 0.4))
+PATIENT_FORMS = (("last", 6, False), ("first", 3, False), ("full", 1.5, False), ("full_mi", 0.3, False),
+                 ("last_first", 0.3, False), ("upper_full", 0.2, False), ("initials", 0.5, True),
+                 ("first_initial", 0.3, True), ("upper_last", 0.2, True), ("initials_dotted", 0.15, True))
+DOCTOR_FORMS = (("full", 4, False), ("last", 4, False), ("initial_last", 1, False), ("full_mi", 0.5, False),
+                ("first", 0.4, True), ("last_initial", 0.3, True), ("initials", 0.3, True))
+# How a clinician or a friend/relative is named where the words around do not
+# tell which one is meant.
+SHARED_FORMS = (("full", 3), ("first", 2), ("last", 1.5), ("initial_last", 0.5), ("first_initial", 0.3))
 
 
 def _table(formats, rare_boost: float):
@@ -53,7 +71,7 @@ def _table(formats, rare_boost: float):
 class Intake2016:
     """Writes one intake note."""
 
-    def __init__(self, s: Surrogates, note_date: dt.date, rare_boost: float):
+    def __init__(self, s: Surrogates, note_date: dt.date, rare_boost: float, rare_frames: float = 0.06):
         self.s = s
         self.rng = s.rng
         self.date = note_date
@@ -75,9 +93,17 @@ class Intake2016:
         self.date_table = _table(DATE_FORMATS, rare_boost)
         self.age_past = _table(AGE_FORMS_PAST, rare_boost)
         self.age_now = _table(AGE_FORMS_NOW, rare_boost)
+        self.past_table = _table(PAST_DATE_FORMATS, rare_boost)
+        self.patient_forms = _table(PATIENT_FORMS, rare_boost)
+        self.doctor_forms = _table(DOCTOR_FORMS, rare_boost)
+        self.rare_boost = rare_boost
+        self.rare_frames = rare_frames
         self.b = TextBuilder()
-        noise = Noise(self.rng, typo_rate=self.rng.choice((0.0, 0.003, 0.008)),
-                      space_rate=self.rng.choice((0.0, 0.003, 0.012)))
+        noise = Noise(self.rng, typo_rate=self.rng.choice((0.0, 0.005, 0.012, 0.025)),
+                      space_rate=self.rng.choice((0.0, 0.003, 0.012)),
+                      # some writers are careless with the casing and spelling of names and places
+                      phi_case_rate=self.rng.choice((0.0, 0.0, 0.0, 0.05, 0.15, 0.35)),
+                      phi_typo_rate=self.rng.choice((0.0, 0.0, 0.02, 0.06)))
         self.c = Composer(self.b, self.rng, self.slots(), noise)
 
     # -- slots ---------------------------------------------------------------
@@ -85,7 +111,7 @@ class Intake2016:
         s = self.s
         female = self.sex == "F"
         return {
-            "PATIENT": lambda: s.name(self.person, weighted(self.rng, PATIENT_FORMS), "PATIENT"),
+            "PATIENT": lambda: s.name(self.person, weighted(self.rng, self.patient_forms), "PATIENT"),
             "PT_LAST": lambda: s.name(self.person, "last", "PATIENT"),
             "PT_FIRST": lambda: s.name(self.person, "first", "PATIENT"),
             "PT_FULL": lambda: s.name(self.person, s.pick(("full", "full", "full_mi")), "PATIENT"),
@@ -99,7 +125,13 @@ class Intake2016:
             "PARTNER": lambda: s.name(self.partner, s.pick(("first", "first", "full")), "PATIENT"),
             "partner_word": lambda: s.pick(("boyfriend", "husband", "partner", "fiance")) if self.partner.sex == "M"
             else s.pick(("girlfriend", "wife", "partner")),
-            "FRIEND": lambda: s.name(s.pick(self.friends), "first", "PATIENT"),
+            "FRIEND": lambda: s.name(s.pick(self.friends), "first" if s.chance(0.6) else weighted(self.rng, SHARED_FORMS), "PATIENT"),
+            "SOMEONE": lambda: self.someone(),
+            "life_event": lambda: s.pick(lists.LIFE_EVENTS),
+            "PLURAL_PROFESSION": lambda: [(_plural(s.profession(0.3)), "PROFESSION")],
+            "routine": lambda: s.pick(lists.DAILY_ROUTINES),
+            "SOMEREL": lambda: self.someone("PATIENT"),
+            "SOMEDOC": lambda: self.someone("DOCTOR"),
             "CLINICIAN": lambda: s.name(self.clinician, s.pick(("full", "full_mi", "full")), "DOCTOR"),
             "DR": lambda: [(s.pick(("Dr. ", "Dr. ", "Dr ", "Doctor ")), None)]
             + s.name(s.pick(self.other_clinicians), weighted(self.rng, (("last", 4), ("full", 2), ("initial_last", 1))), "DOCTOR"),
@@ -108,7 +140,7 @@ class Intake2016:
             "NOTE_DATE": lambda: [(s.format_date(self.date, weighted(self.rng, (("mdy_nopad", 3), ("mdy", 3), ("month_day_year", 2), ("mdy_short", 1), ("iso", 0.3)))), "DATE")],
             "YEAR": lambda: self.year_date(),
             "PAST": lambda: self.past_date(),
-            "HOLIDAY": lambda: [(s.pick(lists.HOLIDAYS).replace("the ", ""), "DATE")],
+            "HOLIDAY": lambda: [(s.holiday(self.rare_boost), "DATE")],
             "AGE_NOW": lambda: s.age_pieces(self.age, weighted(self.rng, self.age_now), self.sex),
             "AGE_THEN": lambda: s.age_pieces(self.younger(), weighted(self.rng, self.age_past), self.sex),
             "CHILD_AGE": lambda: [(str(self.rng.randint(1, min(30, max(2, self.age - 17)))), "AGE")],
@@ -177,11 +209,24 @@ class Intake2016:
 
     def therapist(self) -> list[Piece]:
         who = self.s.pick(self.other_clinicians)
-        return self.s.name(who, weighted(self.rng, DOCTOR_FORMS), "DOCTOR")
+        forms = SHARED_FORMS if self.s.chance(0.4) else self.doctor_forms
+        return self.s.name(who, weighted(self.rng, forms), "DOCTOR")
+
+    def someone(self, type_: str | None = None) -> list[Piece]:
+        """A clinician, or a friend, partner or relative, named the same way
+        either is: the type shows only from who the person is."""
+        s = self.s
+        form = weighted(self.rng, SHARED_FORMS)
+        if type_ is None:
+            type_ = "DOCTOR" if s.chance(0.45) else "PATIENT"
+        if type_ == "DOCTOR":
+            return s.name(s.pick(self.other_clinicians + [self.clinician]), form, "DOCTOR")
+        who = s.pick(self.friends + [self.partner]) if s.chance(0.7) else s.person()
+        return s.name(who, form, "PATIENT")
 
     def hospital(self) -> str:
         h = self.s.pick(self.hospitals)
-        return weighted(self.rng, ((h.name, 5), (h.short, 2), (h.abbr, 1.5)))
+        return weighted(self.rng, ((h.name, 4), (h.short, 3), (h.abbr, 2.5)))
 
     def younger(self) -> int:
         return self.rng.randint(5, max(6, self.age - 1))
@@ -193,8 +238,7 @@ class Intake2016:
 
     def past_date(self) -> list[Piece]:
         d = self.s.date_between(dt.date(max(1950, self.birth_year + 5), 1, 1), self.date - dt.timedelta(days=30))
-        fmt = weighted(self.rng, (("year", 10), ("month_year", 3), ("month_of_year", 1), ("apos_yy", 0.6),
-                                  ("mon_year", 0.3), ("my", 0.5), ("mdy_nopad", 0.5)))
+        fmt = weighted(self.rng, self.past_table)
         return [(self.s.format_date(d, fmt), "DATE")]
 
     def year_range(self) -> list[Piece]:
@@ -203,6 +247,8 @@ class Intake2016:
         b = self.rng.randint(a + 1, self.date.year)
         if self.s.chance(0.2):
             return [(f"'{a % 100:02d}", "DATE"), ("-", None), (f"'{b % 100:02d}", "DATE")]
+        if self.s.chance(0.15 * self.rare_boost):  # "2009-10", a school year
+            return [(str(a), "DATE"), ("-", None), (f"{(a + 1) % 100:02d}", "DATE")]
         return [(str(a), "DATE"), (self.s.pick(("-", " - ", " to ", "-")), None), (str(b), "DATE")]
 
     def year_date(self) -> list[Piece]:
@@ -309,9 +355,9 @@ class Intake2016:
             "{She} [[avoids|fears]] crowds.", "Panic attacks [[{num}x/week|daily|twice a month]].", "{She} [[skips|forgets]] doses of {drug}.",
             "{She} takes [[1/2|{d}/2|one]] tab of {drug} at night.", "Started {drug} {d} weeks ago at {d}0 mg.",
         ]
-        self.sentences(templates, 12, 20)
+        self.sentences(templates, 10, 17)
         self.frames(8, 12)
-        self.sentences(TIMELINE, 4, 8)
+        self.sentences(TIMELINE, 3, 6)
 
     FRAMES = [
         "{She} grew up in [[{ORIGIN_CITY}|{COUNTRY}|{STATE}|{LOCOTHER}|{genplace}|{genplace}]].",
@@ -340,15 +386,62 @@ class Intake2016:
         "[[Early|Late|Mid|Since early|In late]] {YEAR} {HE} [[relapsed|moved|lost {HIS} job|started treatment]].",
         "[[Worked|Works]] [[{yrs} hours|nights|weekends|part-time]] [[as a {ANY_PROFESSION}|at {workplace}|at {ORG}|for {EMPLOYER}|as a {role}]].",
         "{She} [[reads|watches]] [[{capword}|the news|{nationality} TV]] [[daily|at night]].",
-        "[[{She} is|Son is|Daughter is|{His} brother is|Score is|PHQ-9 is|Anxiety is|{She} was]] [[{AGE_NUM}|{num}|{phq}|{AGE_NUM}]] [[now|today|at intake|this week]].",
-        "[[A|a|{She} has a|After a]] [[{AGE_HYPH}|{yrs}-year history of {substance} use|{yrs}-year relationship|{yrs}-year sentence|{yrs}-month stay|{AGE_HYPH}]].",
+        "[[{She} is|Son is|Daughter is|{His} brother is|Score is|PHQ-9 is|Anxiety is|{She} was]] [[{AGE_NUM}|{num}|{phq}|{AGE_NUM}|{num}]] [[now|today|at intake|this week]].",
+        "[[A|a|{She} has a|After a]] [[{AGE_HYPH}|{yrs}-year history of {substance} use|{yrs}-year relationship|{yrs}-year sentence|{yrs}-month stay]].",
         "[[Woke|Drank|Used|Left]] at [[{d}|{d} pm|{AGE_NUM}|{d}:30|{AGE_NUM}]] [[and|,|then]] [[called {FRIEND}|went to bed|blacked out|left home]].",
         "{She} [[lives|stays]] [[with {FRIEND}|with {PARTNER}|in {genplace}|near {LOCOTHER}|in {CITY}|on {STREET}]].",
+        "{She} {life_event} [[at {AGE_BARE}|in {CITY}|at {AGE_BARE}|in {PAST}]][[ and {life_event} at {AGE_BARE}|||]]. [[Now|Lately|These days]] {HE} {routine} at [[{d}|1[[0|1|2]]|{d}|{d}:30]][[ am| pm|]].",
+        "{She} {routine} at [[{d}|1[[0|1|2]]]] [[most days|every day|now]]; {HE} {life_event} [[at {AGE_BARE}|in {PAST}|at {AGE_BARE}]].",
         "{She} [[was|got]] [[fired|laid off|promoted|hired]] [[from|at|by]] [[{EMPLOYER}|{ORG}|{workplace}|{HOSPITAL}]] [[in {PAST}|{AGE_THEN}|last {season}|recently]].",
     ]
 
+    # Frames that training sees only a few times (weight ``rare_frames``, higher
+    # in test splits): new phrasings around names, places, schools, jobs.
+    RARE_FRAMES = [
+        "{She} [[stayed|lived|crashed]] with {SOMEREL} in {CITY} [[for a while|after the eviction|in {PAST}]].",
+        "{SOMEONE} [[in {CITY}|at {ORG}|]] [[thinks|feels|says]] {HE} [[should|needs to]] [[go back on {drug}|get help|stop drinking]].",
+        "[[Went|Drove|Flew]] to [[{CITY}|{ANY_COUNTRY}|{LOCOTHER}|{STATE}]] [[with|to see]] {SOMEONE} [[over {HOLIDAY}|in {DATE}|last {season}]].",
+        "{She} [[did|took]] [[a course|classes|training]] [[at|through]] [[{SCHOOL}|{ORG}|{HOSPITAL}]] to become a {ANY_PROFESSION}.",
+        "[[{His}|The]] [[ex|ex-wife|ex-husband|stepmother|godfather]] {SOMEREL} [[is|was]] a {ANY_PROFESSION} [[in|at]] [[{CITY}|{ORG}]].",
+        "[[Worked|Temped|Interned]] at {ORG} [[in|outside]] {CITY} [[in {PAST}|{AGE_THEN}|for {num} months]].",
+        "[[Saw|Sees|Was seeing]] {SOMEONE} [[at|through]] [[{HOSPITAL}|{SCHOOL}|{ORG}]] [[since {YEAR}|until {DATE}|weekly]].",
+        "{SOMEONE} [[in|from|at]] [[{CITY}|{ORG}|{STATE}]] [[is|was]] [[supportive|worried|in touch]].",
+        "[[From|Born and raised in]] {ORIGIN_CITY}[[, {ANY_COUNTRY}|, {STATE}|]]; [[came|moved]] to {HOME_CITY} [[{AGE_THEN}|in {PAST}|at {AGE_BARE}]].",
+        "[[Between|From]] {YEAR_RANGE} {HE} [[was|worked as]] a {ANY_PROFESSION}.",
+        "[[Last|Most recent]] [[appt|session|visit]] with {SOMEONE} was {DATE}[[; next {DATE}|]].",
+        "{She} [[wants|plans]] to [[apply to|transfer to|finish at]] {SCHOOL} [[in {DATE}|next {season}|by {YEAR}]].",
+        "[[Aunt|Uncle|Cousin|Godmother]] {SOMEREL} ({AGE_NUM}) [[lives in|moved to]] {CITY}.",
+        "[[Age|Aged|At]] {AGE_BARE}, [[{HE} moved|{HE} dropped out|first hospitalization|first arrest]]; [[at|by]] {AGE_BARE}, [[{HE} was drinking daily|{HE} had a child|{HE} left home]].",
+        "[[Employer|Job|Work]]: {ORG}[[ ({ANY_PROFESSION})| - {ANY_PROFESSION}|]].",
+        "[[Contact|Emergency contact|Collateral]]: {SOMEREL}[[, {PHONE}|]].",
+        "[[Therapist|Prescriber|Case manager|PCP]] [[is|=|:]] {SOMEDOC}[[ at {HOSPITAL}| in {CITY}|]].",
+        "{She} [[met|dated|married]] {SOMEREL} [[in {DATE}|at {SCHOOL}|at {ORG}|in {CITY}]].",
+        "[[Dropped|Stopped]] {drug} [[in {DATE}|on {DATE}|around {HOLIDAY}]] [[after|per]] {SOMEONE}.",
+        "[[Occupation|Job|Work history]]: [[{ANY_PROFESSION}|{PROFESSION}|{role}|{workplace}]][[, then {ANY_PROFESSION}|; before that {role}|]].",
+        "[[Both parents|{His} parents|{His} siblings|Most of the family]] [[were|are]] {PLURAL_PROFESSION}[[ in {CITY}| at {ORG}|]].",
+        "[[At|Around|By]] [[{AGE_BARE}|{AGE_BARE}|{num} am]] [[{HE} was|{HE} started]] [[a {ANY_PROFESSION}|a {role}|working nights]][[ in {CITY}|]].",
+        "[[Siblings|Kids|Children|Roommates]]: {SOMEREL} ({SIB_AGE}), {SOMEREL} ({SIB_AGE})[[ and {SOMEREL}|]].",
+        "[[Has lived in|Lived in|Moved between]] {CITY}, {CITY} and [[{CITY}|{STATE}|{ANY_COUNTRY}]].",
+        "[[Lived|Was]] [[in|at]] {genplace} [[from {YEAR_RANGE}|until {DATE}|in {PAST}]]; [[then|later]] {CITY}.",
+        "{She} [[got pregnant|had {HIS} first child|was expelled|ran away|got {HIS} license|first got high]] at {AGE_BARE}; [[now|these days]] {HE} [[gets up|goes to bed|eats|takes {drug}]] at [[{d}|1{d}|{d}:30|1{d} pm]].",
+        "[[By|Around|Before]] {AGE_BARE} {HE} [[had|was]] [[{num} DUIs|in foster care|using daily|on {drug}]]; [[since|by]] {YEAR} [[sober|stable|working]].",
+        "[[Sister|Brother|Son|Daughter|Friend]] {SOMEREL}, [[{AGE_NUM}|age {AGE_NUM}|{AGE_NUM} y/o]], [[lives|works]] in {CITY}.",
+        "[[{HOLIDAY}|{DATE}|{HOLIDAY}]] was [[hard|the worst|a trigger]]; [[{HE} drank|{HE} cut|{HE} relapsed]] [[again on {DATE}|that {DATE}|the next day]].",
+        "[[Scored|Got|Rated]] [[{phq}|1{d}|{d}]] [[on the PHQ-9|points|/27]] [[on {DATE}|in {DATE}|last {season}]]; [[{HE} was|{HE} turned]] {AGE_NUM} [[that {season}|then|in {YEAR}]].",
+    ]
+
     def frames(self, lo: int, hi: int) -> None:
-        self.sentences(self.FRAMES, lo, hi)
+        table = [(t, 1.0) for t in self.FRAMES] + [(t, self.rare_frames) for t in self.RARE_FRAMES]
+        k = self.rng.randint(lo, hi)
+        chosen = []
+        for _ in range(min(k, len(table))):
+            t = weighted(self.rng, table)
+            chosen.append(t)
+            table = [(u, w) for u, w in table if u is not t]
+        for t in chosen:
+            self.c.say(t)
+            self.c.say("\n" if self.rng.random() < 0.15 else self.s.pick((" ", " ", " ", "  ")))
+        self.c.line()
 
     def psych_history(self) -> None:
         self.heading("Past Psychiatric History", "Psychiatric History", "Past Psych Hx", "Prior Treatment")
@@ -597,6 +690,17 @@ LOOKALIKES_2016 = (
 )
 
 
+def _plural(job: str) -> str:
+    """"nurse" -> "nurses", "salesman" -> "salesmen" (the whole word is the PHI)."""
+    if job.endswith("man"):
+        return job[:-3] + "men"
+    if job.endswith(("s", "x", "ch", "sh")):
+        return job + "es"
+    if job.endswith("y") and job[-2:-1] not in "aeiou":
+        return job[:-1] + "ies"
+    return job + "s"
+
+
 def _extra_slots(note: Intake2016) -> None:
     s = note.s
     note.c.slots["symptom_ing"] = lambda: s.pick(("sleeping all day", "isolating", "crying", "drinking", "not eating",
@@ -607,7 +711,7 @@ def _extra_slots(note: Intake2016) -> None:
     note.c.slots["lookalike"] = lambda: note.c.choose(base()).replace("{She}", note.c.slots["She"]()).replace("{HIS}", note.c.slots["HIS"]())
 
 
-def generate(n_docs: int, seed: int, first_id: int = 1, rare_boost: float = 1.0,
+def generate(n_docs: int, seed: int, first_id: int = 1, rare_boost: float = 1.0, rare_frames: float = 0.06,
              metadata: dict | None = None) -> list[Document]:
     """``n_docs`` intake notes of the 2016 style, one per patient."""
     if first_id + n_docs > 10000:
@@ -618,7 +722,7 @@ def generate(n_docs: int, seed: int, first_id: int = 1, rare_boost: float = 1.0,
         rng = random.Random(sub_seed("2016-note", seed, number))
         s = Surrogates(rng, LOCALES, word_name_rate=0.08, lower_name_rate=0.05)
         note_date = s.date_between(dt.date(2010, 1, 1), dt.date(2019, 12, 31))
-        note = Intake2016(s, note_date, rare_boost)
+        note = Intake2016(s, note_date, rare_boost, rare_frames)
         _extra_slots(note)
         meta = dict(metadata or {}, group=f"{number:04d}")
         docs.append(note.write(f"{number:04d}", meta))

@@ -106,7 +106,7 @@ class Surrogates:
         first = fake.first_name_female() if sex == "F" else fake.first_name_male()
         last = fake.last_name()
         if self.chance(self.word_name_rate):
-            last = self.pick(lists.WORD_SURNAMES)
+            last = self.pick(lists.WORD_SURNAMES + lists.EPONYM_SURNAMES)
         elif self.chance(self.word_name_rate / 3):
             first = self.pick(lists.WORD_FIRST_NAMES)
         first = first.split()[0]
@@ -117,10 +117,11 @@ class Surrogates:
         (now and then all lower case, as typed in a hurry).
 
         Forms: full, full_mi, last_first, initial_last, first, last, initials,
-        upper_full, upper_last_first, last_comma_first_mi.
+        upper_full, upper_last_first, last_comma_first_mi, last_initial,
+        first_initial, initials_dotted, upper_last.
         """
         pieces = self._name(person, form, type_)
-        if self.lower_name_rate and form != "initials" and self.chance(self.lower_name_rate):
+        if self.lower_name_rate and form not in ("initials", "initials_dotted") and self.chance(self.lower_name_rate):
             pieces = [(text.lower(), t) for text, t in pieces]
         return pieces
 
@@ -146,6 +147,14 @@ class Surrogates:
             return [(f"{p.first} {p.last}".upper(), type_)]
         if form == "upper_last_first":
             return [(f"{p.last}, {p.first}".upper(), type_)]
+        if form == "last_initial":  # "Smith J", "Smith, J."
+            return [(self.pick((f"{p.last} {p.first[0]}", f"{p.last}, {p.first[0]}.")), type_)]
+        if form == "first_initial":  # "John S."
+            return [(f"{p.first} {p.last[0]}.", type_)]
+        if form == "initials_dotted":  # "J.S.", "J. S."
+            return [(self.pick((f"{p.first[0]}.{p.last[0]}.", f"{p.first[0]}. {p.last[0]}.")), type_)]
+        if form == "upper_last":
+            return [(p.last.upper(), type_)]
         raise ValueError(f"unknown name form {form!r}")
 
     def username(self, person: Person) -> str:
@@ -170,6 +179,7 @@ class Surrogates:
         """One of many written date formats (see DATE_FORMATS)."""
         y, m, day = d.year, d.month, d.day
         month, mon = lists.MONTHS[m - 1], lists.MONTHS_ABBR[m - 1]
+        mon_dot = lists.MONTHS_ABBR_DOT[m - 1]
         yy = f"{y % 100:02d}"
         ordinal = _ordinal(day)
         table = {
@@ -197,13 +207,45 @@ class Surrogates:
             "year": f"{y}",
             "apos_yy": f"'{yy}",
             "weekday": lists.WEEKDAYS[d.weekday()],
+            "weekday_abbr": lists.WEEKDAYS_ABBR[d.weekday()],
             "compact": f"{y:04d}{m:02d}{day:02d}",
             "upper_mon": f"{day:02d}{mon.upper()}{y}",
+            # version 3: rarer shapes, most of them boosted in test splits
+            "mdy_pad_short": f"{m:02d}/{day:02d}/{yy}",
+            "ymd_slash": f"{y:04d}/{m:02d}/{day:02d}",
+            "mdy_dash_long": f"{m}-{day}-{y}",
+            "md_dash": f"{m}-{day}",
+            "md_pad": f"{m:02d}/{day:02d}",
+            "mon_dot_day": f"{mon_dot} {day}",
+            "mon_day": f"{mon} {day}",
+            "mon_day_comma_year": f"{mon_dot} {day}, {y}",
+            "mon_dot_year": f"{mon_dot} {y}",
+            "mon_dash_yy": f"{mon}-{yy}",
+            "day_mon": f"{day} {mon}",
+            "upper_month_day_year": f"{month.upper()} {day}, {y}",
+            "lower_mon_day": f"{mon.lower()} {day}",
+            "lower_month_year": f"{month.lower()} {y}",
+            "yy": yy,
+            "dmy_slash": f"{day}/{m}/{y}",
+            "month_comma_year": f"{month}, {y}",
+            # typed in a hurry: stray spaces and slashes, dots, no spaces
+            "mdy_spaced": f"{m}/ {day}/{yy}" if day % 2 else f"{m} /{day}/{yy}",
+            "mdy_double_slash": f"{m}//{day}/{yy}" if day % 2 else f"{m}/{day}//{yy}",
+            "md_dot": f"{m}.{day}",
+            "mdy_dot_short": f"{m}.{day}.{yy}",
+            "month_nospace": f"{mon}{day}",
+            "month_day_comma_tight": f"{month} {day},{y}",
+            "lower_month": month.lower(),
         }
         try:
             return table[fmt]
         except KeyError:
             raise ValueError(f"unknown date format {fmt!r}") from None
+
+    def holiday(self, rare_boost: float = 1.0) -> str:
+        """A holiday (a DATE); the rarer ones are boosted in test splits."""
+        table = [(h, 1.0) for h in lists.HOLIDAYS] + [(h, 0.25 * rare_boost) for h in lists.HOLIDAYS_RARE]
+        return weighted(self.rng, table).replace("the ", "")
 
     # -- ages -------------------------------------------------------------------
     def age_pieces(self, age: int, form: str, sex: str = "F") -> list[Piece]:
@@ -223,18 +265,39 @@ class Surrogates:
             "aged_n": [("aged ", None), (a, "AGE")],
             "at_n": [("at ", None), (a, "AGE")],
             "at_age_word": [("at the age of ", None), (_number_word(age), "AGE")],
-            "mid_decade": [(f"{self.pick(('early', 'mid', 'late'))}-{decade}s", "AGE")],
-            "in_her_decade": [(f"in {pron} ", None), (f"{decade}s", "AGE")],
-            "in_her_late_decade": [(f"in {pron} ", None), (f"{self.pick(('early', 'mid', 'late'))} {decade}s", "AGE")],
+            "mid_decade": [(f"{self.pick(('early', 'mid', 'late'))}-{decade}s", "AGE")] if age >= 20 else [("at ", None), (a, "AGE")],
+            "in_her_decade": [(f"in {pron} ", None), (f"{decade}s" if age >= 20 else "teens", "AGE")] if age >= 13
+            else [("at ", None), (a, "AGE")],
+            "in_her_late_decade": [(f"in {pron} ", None), (f"{self.pick(('early', 'mid', 'late'))} {decade}s" if age >= 20 else "teens", "AGE")]
+            if age >= 13 else [("at ", None), (a, "AGE")],
             "when_n": [(f"when {'she' if sex == 'F' else 'he'} was ", None), (a, "AGE")],
             "bare": [(a, "AGE")],
             "parens": [("(", None), (a, "AGE"), (")", None)],
             "age_colon": [("Age: ", None), (a, "AGE")],
+            # version 3: rarer shapes
+            "yrs": [(a, "AGE"), (self.pick((" yrs", " yrs old", " yr old", "yr")), None)],
+            "yo_dots": [(a, "AGE"), (self.pick((" y.o.", " y. o.", " YO", " Y/O", "-yo")), None)],
+            "years_of_age": [(a, "AGE"), (" years of age", None)],
+            "word_decade": self._decade_word(age, pron),
+            "word_age": [(_number_word(age), "AGE")] if _number_word(age) != a else [(a, "AGE")],
         }
         try:
             return forms[form]
         except KeyError:
             raise ValueError(f"unknown age form {form!r}") from None
+
+    def _decade_word(self, age: int, pron: str) -> list[Piece]:
+        """"in her sixties", "in his early twenties", "in her teens"."""
+        if age < 13:
+            return [("at ", None), (str(age), "AGE")]
+        if age < 20 or (age // 10) * 10 not in lists.TENS_WORDS:
+            word = "teens" if age < 20 else f"{(age // 10) * 10}s"
+        else:
+            tens = lists.TENS_WORDS[(age // 10) * 10]
+            word = tens[:-1] + "ies"
+            if self.chance(0.4):
+                word = f"{self.pick(('early', 'mid', 'late'))} {word}"
+        return [(f"in {pron} ", None), (word, "AGE")]
 
     def age_sex_pieces(self, age: int, sex: str, form: str) -> list[Piece]:
         """An age with the sex after it: "67 yo M", "67M", "67 y/o woman"."""
@@ -247,7 +310,7 @@ class Surrogates:
             tail = self.pick((f" {letter}", f" {letter.lower()}", f" {word}"))
             return self.age_pieces(age, form, sex) + [(tail, None)]
         if form in ("age_n", "aged_n", "at_n", "age_colon", "at_age_word", "in_her_decade",
-                    "in_her_late_decade", "when_n"):
+                    "in_her_late_decade", "when_n", "years_of_age", "word_decade", "word_age"):
             return [(word + ", ", None)] + self.age_pieces(age, form, sex)
         return self.age_pieces(age, form, sex) + [(" " + word, None)]
 
@@ -317,11 +380,11 @@ class Surrogates:
 
     def hospital(self, kinds: Sequence[str]) -> Hospital:
         r = self.rng.random()
-        if r < 0.4:
+        if r < 0.32:
             stem = self.pick(lists.HOSPITAL_STEMS)
-        elif r < 0.65:
+        elif r < 0.55:
             stem = self.fake().last_name()
-        elif r < 0.85:
+        elif r < 0.8:
             stem = self.pick(lists.CITIES_NE)  # "Quincy Medical Center": also a city
         else:
             stem = self.fake().city()
