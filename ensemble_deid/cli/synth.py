@@ -29,7 +29,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: int | None)
 @click.option("--out", type=click.Path(file_okay=False, writable=True), required=True,
               help="Output folder (created; must not already hold a corpus unless --overwrite).")
 @click.option("--split", type=click.Choice(("train", "test")), default="train",
-              help="Split flavour: test sees rare date and age formats twice as often, and numbers "
+              help="Split flavour: test sees rare date, age and name forms four times and rare sentence patterns ten times as often, and numbers "
                    "its patients from another range (2014: 600+, 2016: 5001+).")
 @click.option("--first-id", type=int, default=None, callback=_non_negative,
               help="First patient (2014) or note (2016) number instead of the split's default.")
