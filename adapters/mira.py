@@ -1,0 +1,82 @@
+"""MIRA: sequence MIRA, i.e. passive-aggressive training of a linear-chain
+model [KIM20 Table 3: Miralium, max weight update 0.1, 30 epochs].
+
+CRFsuite's passive-aggressive algorithm (``pa``; 1-best MIRA, Crammer et al.
+2006): after each training sequence, the smallest weight change that puts the
+gold sequence ahead of the Viterbi sequence by a margin of its (Hamming)
+loss, capped at ``c`` (PA-I: the max update, 0.1 as in Table 3), 30 epochs,
+averaged weights. Features: the shared module's strings, as the CRF adapter
+feeds them. Training sequences are sentences (never cutting a gold span);
+prediction tags whole documents.
+
+Confidences: CRFsuite's marginal probability of each chosen tag under the
+learnt weights (uncalibrated: PA weights are not trained as probabilities).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ensemble_deid.bio import gold_tags
+from ensemble_deid.linear import FEATURES_TAG, LabelIndex, LinearTagger, crfsuite_tagger, crfsuite_train, scratch_dir, training_chunks
+
+
+class MiraTagger(LinearTagger):
+    name = "mira"
+    version = "1" + FEATURES_TAG
+    requires = ("pycrfsuite",)
+    description = "sequence MIRA: passive-aggressive linear-chain model (CRFsuite pa)"
+
+    def __init__(self, c=0.1, epochs=30, pa_type=1, error_sensitive=True, averaging=True, min_freq=0,
+                 confidences=True, features=None, random_state=0):
+        self.c = c
+        self.epochs = epochs
+        self.pa_type = pa_type
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.min_freq = min_freq
+        self.confidences = confidences
+        self.features = features
+        self.random_state = random_state
+
+    def fit(self, documents):
+        self._require()
+        self._check_training(documents, "mira")
+        self.extractor_ = self._extractor()
+        feats = self._extract(documents)
+        seqs = []
+        for doc, f in zip(documents, feats):
+            tags = gold_tags(doc)
+            for a, b in training_chunks(doc, tags):
+                seqs.append((f[a:b], tags[a:b]))
+        # CRFsuite's pa reshuffles the sequences every epoch with C's rand(),
+        # which crfsuite_train seeds; the pre-shuffle mixes documents for seeds alike
+        order = np.random.default_rng(self.random_state).permutation(len(seqs))
+        params = {
+            "type": int(self.pa_type),
+            "c": float(self.c),
+            "error_sensitive": bool(self.error_sensitive),
+            "averaging": bool(self.averaging),
+            "max_iterations": int(self.epochs),
+            "feature.minfreq": float(self.min_freq),
+        }
+        with scratch_dir() as tmp:
+            self.model_ = crfsuite_train("pa", params, (seqs[i] for i in order), tmp, seed=self.random_state)
+        self.labels_ = LabelIndex.from_documents(documents)
+        return self
+
+    def predict(self, documents):
+        self.check_fitted()
+        feats = self._extract(documents)
+        out = []
+        with crfsuite_tagger(self.model_) as tagger:
+            for doc, f in zip(documents, feats):
+                if not f:
+                    out.append((np.zeros(0, dtype=np.int64), np.zeros(0) if self.confidences else None))
+                    continue
+                tags = tagger.tag(f)  # one call per document
+                conf = None
+                if self.confidences:
+                    marginal = tagger.marginal
+                    conf = np.fromiter((marginal(t, i) for i, t in enumerate(tags)), dtype=np.float64, count=len(tags))
+                out.append((self.labels_.encode(tags), conf))
+        return self._predictions(documents, self.labels_, out)

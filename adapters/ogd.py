@@ -1,0 +1,93 @@
+"""OGD: per-token multiclass online gradient descent in Vowpal Wabbit
+[KIM20 Table 3: learning rate 0.1, 10 epochs].
+
+One-against-all logistic regression (``--oaa K --loss_function logistic``)
+learnt by VW's online gradient descent (its default adaptive, normalised,
+invariant updates), 10 passes over a cached data file, learning rate 0.1.
+Features: the shared module's, written in VW's text format with escaping;
+VW hashes them (``bits``) and generates the window n-grams (``--ngram``).
+Prediction is one batch through files; confidences are VW's probabilities
+(``--probabilities``: the one-against-all logistic outputs, normalised).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ensemble_deid.bio import gold_tags
+from ensemble_deid.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
+
+
+class OgdTagger(VowpalTagger):
+    name = "ogd"
+    version = "1" + FEATURES_TAG
+    description = "per-token multiclass online gradient descent (Vowpal Wabbit --oaa, logistic)"
+
+    def __init__(self, learning_rate=0.1, passes=10, bits=24, l2=0.0, features=None, random_state=0):
+        self.learning_rate = learning_rate
+        self.passes = passes
+        self.bits = bits
+        self.l2 = l2
+        self.features = features
+        self.random_state = random_state
+
+    def fit(self, documents):
+        self._require()
+        self._check_training(documents, "ogd")
+        overrides, n_gram, n_window = self._vw_features()
+        self.extractor_ = self._extractor(**overrides)
+        feats = self._extract(documents)
+        labels = LabelIndex.from_documents(documents)
+        seqs = self._sequences(documents, feats, labels)
+        K = len(labels)
+
+        def write(fh):
+            for f, ids in seqs:
+                fh.write("\n".join(vw_lines(f, ids, n_window)))
+                fh.write("\n")
+
+        args = ["--oaa", str(max(K, 2)), "--loss_function", "logistic", "-l", str(self.learning_rate),
+                "--passes", str(int(self.passes))] + self._common_args(n_gram)
+        if self.l2:
+            args += ["--l2", str(self.l2)]
+        with scratch_dir() as tmp:
+            self.model_ = vw_train(args, write, tmp)
+        self.labels_ = labels
+        self.n_window_ = n_window
+        return self
+
+    def predict(self, documents):
+        self.check_fitted()
+        feats = self._extract(documents)
+        K = len(self.labels_)
+
+        def write(fh):
+            for f in feats:
+                if f:
+                    fh.write("\n".join(vw_lines(f, None, self.n_window_)))
+                    fh.write("\n")
+
+        n = sum(len(f) for f in feats)
+        K2 = max(K, 2)
+        probs = np.zeros((n, K2))
+        if n:
+            with scratch_dir() as tmp:
+                lines = vw_predict_file(self.model_, ["--probabilities"], write, tmp)
+            if len(lines) != n:
+                raise RuntimeError(f"ogd: Vowpal Wabbit returned {len(lines)} predictions for {n} tokens")
+            # each line is "1:p1 2:p2 ... K:pK"
+            values = np.array(" ".join(lines).replace(":", " ").split(), dtype=np.float64)
+            if values.size != n * 2 * K2:
+                raise RuntimeError(f"ogd: unexpected Vowpal Wabbit probability output ({values.size} numbers for {n} tokens)")
+            values = values.reshape(n, K2, 2)
+            if not np.array_equal(values[0, :, 0], np.arange(1, K2 + 1)):
+                raise RuntimeError("ogd: Vowpal Wabbit probabilities are not listed by class")
+            probs = values[:, :, 1]
+        probs = probs[:, :K]
+        ids = probs.argmax(1)
+        conf = probs[np.arange(n), ids]
+        out, a = [], 0
+        for f in feats:
+            b = a + len(f)
+            out.append((ids[a:b], conf[a:b]))
+            a = b
+        return self._predictions(documents, self.labels_, out)

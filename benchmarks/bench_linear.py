@@ -1,0 +1,166 @@
+"""The six linear and structured taggers (MEMM, SEARN, MIRA, SVM, OGD,
+structural SVM) on MEDDOCAN train -> dev: strict micro F1, training time and
+prediction throughput.
+
+    python benchmarks/bench_linear.py                          # all six, defaults (tens of minutes on 2 cores)
+    python benchmarks/bench_linear.py --taggers memm svm:o_weight=1.0
+    python benchmarks/bench_linear.py --limit-train 60 --limit-dev 30 --taggers mira   # smoke run
+
+A tagger is a registry name with optional overrides (``name:key=value,...``,
+as ``ensemble-deid cv --taggers``). Prints one line per tagger and a Markdown
+table; merges its results into benchmarks/results/linear.json (keyed by the
+tagger spec), so taggers can be run one at a time. Wall-clock and CPU
+seconds are both recorded: the machine is shared, and CPU time is the
+steadier of the two (VW, CRFsuite and the numpy code all learn on one
+thread). No note text is printed.
+
+MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez
+Martin J, Villegas M, Krallinger M. "Automatic De-identification of Medical
+Texts in Spanish: the MEDDOCAN Track, Corpus, Guidelines, Methods and
+Evaluation of Results." IberLEF@SEPLN 2019, pp. 618-638 (CC BY 4.0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
+TAGGERS = ("memm", "searn", "mira", "svm", "ogd", "struct-svm")
+
+
+class Clock:
+    """Wall-clock and CPU seconds of a block."""
+
+    def __enter__(self):
+        self.w0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = time.process_time() - self.c0
+
+    def as_dict(self) -> dict:
+        return {"wall_s": round(self.wall, 3), "cpu_s": round(self.cpu, 3)}
+
+
+def strict_counts(docs, predictions) -> dict:
+    """Exact (category, start, end, type) matches pooled over documents."""
+    tp = fp = fn = 0
+    for doc, pred in zip(docs, predictions):
+        gold = {a.key for a in doc.annotations}
+        found = {s.key for s in pred.spans(doc)}
+        tp += len(gold & found)
+        fp += len(found - gold)
+        fn += len(gold - found)
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"tp": tp, "fp": fp, "fn": fn, "precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4)}
+
+
+def scorer_prf(dev, predictions):
+    """Strict micro P/R/F1 from the evaluation module's Scorer (None if absent)."""
+    try:
+        from ensemble_deid.evaluation import Scorer
+    except ImportError:
+        return None
+    system = {p.doc_id: p.spans(d) for p, d in zip(predictions, dev)}
+    p, r, f = Scorer(dev, criterion="strict").prf(system)
+    return {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4)}
+
+
+def run_one(spec_text: str, train, dev) -> dict:
+    from ensemble_deid.cv import TaggerSpec
+
+    spec = TaggerSpec.parse(spec_text)
+    tagger = spec.make()
+    n_dev = sum(len(d.tokens) for d in dev)
+    with Clock() as fit:
+        tagger.fit(train)
+    tagger.predict(dev[:1])  # warm-up: lazy imports, caches
+    with Clock() as pred:
+        predictions = tagger.predict(dev)
+    own = strict_counts(dev, predictions)
+    official = scorer_prf(dev, predictions)
+    has_conf = all(p.confidences is not None for p in predictions)
+    return {
+        "tagger": spec.name,
+        "params": tagger.get_params(),
+        "version": tagger.version,
+        "environment": tagger.environment(),
+        "fit": fit.as_dict(),
+        "predict": {**pred.as_dict(), "tokens": n_dev,
+                    "tokens_per_s": round(n_dev / pred.wall), "tokens_per_cpu_s": round(n_dev / max(pred.cpu, 1e-9))},
+        "strict_micro_f1": (official or own)["f1"],
+        "strict_micro": official,
+        "strict_micro_own": own,
+        "confidences": has_conf,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "load_average_at_end": list(os.getloadavg()),
+    }
+
+
+def table(results: dict) -> str:
+    rows = ["| tagger | strict P | strict R | strict F1 | train wall s | train CPU s | predict tokens/s (wall) | predict tokens/CPU s |",
+            "|---|---|---|---|---|---|---|---|"]
+    for label, r in results.items():
+        s = r["strict_micro"] or r["strict_micro_own"]
+        rows.append(
+            f"| {label} | {s['precision']:.4f} | {s['recall']:.4f} | {s['f1']:.4f} | {r['fit']['wall_s']:.0f} | "
+            f"{r['fit']['cpu_s']:.0f} | {r['predict']['tokens_per_s']:,} | {r['predict']['tokens_per_cpu_s']:,} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--taggers", nargs="+", default=list(TAGGERS), help="tagger specs (name[:key=value,...])")
+    ap.add_argument("--train", type=Path, default=MEDDOCAN / "train" / "xml")
+    ap.add_argument("--dev", type=Path, default=MEDDOCAN / "dev" / "xml")
+    ap.add_argument("--limit-train", type=int, default=None)
+    ap.add_argument("--limit-dev", type=int, default=None)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "linear.json")
+    args = ap.parse_args()
+
+    from ensemble_deid.formats import load_directory
+
+    train = load_directory(args.train)[: args.limit_train]
+    dev = load_directory(args.dev)[: args.limit_dev]
+    data = {
+        "train_docs": len(train), "train_tokens": sum(len(d.tokens) for d in train),
+        "dev_docs": len(dev), "dev_tokens": sum(len(d.tokens) for d in dev),
+    }
+    full = args.limit_train is None and args.limit_dev is None
+    print(f"MEDDOCAN train {data['train_docs']} docs / {data['train_tokens']} tokens -> "
+          f"dev {data['dev_docs']} docs / {data['dev_tokens']} tokens", flush=True)
+
+    store = {}
+    if full and args.out.exists():
+        store = json.loads(args.out.read_text())
+    results = store.setdefault("results", {})
+    for spec in args.taggers:
+        r = run_one(spec, train, dev)
+        r["data"] = data
+        s = r["strict_micro"] or r["strict_micro_own"]
+        print(f"{spec}: P={s['precision']:.4f} R={s['recall']:.4f} F1={s['f1']:.4f} "
+              f"fit {r['fit']['wall_s']:.0f} s wall / {r['fit']['cpu_s']:.0f} s CPU, "
+              f"predict {r['predict']['tokens_per_s']:,} tokens/s", flush=True)
+        results[spec] = r
+        if full:  # only full runs go into the results file
+            store.update({
+                "benchmark": "linear taggers on MEDDOCAN train -> dev",
+                "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+            })
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(store, indent=2, sort_keys=False) + "\n")
+    print()
+    print(table({k: results[k] for k in args.taggers}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""The six linear and structured taggers (MEMM, SEARN, MIRA, SVM, OGD,
+structural SVM) and their shared machinery (ensemble_deid.linear)."""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+
+from ensemble_deid.bio import gold_tags
+from ensemble_deid.document import Document
+from ensemble_deid.features import FeatureExtractor, vw_escape
+from ensemble_deid.linear import (
+    FeatureIndex,
+    LabelIndex,
+    decode_chains,
+    loss_augmented_viterbi,
+    margin_confidence,
+    path_score,
+    training_chunks,
+    viterbi,
+    vw_join,
+    vw_token_line,
+)
+from ensemble_deid.registry import tagger_class
+from ensemble_deid.tagger import TaggerUnavailable
+
+from .tagger_contract import TaggerContract
+from .tiny_corpus import tiny_corpus
+
+
+# --- contract ------------------------------------------------------------------------
+
+class TestMemmContract(TaggerContract):
+    tagger_name = "memm"
+    tagger_params = {"max_iter": 50}
+
+
+class TestSearnContract(TaggerContract):
+    tagger_name = "searn"
+    tagger_params = {"passes": 4, "bits": 18}
+
+
+class TestMiraContract(TaggerContract):
+    tagger_name = "mira"
+    tagger_params = {"epochs": 5}
+
+
+class TestSvmContract(TaggerContract):
+    tagger_name = "svm"
+    tagger_params = {}
+
+
+class TestOgdContract(TaggerContract):
+    tagger_name = "ogd"
+    tagger_params = {"passes": 4, "bits": 18}
+
+
+class TestStructSvmContract(TaggerContract):
+    tagger_name = "struct-svm"
+    tagger_params = {"epochs": 4}
+
+
+ALL = ("memm", "searn", "mira", "svm", "ogd", "struct-svm")
+
+
+@pytest.mark.parametrize("name", ["memm", "mira", "svm", "ogd", "struct-svm"])
+def test_confidences_are_given(name):
+    docs = tiny_corpus(12)
+    params = {"ogd": {"passes": 2, "bits": 18}, "mira": {"epochs": 3}, "struct-svm": {"epochs": 2}}.get(name, {})
+    preds = tagger_class(name)(**params).fit(docs[:9]).predict(docs[9:])
+    for p in preds:
+        assert p.confidences is not None and len(p.confidences) == len(p.tags)
+        assert np.all((p.confidences >= 0) & (p.confidences <= 1))
+
+
+def test_other_seed_is_accepted_and_deterministic():
+    docs = tiny_corpus(12)
+    a = tagger_class("struct-svm")(epochs=2, random_state=7).fit(docs[:9]).predict(docs[9:])
+    b = tagger_class("struct-svm")(epochs=2, random_state=7).fit(docs[:9]).predict(docs[9:])
+    assert [p.tags for p in a] == [p.tags for p in b]
+
+
+@pytest.mark.parametrize("name,module", [("ogd", "vowpalwabbit"), ("searn", "vowpalwabbit"),
+                                         ("mira", "pycrfsuite"), ("svm", "sklearn")])
+def test_missing_library_is_a_clear_error(name, module, monkeypatch):
+    real = importlib.util.find_spec
+
+    def find_spec(mod, *args, **kwargs):
+        return None if mod == module else real(mod, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    cls = tagger_class(name)
+    ok, reason = cls.availability()
+    assert not ok and module in reason
+    with pytest.raises(TaggerUnavailable, match="pip install"):
+        cls().fit(tiny_corpus(4))
+
+
+def test_no_training_tokens_is_an_error():
+    for name in ALL:
+        with pytest.raises(ValueError, match="no training tokens"):
+            tagger_class(name)().fit([])
+
+
+# --- Viterbi ---------------------------------------------------------------------------------
+
+def _brute(unary, transitions, start, local):
+    T, K = unary.shape
+    paths = list(itertools.product(range(K), repeat=T))
+    scores = np.array([path_score(unary, transitions, p, start, local) for p in paths])
+    return paths, scores
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_viterbi_matches_brute_force(local):
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        K, T = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        U, Tr, S = rng.normal(size=(T, K)) * 2, rng.normal(size=(K, K)) * 2, rng.normal(size=K)
+        paths, scores = _brute(U, Tr, S, local)
+        path, score = viterbi(U, Tr, S, local)
+        assert tuple(path) == paths[int(scores.argmax())]
+        assert score == pytest.approx(scores.max())
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_batched_decoding_matches_viterbi_and_brute_force_confidences(local):
+    rng = np.random.default_rng(1)
+    for _ in range(25):
+        K = int(rng.integers(1, 4))
+        Us = [rng.normal(size=(int(rng.integers(0, 6)), K)) * 2 for _ in range(int(rng.integers(1, 6)))]
+        Tr, S = rng.normal(size=(K, K)) * 2, rng.normal(size=K)
+        for U, (path, conf) in zip(Us, decode_chains(Us, Tr, S, local=local)):
+            assert len(path) == len(conf) == len(U)
+            if not len(U):
+                continue
+            assert tuple(path) == tuple(viterbi(U, Tr, S, local)[0])
+            paths, scores = _brute(U, Tr, S, local)
+            for t in range(len(U)):
+                same = np.array([p[t] == path[t] for p in paths])
+                if local:  # the marginal probability of the chosen tag
+                    expected = np.exp(scores[same]).sum()
+                elif (~same).any():  # sigmoid of the max-marginal margin
+                    expected = 1 / (1 + np.exp(-(scores[same].max() - scores[~same].max())))
+                else:
+                    expected = 1.0
+                assert conf[t] == pytest.approx(expected, abs=1e-9)
+
+
+def test_decoding_survives_extreme_scores():
+    U = np.array([[0.0, -2000.0], [3000.0, 0.0], [0.0, 0.0]])
+    Tr = np.array([[0.0, -1500.0], [1500.0, 0.0]])
+    for local in (False, True):
+        (path, conf), = decode_chains([U], Tr, None, local=local)
+        assert tuple(path) == tuple(viterbi(U, Tr, None, local)[0])
+        assert np.all(np.isfinite(conf)) and np.all((conf >= 0) & (conf <= 1))
+
+
+def test_memm_decoding_is_not_greedy():
+    """Label bias: O is the likelier first tag, but after O the next tag is
+    uncertain while after B- it is almost surely I-: Viterbi takes B- I-,
+    greedy left-to-right decoding would take O O."""
+    labels = LabelIndex(["O", "B-NAME:PATIENT", "I-NAME:PATIENT"])
+    bias = np.log([0.6, 0.4, 1e-9])
+    trans = np.zeros((3, 3))
+    trans[1] = [-10.0, -10.0, 40.0]
+    start = np.zeros(3)
+    U = np.tile(bias, (2, 1))
+    # greedy: argmax at each step given the previous greedy choice
+    greedy, prev_row = [], start
+    for t in range(2):
+        k = int(np.argmax(U[t] + prev_row))
+        greedy.append(k)
+        prev_row = trans[k]
+    (path, conf), = decode_chains([U], trans, start, local=True)
+    assert greedy == [0, 0]
+    assert path.tolist() == [1, 2]
+    assert path_score(U, trans, path, start, True) > path_score(U, trans, greedy, start, True)
+
+    # the same through the adapter, with a hand-set model
+    memm = tagger_class("memm")()
+    doc = Document("d1", "Ana Pérez", [])
+    fx = FeatureExtractor()
+    index = FeatureIndex()
+    index.fit_transform(fx.document_features(doc))
+    memm.extractor_ = fx
+    memm.index_ = index
+    memm.labels_ = labels
+    memm.weights_ = np.zeros((index.n_features, 3), dtype=np.float32)
+    memm.bias_ = bias
+    memm.transitions_ = trans
+    memm.start_ = start
+    pred, = memm.predict([doc])
+    assert pred.tags == ("B-NAME:PATIENT", "I-NAME:PATIENT")
+    assert pred.confidences[0] == pytest.approx(0.4, abs=1e-6)
+
+
+def test_loss_augmented_viterbi_matches_brute_force():
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        K, T = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        U, Tr, S = rng.normal(size=(T, K)), rng.normal(size=(K, K)), rng.normal(size=K)
+        gold = rng.integers(0, K, size=T)
+        cost = float(rng.choice([0.5, 1.0, 3.0]))
+        paths, scores = _brute(U, Tr, S, False)
+        aug = scores + cost * np.array([(np.array(p) != gold).sum() for p in paths])
+        path, score = loss_augmented_viterbi(U, Tr, gold, S, cost)
+        assert score == pytest.approx(aug.max())
+        assert aug[paths.index(tuple(path))] == pytest.approx(aug.max())
+    # a large cost pushes the decoding away from gold wherever it can
+    path, _ = loss_augmented_viterbi(np.zeros((3, 2)), np.zeros((2, 2)), [0, 1, 0], None, 5.0)
+    assert path.tolist() == [1, 0, 1]
+
+
+def test_margin_confidence():
+    c = margin_confidence(np.array([[2.0, 0.0, -1.0], [1.0, 1.0, 0.0]]))
+    assert c[0] == pytest.approx(1 / (1 + np.exp(-2.0)))
+    assert c[1] == pytest.approx(0.5)
+
+
+# --- labels, features, chunks -----------------------------------------------------------
+
+def test_label_index():
+    labels = LabelIndex(["B-NAME:X", "O", "I-NAME:X", "O"])
+    assert labels.labels[0] == "O" and len(labels) == 3
+    ids = labels.encode(["O", "I-NAME:X", "B-NAME:X"])
+    assert labels.decode(ids) == ("O", "I-NAME:X", "B-NAME:X")
+    assert pickle.loads(pickle.dumps(labels)).encode(["I-NAME:X"]).tolist() == ids[1:2].tolist()
+    with pytest.raises(ValueError, match="not among"):
+        labels.encode(["B-DATE:DATE"])
+
+
+def test_feature_index():
+    index = FeatureIndex(min_count=2)
+    X = index.fit_transform([["a", "b"], ["a", "c"], ["b", "a"]])
+    assert index.n_features == 2 and X.shape == (3, 2)
+    assert X.sum(1).A.ravel().tolist() == [2, 1, 2]  # "c" seen once: dropped
+    Y = index.transform([["a", "zzz"], [], ["b"]])
+    assert Y.shape == (3, 2) and Y.sum(1).A.ravel().tolist() == [1, 0, 1]
+    assert (Y[0].toarray() == X[1].toarray()).all()
+
+
+def test_training_chunks_never_cut_a_gold_span():
+    docs = tiny_corpus(8)
+    cut_somewhere = False
+    for doc in docs:
+        tags = gold_tags(doc)
+        chunks = training_chunks(doc, tags)
+        assert chunks[0][0] == 0 and chunks[-1][1] == len(doc.tokens)
+        assert all(a < b for a, b in chunks) and all(b == c for (_, b), (c, _) in zip(chunks, chunks[1:]))
+        assert not any(tags[a].startswith("I-") for a, _ in chunks)
+        starts = {a for a, _ in doc.tokens.sentences()}
+        cut_somewhere |= any(tags[a].startswith("I-") for a in starts)
+    assert cut_somewhere  # "Dr. Adams": the sentence splitter cuts that span; the chunks do not
+
+
+# --- Vowpal Wabbit text format ----------------------------------------------------------
+
+def test_vw_join_equals_escaping_each_feature():
+    rng = np.random.default_rng(3)
+    alphabet = list("ab:|\\ \t\n\rx\x00ñ")
+    for _ in range(500):
+        feats = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 6)))) for _ in range(int(rng.integers(0, 5)))]
+        assert vw_join(feats) == " ".join(vw_escape(f) for f in feats)
+
+
+def test_vw_escaping_is_injective_and_safe():
+    feats = ["a:b", "a|b", "a b", "a\\cb", "a\\pb", "a\\b", "w[0]=x:y|z"]
+    escaped = [vw_escape(f) for f in feats]
+    assert len(set(escaped)) == len(feats)
+    for e in escaped:
+        assert not any(c in e for c in ":| \t\n\r")
+
+
+def test_vw_token_line_layout_and_parse():
+    feats = ["bias", "w[-1]=a:b", "w[0]=x|y", "w[1]=c d", "p1=:", "fld=key:value"]
+    line = vw_token_line(feats, 3, n_window=3)
+    label, w_part, f_part = line.split("|")
+    assert label.strip() == "3"
+    assert w_part.split()[0] == "w" and len(w_part.split()) == 4
+    assert f_part.split()[0] == "f" and len(f_part.split()) == 4
+    # the positional fast path and the by-name split agree
+    assert vw_token_line(feats, 3, n_window=None) == line
+    assert vw_token_line(feats[::-1], None, n_window=3).count("|") == 2
+    if importlib.util.find_spec("vowpalwabbit") is None:
+        pytest.skip("vowpalwabbit not installed")
+    from vowpalwabbit import Workspace
+
+    vw = Workspace("--quiet")
+    try:
+        ex = vw.example(line)
+        assert ex.num_features_in("w") == 3 and ex.num_features_in("f") == 3
+        vw.finish_example(ex)
+    finally:
+        vw.finish()
