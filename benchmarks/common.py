@@ -1,0 +1,207 @@
+"""Helpers shared by the benchmark scripts: where the data and results live,
+a wall/CPU clock, repeated timing, the machine description, progress lines
+and result files (JSON and Markdown, written atomically).
+
+The scripts are run as ``python benchmarks/<name>.py``, so this folder is on
+``sys.path`` and ``from common import ...`` works; tests import it the same
+way after putting ``benchmarks/`` on the path.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+# MEDDOCAN lives beside the repository (../shared/corpora/meddocan); MEDDOCAN_DIR overrides.
+MEDDOCAN = Path(os.environ.get("MEDDOCAN_DIR", ROOT.parent / "shared" / "corpora" / "meddocan"))
+
+# Distributions whose versions describe a run (absent ones are left out).
+LIBRARIES = (
+    "ensemble-deid", "numpy", "scipy", "scikit-learn", "python-crfsuite", "vowpalwabbit", "torch", "joblib",
+    "filelock", "philter-ucsf", "presidio-analyzer", "scrubadub",
+)
+
+
+class Clock:
+    """Wall-clock and CPU seconds of a block (CPU: this process only)."""
+
+    def __enter__(self) -> "Clock":
+        self.w0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = time.process_time() - self.c0
+
+    def as_dict(self, digits: int = 3) -> dict:
+        return {"wall_s": round(self.wall, digits), "cpu_s": round(self.cpu, digits)}
+
+
+def repeat(fn: Callable[[], Any], times: int) -> dict:
+    """Run ``fn`` ``times`` times: median and best wall seconds, median CPU
+    seconds (steadier on a shared machine) and the last result."""
+    walls, cpus, result = [], [], None
+    for _ in range(max(1, times)):
+        with Clock() as c:
+            result = fn()
+        walls.append(c.wall)
+        cpus.append(c.cpu)
+    return {"median_s": statistics.median(walls), "best_s": min(walls), "cpu_median_s": statistics.median(cpus),
+            "runs": len(walls), "result": result}
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.lower().startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def memory_gb() -> dict:
+    out = {}
+    for line in _read("/proc/meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("MemTotal", "MemAvailable") and rest.split():
+            out[key] = round(int(rest.split()[0]) / 2**20, 1)  # kB -> GiB
+    return {"total_gib": out.get("MemTotal"), "available_gib": out.get("MemAvailable")}
+
+
+def cpu_quota() -> float | None:
+    """CPUs allowed by the cgroup (None when unlimited or unknown)."""
+    parts = _read("/sys/fs/cgroup/cpu.max").split()
+    if len(parts) == 2 and parts[0] != "max":
+        return round(int(parts[0]) / int(parts[1]), 2)
+    return None
+
+
+def library_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    out = {}
+    for dist in LIBRARIES + tuple(extra):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def gpu() -> str | None:
+    """The GPU's name if nvidia-smi finds one (torch is not imported for this)."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        res = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = [x.strip() for x in res.stdout.splitlines() if x.strip()]
+    return ", ".join(names) or None
+
+
+def git_revision() -> dict:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if head.returncode:
+        return {}
+    return {"commit": head.stdout.strip(), "modified_tracked_files": len(dirty.stdout.splitlines())}
+
+
+def machine_description(extra_libraries: tuple[str, ...] = ()) -> dict:
+    """What a result depends on: CPU, cores, memory, OS, Python, library
+    versions, the repository revision and the load at the time of the call."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count()
+    return {
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": usable,
+        "cpu_quota": cpu_quota(),
+        "memory": memory_gb(),
+        "gpu": gpu(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "libraries": library_versions(extra_libraries),
+        "git": git_revision(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def machine_lines(machine: dict) -> list[str]:
+    """The machine description as short Markdown bullet lines."""
+    mem = machine.get("memory") or {}
+    libs = ", ".join(f"{k} {v}" for k, v in (machine.get("libraries") or {}).items())
+    git = machine.get("git") or {}
+    lines = [
+        f"- CPU: {machine.get('cpu_model')}, {machine.get('cpus')} logical CPUs "
+        f"({machine.get('cpus_usable')} usable{', cgroup quota ' + str(machine['cpu_quota']) if machine.get('cpu_quota') else ''})",
+        f"- memory: {mem.get('total_gib')} GiB ({mem.get('available_gib')} GiB available at the start)",
+        f"- GPU: {machine.get('gpu') or 'none used'}",
+        f"- {machine.get('platform')}, Python {machine.get('python')}",
+        f"- libraries: {libs}",
+        f"- load average at the start: {', '.join(str(x) for x in machine.get('load_average', []))}",
+    ]
+    if git:
+        lines.append(f"- revision: {git.get('commit', '?')[:12]} ({git.get('modified_tracked_files', 0)} modified tracked files)")
+    return lines
+
+
+_T0 = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr, with the seconds since the script started."""
+    print(f"[{time.perf_counter() - _T0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, data: Any) -> Path:
+    _atomic_write_text(Path(path), json.dumps(data, indent=2, default=str) + "\n")
+    return Path(path)
+
+
+def write_markdown(path: Path, text: str) -> Path:
+    _atomic_write_text(Path(path), text.rstrip("\n") + "\n")
+    return Path(path)
+
+
+def shown(path: Path) -> str:
+    """A path relative to the repository when it is inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, or None when either is missing or b is zero."""
+    if a is None or b is None or not b:
+        return None
+    return a / b

@@ -1,0 +1,457 @@
+"""Every available tagger and every ensemble method on one corpus, scored on
+its test split: the benchmark behind ``make bench``.
+
+    python benchmarks/run_all.py                                   # MEDDOCAN train -> dev, all taggers, all methods
+    python benchmarks/run_all.py --taggers crf,rules --methods voting,stacked-svm --jobs 2
+    python benchmarks/run_all.py --corpus synthetic-2014           # a corpus of the workspace (ENSEMBLE_DEID_HOME)
+    python benchmarks/run_all.py --limit-train 100 --limit-test 50 --folds 3 \\
+        --taggers crf:max_iterations=20,rules,svm                  # smoke run (results get a -smoke suffix)
+
+Corpus: by default MEDDOCAN, train -> dev as the test split, read from
+``../shared/corpora/meddocan`` beside the repository (``--meddocan DIR`` or
+MEDDOCAN_DIR elsewhere); ``--corpus NAME`` loads a registered or embedded
+corpus of the workspace instead (train -> test).
+
+Taggers: every registered tagger by default (``--taggers`` to choose, with
+parameters as for ``ensemble-deid cv``). Unavailable taggers (a missing
+optional dependency) and external systems that are not configured (MIST,
+PhysioNet deid, precomputed files) are skipped with the reason. On a corpus
+with MEDDOCAN labels the rule tagger gets ``label_map=i2b2-to-meddocan``
+unless a label map is given. Each tagger goes through ``CrossValidation``
+(``--folds`` patient-grouped folds for the out-of-fold predictions, plus a
+model trained on the whole training set predicting the test split) into a
+persistent prediction cache (``--cache``; default the workspace's cache), so
+a rerun reuses every part already computed, and their recorded timings.
+
+Ensembles: every method (``--methods``) over all the taggers that ran, its
+hyperparameters chosen by cross-validation on the members' out-of-fold
+predictions (as ``ensemble-deid ensemble`` with its defaults; the same cache
+entry), then its own out-of-fold predictions for a CV F1 (``--no-ensemble-oof``
+skips them).
+
+Per system: strict, token and binary-token micro F1 on the test split, the
+token leak rate (share of gold PHI tokens no predicted span covers), the CV
+strict F1, the full-training fit seconds, prediction seconds and tokens/s on
+the test split, and peak resident memory (MB, of the process doing the fit
+and prediction). Writes ``benchmarks/results/run_all-<corpus>.json`` and
+``.md`` (``-smoke`` added when a limit is set and ``--out-dir`` is not
+given), with the machine description; the JSON is rewritten after every
+system. Progress goes to stderr; the summary table is printed at the end.
+No note text is printed.
+
+MEDDOCAN (CC BY 4.0): Marimon M, Gonzalez-Agirre A, Intxaurrondo A,
+Rodríguez H, Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019,
+pp. 618-638.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, write_json, write_markdown,
+)
+
+CRITERIA = ("strict", "token", "binary_token")
+# A few MEDDOCAN subtypes: a corpus using them gets the rule tagger's i2b2 -> MEDDOCAN map.
+MEDDOCAN_TYPES = {"NOMBRE_SUJETO_ASISTENCIA", "NOMBRE_PERSONAL_SANITARIO", "FECHAS", "TERRITORIO",
+                  "EDAD_SUJETO_ASISTENCIA", "ID_SUJETO_ASISTENCIA", "CALLE", "PAIS"}
+HEADERS = ["system", "kind", "strict F1", "token F1", "binary F1", "leak (token)", "CV F1",
+           "train s", "predict s", "tokens/s", "peak MB"]
+
+
+# --- the corpus ------------------------------------------------------------------
+
+def load_corpus(args):
+    """(name, train, test, description)."""
+    if args.corpus == "meddocan":
+        from ensemble_deid.formats import load_directory
+
+        root = Path(args.meddocan)
+        train_dir, test_dir = root / "train" / "xml", root / "dev" / "xml"
+        for d in (train_dir, test_dir):
+            if not d.is_dir():
+                sys.exit(f"run_all: MEDDOCAN not found ({d} is not a folder); give --meddocan DIR or --corpus NAME")
+        train, test = load_directory(train_dir), load_directory(test_dir)
+        source = {"source": "MEDDOCAN train -> dev as test", "train_dir": str(train_dir), "test_dir": str(test_dir)}
+    else:
+        from ensemble_deid.workspace import Workspace
+
+        corpus = Workspace(args.workspace).load(args.corpus)
+        train, test = corpus.train, corpus.test
+        source = {"source": f"workspace corpus {args.corpus!r} train -> test", "workspace": str(Path(args.workspace).resolve())}
+    train, test = train[: args.limit_train], test[: args.limit_test]
+    return train, test, source
+
+
+def corpus_scheme(docs) -> str:
+    from ensemble_deid.document import I2B2_PARENT_OF
+
+    types = {a.type for d in docs for a in d.annotations}
+    if types & MEDDOCAN_TYPES:
+        return "meddocan"
+    return "i2b2" if types <= set(I2B2_PARENT_OF) else "other"
+
+
+# --- which taggers -------------------------------------------------------------------
+
+def choose_taggers(args, scheme: str):
+    """([TaggerSpec], [{"system", "reason"}]): what runs, and what is skipped and why."""
+    from ensemble_deid.cli.cv import _split_specs
+    from ensemble_deid.cv import TaggerSpec
+    from ensemble_deid.registry import describe_taggers
+
+    infos = {i.name: i for i in describe_taggers()}
+    texts = _split_specs(args.taggers) if args.taggers else sorted(infos)
+    specs, skipped = [], []
+    for text in texts:
+        try:
+            spec = TaggerSpec.parse(text)
+        except ValueError as exc:
+            sys.exit(f"run_all: --taggers: {exc}")
+        info = infos.get(spec.name)
+        if info is None:
+            sys.exit(f"run_all: --taggers: unknown tagger {spec.name!r}; registered: {', '.join(sorted(infos))}")
+        if not info.available:
+            skipped.append({"system": spec.label, "reason": f"unavailable: {info.reason}"})
+            continue
+        if spec.name == "rules" and scheme == "meddocan" and "label_map" not in dict(spec.params):
+            spec = TaggerSpec(spec.name, tuple(sorted(spec.params + (("label_map", "i2b2-to-meddocan"),))))
+        try:
+            tagger = spec.make()
+        except Exception as exc:  # bad parameters, a dependency failing at import
+            skipped.append({"system": spec.label, "reason": f"cannot be made: {type(exc).__name__}: {exc}"})
+            continue
+        ok, reason = tagger.availability()  # external systems check their configuration per instance
+        if not ok:
+            skipped.append({"system": spec.label, "reason": f"not configured: {reason}"})
+            continue
+        specs.append(spec)
+    return specs, skipped
+
+
+# --- scoring -------------------------------------------------------------------------------
+
+def test_scores(test, predictions) -> dict:
+    """Strict / token / binary-token micro scores and leak rates on the test split."""
+    from ensemble_deid.evaluation import evaluate
+    from ensemble_deid.summary import prediction_spans
+
+    report = evaluate(test, prediction_spans(test, predictions), criteria=list(CRITERIA), breakdowns=False, leak=True)
+    out = {c: {k: round(v, 4) if isinstance(v, float) else v for k, v in report[c].micro.to_dict().items()}
+           for c in CRITERIA}
+    leak = report.leak.overall
+    out["leak"] = {"token_rate": round(leak.token_rate, 4), "char_rate": round(leak.char_rate, 4),
+                   "leaked_tokens": leak.leaked_tokens, "tokens": leak.tokens}
+    return out
+
+
+def cv_f1(train, oof) -> float | None:
+    from ensemble_deid.summary import strict_prf
+
+    return round(strict_prf(train, oof)[2], 4) if oof else None
+
+
+def row_of(system: dict) -> list:
+    s = system.get("scores") or {}
+
+    def f1(c):
+        return (s.get(c) or {}).get("f1")
+
+    tps = system.get("tokens_per_s")
+    peak = system.get("peak_rss_mb")
+    return [system["system"], system["kind"], f1("strict"), f1("token"), f1("binary_token"),
+            (s.get("leak") or {}).get("token_rate"), system.get("cv_strict_f1"),
+            _seconds(system.get("train_s")), _seconds(system.get("predict_s")),
+            None if tps is None else int(round(tps)), None if peak is None else int(round(peak))]
+
+
+def _seconds(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:.2f}" if x < 100 else f"{x:,.0f}"
+
+
+ALIGN = "ll" + "r" * (len(HEADERS) - 2)
+
+
+# --- running -----------------------------------------------------------------------------
+
+def run_tagger(engine, spec, args, n_test_tokens) -> tuple[dict, object]:
+    clock = Clock()
+    with clock:
+        runs = engine.run([spec], jobs=args.jobs, progress=not args.no_progress,
+                          on_corrupt=lambda msg: progress(f"warning: {msg}"))
+    run = runs[spec.label]
+    full = next(r for r in run.records if r.get("target") == "test")
+    folds = [r for r in run.records if r.get("fold") is not None or r.get("target") == "__train__"]
+    system = {
+        "system": spec.label, "kind": "external" if run.external else "tagger",
+        "entry": {"tagger": run.entry.tagger, "version": run.entry.version, "param_hash": run.entry.param_hash},
+        "params": full.get("params"),
+        "scores": test_scores(engine.targets["test"], run.targets["test"]),
+        "cv_strict_f1": cv_f1(engine.train, run.oof),
+        "train_s": full.get("fit_seconds"), "predict_s": full.get("predict_seconds"),
+        "tokens_per_s": round(n_test_tokens / full["predict_seconds"], 1) if full.get("predict_seconds") else None,
+        "peak_rss_mb": full.get("peak_rss_mb"),
+        "peak_rss_mb_any_part": run.peak_mb,
+        "cv_fit_s_sum": round(sum(r.get("fit_seconds", 0.0) for r in folds), 3),
+        "cv_predict_s_sum": round(sum(r.get("predict_seconds", 0.0) for r in folds), 3),
+        "parts_computed": run.computed, "parts_reused": run.reused,
+        "environment": full.get("environment"),
+        "this_run_wall_s": round(clock.wall, 2),
+    }
+    return system, run
+
+
+def run_method(engine, method, members, args, n_test_tokens) -> dict:
+    """Fit (or reuse from the cache) one ensemble method over the members."""
+    from ensemble_deid.cli.ensemble import _learned, run_ensemble
+    from ensemble_deid.cv import PeakMemory
+    from ensemble_deid.ensemble import GridSearch, make_method
+    from ensemble_deid.ensemble.caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
+
+    learner = GridSearch(make_method(method), folds=args.folds, seed=args.seed)
+    label = f"ensemble.{method}"
+    # The same settings (hence the same cache entry) as ``ensemble-deid ensemble`` with its defaults.
+    settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
+                "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
+    entry = ensemble_entry(method, settings, members, engine.train_fingerprint)
+    cache = engine.cache
+    cache.ensure_entry(entry, {"tagger_label": label, "params": jsonable(settings["params"]),
+                               "settings": jsonable(settings), "members": list(members), "external": False})
+    test_part, _ = ensemble_parts(engine, entry)
+    train, test = engine.train, engine.targets["test"]
+    record = cache.read_part(test_part)[1] if cache.part_status(test_part) == "valid" else {}
+    clock = Clock()
+    computed = "fit_seconds" not in record  # parts cached by the CLI carry no split timings: refit
+    with clock:
+        if computed:
+            members_oof = {k: m.oof for k, m in members.items()}
+            members_test = {k: m.test for k, m in members.items()}
+            with PeakMemory() as mem:
+                t0 = time.perf_counter()
+                learner.fit(members_oof, train)
+                t1 = time.perf_counter()
+                preds = learner.predict(members_test, test)
+                t2 = time.perf_counter()
+            selection = {
+                "best_params": learner.best_params_, "best_score": learner.best_score_,
+                "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
+                "members": list(members), "metric": learner.metric, **_learned(learner.best_estimator_),
+            }
+            cache.write_part(test_part, preds, test, part_metadata(label, learner.get_params(), t2 - t0, {
+                "selection": jsonable(selection), "fit_seconds": round(t1 - t0, 4),
+                "predict_seconds": round(t2 - t1, 4), "peak_rss_mb": round(mem.peak, 1)}))
+        test_preds, record = cache.read_part(test_part)
+        oof = None
+        if not args.no_ensemble_oof:
+            oof = run_ensemble(engine, learner, method, members, oof=True, echo=progress)["oof"]
+    selection = record.get("selection", {})
+    # The whole pipeline at prediction time: every member's full-training model, then the meta-learner.
+    member_predict = [next((r.get("predict_seconds") for r in m.records if r.get("target") == "test"), None)
+                      for m in members.values()]
+    pipeline = (sum(member_predict) + record["predict_seconds"]
+                if record.get("predict_seconds") is not None and None not in member_predict else None)
+    return {
+        "system": label, "kind": "ensemble", "members": list(members),
+        "entry": {"tagger": entry.tagger, "version": entry.version, "param_hash": entry.param_hash},
+        "chosen_params": selection.get("best_params"), "selection_cv_score": selection.get("best_score"),
+        "selection_fits": selection.get("fits"),
+        "scores": test_scores(test, test_preds),
+        "cv_strict_f1": cv_f1(train, oof),
+        "train_s": record.get("fit_seconds"), "predict_s": record.get("predict_seconds"),
+        "tokens_per_s": round(n_test_tokens / record["predict_seconds"], 1) if record.get("predict_seconds") else None,
+        "peak_rss_mb": record.get("peak_rss_mb"),
+        "pipeline_predict_s": None if pipeline is None else round(pipeline, 4),
+        "pipeline_tokens_per_s": round(n_test_tokens / pipeline, 1) if pipeline else None,
+        "computed": computed, "this_run_wall_s": round(clock.wall, 2),
+    }
+
+
+# --- output ------------------------------------------------------------------------------
+
+def markdown(result: dict) -> str:
+    from ensemble_deid.table import render_table
+
+    c = result["corpus"]
+    s = result["settings"]
+    lines = [
+        f"# run_all: {c['name']}",
+        "",
+        f"{c['source']}: train {c['train_docs']:,} documents / {c['train_tokens']:,} tokens, "
+        f"test {c['test_docs']:,} documents / {c['test_tokens']:,} tokens"
+        + (f" (limited: --limit-train {s['limit_train']} --limit-test {s['limit_test']})" if s["limited"] else "") + ".",
+        f"{s['folds']}-fold patient-grouped CV (seed {s['seed']}), --jobs {s['jobs']}; "
+        f"run {result['started']} -> {result.get('finished', '(unfinished)')}, {result.get('wall_s', '?')} s.",
+        "",
+        render_table(HEADERS, [row_of(x) for x in result["systems"]], ALIGN),
+        "",
+        "F1: micro, test split (strict = exact span and type; token = per token, typed; binary = per token, PHI or "
+        "not). Leak: share of gold PHI tokens that no predicted span covers. CV F1: strict micro F1 of the "
+        "out-of-fold predictions on the training set (external systems: their output on it). Train s: the fit on "
+        "the whole training set (ensembles: with the cross-validated choice of hyperparameters); predict s and "
+        "tokens/s: predicting the test split (ensembles: the meta-learner alone, given its members' predictions; the JSON's pipeline_predict_s adds the members' own); peak MB: resident memory of the process doing it (it holds the "
+        "corpus and, for ensembles, the members' predictions). Timings of parts reused from the cache are those "
+        "recorded when they were computed.",
+    ]
+    if result["skipped"]:
+        lines += ["", "Skipped:", ""] + [f"- {x['system']}: {x['reason']}" for x in result["skipped"]]
+    if result["failed"]:
+        lines += ["", "Failed:", ""] + [f"- {x['system']}: {x['error']}" for x in result["failed"]]
+    notes = result.get("notes") or []
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    lines += ["", "Machine:", ""] + machine_lines(result["machine"])
+    return "\n".join(lines)
+
+
+def save(result: dict, stem: Path) -> None:
+    write_json(stem.with_suffix(".json"), result)
+    write_markdown(stem.with_suffix(".md"), markdown(result))
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default="meddocan",
+                    help="'meddocan' (default: the MEDDOCAN folder, train -> dev) or a workspace corpus name")
+    ap.add_argument("--meddocan", default=str(MEDDOCAN), help="MEDDOCAN root (train/xml, dev/xml)")
+    ap.add_argument("--workspace", default=os.environ.get("ENSEMBLE_DEID_HOME", "."),
+                    help="workspace of --corpus NAME (default: ENSEMBLE_DEID_HOME or the current folder)")
+    ap.add_argument("--taggers", default=None, help="comma-separated tagger specs (default: every registered one)")
+    ap.add_argument("--methods", default=None,
+                    help="comma-separated ensemble methods (default: all); 'none' for no ensembles")
+    ap.add_argument("--folds", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=1, help="parallel CV parts (-1: every core)")
+    ap.add_argument("--cache", default=None,
+                    help="prediction cache folder, kept between runs (default: the workspace's, "
+                         "ENSEMBLE_DEID_CACHE or ./cached_predictions)")
+    ap.add_argument("--limit-train", type=int, default=None, help="first N training documents only (smoke runs)")
+    ap.add_argument("--limit-test", type=int, default=None, help="first N test documents only (smoke runs)")
+    ap.add_argument("--no-ensemble-oof", action="store_true", help="skip the ensembles' own out-of-fold predictions (no CV F1)")
+    ap.add_argument("--out-dir", type=Path, default=None, help=f"where the results go (default {shown(RESULTS)})")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    args = ap.parse_args(argv)
+    if args.jobs == 0:
+        ap.error("--jobs must be positive, or -1 for every core")
+    if args.folds < 2:
+        ap.error("--folds must be at least 2")
+
+    from ensemble_deid.cache import PredictionCache
+    from ensemble_deid.cv import CrossValidation
+    from ensemble_deid.ensemble import METHODS
+    from ensemble_deid.ensemble.caching import MemberRun
+    from ensemble_deid.workspace import Workspace
+
+    if args.methods is None:
+        methods = list(METHODS)
+    elif args.methods.strip().lower() in ("", "none"):
+        methods = []
+    else:
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown:
+            ap.error(f"--methods: unknown {', '.join(unknown)}; known: {', '.join(METHODS)}")
+
+    limited = args.limit_train is not None or args.limit_test is not None
+    safe = re.sub(r"[^A-Za-z0-9_.\-]", "_", args.corpus)
+    stem = (args.out_dir or RESULTS) / (f"run_all-{safe}" + ("-smoke" if limited and args.out_dir is None else ""))
+    started = time.perf_counter()
+
+    progress(f"loading corpus {args.corpus!r}")
+    train, test, source = load_corpus(args)
+    n_train_tokens = sum(len(d.tokens) for d in train)
+    n_test_tokens = sum(len(d.tokens) for d in test)
+    scheme = corpus_scheme(train)
+    progress(f"train {len(train)} documents / {n_train_tokens:,} tokens; test {len(test)} documents / "
+             f"{n_test_tokens:,} tokens; labels: {scheme} scheme")
+    specs, skipped = choose_taggers(args, scheme)
+    for s in skipped:
+        progress(f"skipping {s['system']}: {s['reason']}")
+    cache_dir = Path(args.cache) if args.cache else Workspace(args.workspace).cache_dir
+    engine = CrossValidation(train, {"test": test}, PredictionCache(cache_dir), k=args.folds, seed=args.seed)
+
+    notes = []
+    if scheme != "i2b2":
+        externals = [s.label for s in specs if s.make().external and s.name != "rules"]
+        if externals:
+            notes.append(f"{', '.join(externals)} output i2b2 labels, which this corpus ({scheme} labels) does not "
+                         "use: their strict and token F1 are not meaningful here; binary F1 and leak are.")
+    result = {
+        "benchmark": "run_all",
+        "corpus": {"name": args.corpus, **source, "scheme": scheme, "train_docs": len(train),
+                   "train_tokens": n_train_tokens, "test_docs": len(test), "test_tokens": n_test_tokens,
+                   "train_fingerprint": engine.train_fingerprint,
+                   "test_fingerprint": engine.target_fingerprints["test"]},
+        "settings": {"folds": args.folds, "seed": args.seed, "jobs": args.jobs, "cache": str(cache_dir.resolve()),
+                     "taggers": [s.label for s in specs], "methods": methods, "limited": limited,
+                     "limit_train": args.limit_train, "limit_test": args.limit_test,
+                     "ensemble_oof": not args.no_ensemble_oof},
+        "machine": machine_description(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "complete": False,
+        "systems": [], "skipped": skipped, "failed": [], "notes": notes,
+    }
+    save(result, stem)
+
+    members = {}
+    for i, spec in enumerate(specs, 1):
+        progress(f"[{i}/{len(specs)}] tagger {spec.label}: {args.folds}-fold CV + full training -> test")
+        try:
+            system, run = run_tagger(engine, spec, args, n_test_tokens)
+        except Exception as exc:  # one broken tagger must not end the benchmark
+            progress(f"  {spec.label} failed: {type(exc).__name__}: {exc}")
+            result["failed"].append({"system": spec.label, "error": f"{type(exc).__name__}: {exc}"})
+            save(result, stem)
+            continue
+        members[spec.label] = MemberRun(spec.label, run.entry, run.oof, run.targets["test"], run.records)
+        result["systems"].append(system)
+        progress(f"  {spec.label}: strict F1 {system['scores']['strict']['f1']:.4f}, CV F1 {system['cv_strict_f1']}, "
+                 f"parts computed {system['parts_computed']} / reused {system['parts_reused']} "
+                 f"({system['this_run_wall_s']} s)")
+        save(result, stem)
+
+    if methods and len(members) < 2:
+        progress(f"no ensembles: they need at least two members, {len(members)} tagger(s) ran")
+        result["skipped"] += [{"system": f"ensemble.{m}", "reason": "fewer than two members ran"} for m in methods]
+    elif methods:
+        for i, method in enumerate(methods, 1):
+            progress(f"[{i}/{len(methods)}] ensemble {method} over {len(members)} members")
+            try:
+                system = run_method(engine, method, members, args, n_test_tokens)
+            except Exception as exc:
+                progress(f"  ensemble.{method} failed: {type(exc).__name__}: {exc}")
+                result["failed"].append({"system": f"ensemble.{method}", "error": f"{type(exc).__name__}: {exc}"})
+                save(result, stem)
+                continue
+            result["systems"].append(system)
+            progress(f"  ensemble.{method}: strict F1 {system['scores']['strict']['f1']:.4f}, "
+                     f"CV F1 {system['cv_strict_f1']} ({'computed' if system['computed'] else 'reused'}, "
+                     f"{system['this_run_wall_s']} s)")
+            save(result, stem)
+
+    result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["complete"] = True
+    save(result, stem)
+    from ensemble_deid.table import render_table
+
+    print(render_table(HEADERS, [row_of(x) for x in result["systems"]], ALIGN))
+    for s in result["skipped"]:
+        print(f"skipped {s['system']}: {s['reason']}")
+    for s in result["failed"]:
+        print(f"FAILED {s['system']}: {s['error']}")
+    print(f"wrote {shown(stem.with_suffix('.json'))} and {shown(stem.with_suffix('.md'))}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Smoke tests of the benchmark scripts: benchmarks/run_all.py on a few
+documents of the embedded synthetic corpus (rules + a 5-iteration CRF, 2
+folds, voting) in a throwaway workspace, and benchmarks/bench_cache.py on a
+tiny synthetic cache. They check that the result files are written with the
+expected keys, not the figures. The scripts' ``main(argv)`` run in this
+process (no interpreter start-up), as ``python benchmarks/<script>.py``
+would run them."""
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from ensemble_deid.registry import entry_points
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+SYSTEM_KEYS = {"system", "kind", "scores", "cv_strict_f1", "train_s", "predict_s", "tokens_per_s", "peak_rss_mb"}
+
+
+@pytest.fixture
+def scripts(monkeypatch, tmp_path):
+    """Import a benchmark script as a module (benchmarks/ on sys.path, as when run)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.chdir(tmp_path)
+    for name in ("ENSEMBLE_DEID_CACHE", "ENSEMBLE_DEID_MIST_HOME"):  # the workspace's cache; mist unconfigured
+        monkeypatch.delenv(name, raising=False)
+    return importlib.import_module
+
+
+def test_run_all_smoke(tmp_path, monkeypatch, scripts, capsys):
+    if not {"rules", "crf"} <= set(entry_points()):
+        pytest.skip("rules and crf adapters not registered")
+    run_all = scripts("run_all")
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    ws.mkdir()
+    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(ws))
+    args = ["--corpus", "synthetic-2014", "--taggers", "rules,crf:max_iterations=5,mist",
+            "--methods", "voting", "--folds", "2", "--limit-train", "10", "--limit-test", "5",
+            "--out-dir", str(out), "--no-progress"]
+    run_all.main(args)
+    assert "| ensemble.voting " in capsys.readouterr().out  # the summary table
+    data = json.loads((out / "run_all-synthetic-2014.json").read_text())
+    assert data["complete"] is True
+    assert {"cpu_model", "cpus", "memory", "python", "libraries", "load_average"} <= set(data["machine"])
+    assert data["corpus"]["train_docs"] == 10 and data["corpus"]["test_docs"] == 5
+    systems = {s["system"]: s for s in data["systems"]}
+    assert set(systems) == {"rules", "crf:max_iterations=5", "ensemble.voting"}, data["failed"]
+    for s in systems.values():
+        assert SYSTEM_KEYS <= set(s), s["system"]
+        assert {"strict", "token", "binary_token", "leak"} <= set(s["scores"])
+        assert 0.0 <= s["scores"]["strict"]["f1"] <= 1.0
+        assert 0.0 <= s["scores"]["leak"]["token_rate"] <= 1.0
+        assert s["cv_strict_f1"] is not None and s["predict_s"] is not None
+    assert systems["crf:max_iterations=5"]["parts_computed"] == 3  # 2 folds + the full-training model
+    assert [s["system"] for s in data["skipped"]] == ["mist"]  # an unconfigured external system
+    assert data["failed"] == []
+    md = (out / "run_all-synthetic-2014.md").read_text()
+    assert "| ensemble.voting " in md and "Machine:" in md
+    assert (ws / "cached_predictions").is_dir()  # the workspace's cache, kept for reruns
+
+    # A rerun reuses every cached part.
+    run_all.main(args)
+    again = {s["system"]: s for s in json.loads((out / "run_all-synthetic-2014.json").read_text())["systems"]}
+    assert again["crf:max_iterations=5"]["parts_computed"] == 0
+    assert again["ensemble.voting"]["computed"] is False
+    assert again["crf:max_iterations=5"]["scores"] == systems["crf:max_iterations=5"]["scores"]
+
+
+def test_bench_cache_smoke(tmp_path, scripts):
+    out = tmp_path / "cache.json"
+    scripts("bench_cache").main(["--tokens", "5000", "--parts", "3", "--repeat", "1", "--synthetic", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert data["data"]["tokens"] >= 5000 and data["data"]["parts"] == 3
+    ours = data["ours"]
+    for key in ("write", "read", "verify"):
+        assert {"median_s", "file_mb_per_s", "mtokens_per_s"} <= set(ours[key])
+    assert ours["npz_bytes_per_million_tokens"] > ours["npz_bytes_per_million_tokens_tags_only"] > 0
+    assert set(data["alternatives"]) == {"jsonl", "jsonl_gz", "pickle"}
+    for alt in data["alternatives"].values():
+        assert {"write_time", "read_time", "size"} <= set(alt["ratios"])
+    assert "cpu_model" in data["machine"]
