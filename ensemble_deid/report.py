@@ -58,7 +58,7 @@ class ResultTable:
     # --- renderers ---------------------------------------------------------
     def markdown(self) -> str:
         body = render_table([self.row_header] + self.columns,
-                            [[label] + [(f"**{c.text()}**" if c.best else c.text()) for c in cells] for label, cells in self.rows],
+                            [[label] + [_md_cell(c) for c in cells] for label, cells in self.rows],
                             align="l" + "r" * len(self.columns))
         parts = [f"### {self.title}", "", body]
         if self.note:
@@ -100,6 +100,16 @@ class ResultTable:
             _write_private(path, text)
             paths.append(path)
         return paths
+
+
+def _md_cell(c: Cell) -> str:
+    """Bold for the best of a column; the mark outside the bold, escaped, so
+    a best cell that is also marked renders as **95.60**\\*."""
+    mark = c.mark.replace("*", "\\*")
+    if c.value is None:
+        return c.text()
+    plain = Cell(c.value).text()
+    return (f"**{plain}**" if c.best else plain) + mark
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -27,7 +27,7 @@ def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Do
         cv_p, cv_r, cv_f = strict_prf(train, run.oof)
         test_f = strict_prf(test, run.targets["test"])[2] if "test" in run.targets else None
         rows.append([
-            label, cv_p, cv_r, cv_f, test_f, round(run.fit_seconds, 1), round(run.predict_seconds, 1),
+            label, cv_p, cv_r, cv_f, test_f, f"{run.fit_seconds:.1f}", f"{run.predict_seconds:.1f}",
             round(run.peak_mb), f"{run.computed}/{run.computed + run.reused}",
         ])
     headers = ["tagger", "CV P", "CV R", "CV F1", "test F1", "fit s", "predict s", "peak MB", "parts computed"]

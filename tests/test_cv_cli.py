@@ -59,3 +59,13 @@ def test_compare_two_systems(tiny_registered):
     out = _run("compare", "memorize", "memorize:max_len=1", "--corpus", tiny_registered, "--folds", "5",
                "--trials", "500", "--test", "randomization", "--test", "bootstrap").output
     assert "(ref)" in out and "p randomization (Holm)" in out and "95% CI" in out
+
+
+def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered, workspace, tmp_path):
+    from ensemble_deid.workspace import Workspace
+
+    _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress")
+    out = _run("cache", "export", str(tmp_path / "ex"), "--corpus", tiny_registered).output
+    test_fp = Workspace(workspace).load(tiny_registered).fingerprint("test")
+    assert f"predict-{test_fp}-all: 10 document(s) of the test split" in out
+    assert "fold-00: " in out and "of the train split" in out

@@ -413,3 +413,16 @@ def test_label_map_applies_when_loading(tmp_path):
     assert load_directory(tmp_path, label_map=lm)[0].annotations == (Annotation(0, 3, "NAME", "DOCTOR"),)
     lm = LabelMap.from_dict({"drop": ["PATIENT"]})
     assert load_directory(tmp_path, label_map=lm)[0].annotations == ()
+
+
+def test_text_attribute_spanning_a_line_break_matches(tmp_path):
+    """XML parsers turn a literal newline inside an attribute into a space, so a
+    gold tag across a line break must still match its TEXT slice."""
+    from ensemble_deid.formats.i2b2 import read_i2b2_xml
+
+    path = tmp_path / "wrap.xml"
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<deIdi2b2><TEXT><![CDATA[Seen at Mercy\nHospital today]]>'
+                    '</TEXT><TAGS><LOCATION id="P0" start="8" end="22" text="Mercy\nHospital" TYPE="HOSPITAL" '
+                    'comment=""/></TAGS></deIdi2b2>', encoding="utf-8")
+    doc, problems = read_i2b2_xml(path)
+    assert problems == [] and doc.annotations[0].key == ("LOCATION", 8, 22, "HOSPITAL")

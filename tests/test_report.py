@@ -22,8 +22,16 @@ def _table():
 def test_markdown_marks_best_and_asterisks():
     md = _table().markdown()
     assert "**95.60**" in md and "**92.52**" in md
-    assert "92.09*" in md
+    assert r"92.09\*" in md
     assert "| dtm    |        .. |" in md
+
+
+def test_best_cell_that_is_also_marked_renders_cleanly():
+    t = ResultTable("t", ["a"])
+    t.add("x", [Cell(0.9, "*")])
+    t.add("y", [Cell(0.9, "*")])
+    t.mark_best()
+    assert r"**90.00**\*" in t.markdown()
 
 
 def test_latex_escapes_and_marks():

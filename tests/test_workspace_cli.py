@@ -58,7 +58,7 @@ def test_add_ls_show_rm(workspace, tiny_dirs):
     assert str(tiny_dirs["train"]) in line and "registered" in line
 
     out = _run("corpus", "show", "tiny").output
-    assert out.startswith("corpus 'tiny'  fingerprint ")
+    assert out.startswith("corpus 'tiny'  fingerprints train=") and ", test=" in out.splitlines()[0]
     row = next(x for x in out.splitlines() if x.startswith("| train "))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[:3] == ["train", "16", "8"]  # documents, patients (PPP-NN names)

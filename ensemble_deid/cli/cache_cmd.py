@@ -56,7 +56,7 @@ def verify(ctx, remove):
     pc = _cache(ctx)
     problems = pc.verify()
     for path, why in problems:
-        click.echo(f"corrupt: {path}: {why}")
+        click.echo(f"corrupt: {why}" if str(path.with_suffix("")) in why else f"corrupt: {path}: {why}")
         if remove:
             for suffix in (".json", ".npz"):
                 path.with_suffix(suffix).unlink(missing_ok=True)
@@ -101,30 +101,40 @@ def rm(ctx, paths):
 @click.pass_context
 def export(ctx, out, corpus_name, fmt):
     """Write cached predictions as XML: OUT/TAGGER/PART/DOC.xml per tagger and fold."""
-    from ..fingerprint import corpus_fingerprint
     from ..formats import write_i2b2_xml
 
     ws = workspace_of(ctx)
     pc = _cache(ctx)
     with fail_on_error():
         corpus = ws.load(corpus_name)
-    by_id = {d.id: d for docs in corpus.splits.values() for d in docs}
-    train_fp = corpus_fingerprint(corpus.train)
-    written = 0
+    # Each part holds predictions on one document set: out-of-fold parts on
+    # the training split, predict parts on the split whose fingerprint is
+    # their scope. Parts on other corpora's documents are not this corpus's.
+    split_of_scope = {fp: split for split, fp in corpus.fingerprints.items()}
+    train_fp = corpus.fingerprint("train")
+    written = skipped = 0
     out = Path(out)
     for entry_dir, manifest in pc.entries():
         if not manifest or manifest.get("train_fingerprint") != train_fp:
             continue
         label = manifest.get("tagger_label", manifest["tagger"]).replace("/", "_").replace(":", "_")
         for base in pc.part_files(entry_dir):
+            kind, _, scope = base.parent.name.partition("-")
+            split = "train" if kind == "oof" else split_of_scope.get(scope)
+            if split is None:
+                skipped += 1
+                continue
             with fail_on_error():
                 preds, record = pc.read_part_files(base)
+            by_id = {d.id: d for d in corpus.splits[split]}
             folder = out / label / f"{base.parent.name}-{base.name}"
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             for doc_id, pred in preds.items():
                 doc = by_id.get(doc_id)
                 if doc is None:
-                    continue
+                    raise click.ClickException(f"{base}: document {doc_id!r} is not in the {split} split of {corpus_name!r}")
                 write_i2b2_xml(doc.with_annotations(pred.spans(doc)), folder / f"{doc_id}.xml")
                 written += 1
-    click.echo(f"wrote {written} file(s) under {out}")
+            click.echo(f"{label}/{folder.name}: {len(preds)} document(s) of the {split} split")
+    note = f" ({skipped} part(s) on other corpora's documents skipped)" if skipped else ""
+    click.echo(f"wrote {written} file(s) under {out}{note}")

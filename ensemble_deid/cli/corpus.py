@@ -94,7 +94,7 @@ def show(ctx, name, by):
     with fail_on_error():
         loaded = workspace_of(ctx).load(name)
     splits = list(loaded.splits)
-    click.echo(f"corpus {name!r}  fingerprint {loaded.fingerprint('train')}")
+    click.echo(f"corpus {name!r}  fingerprints " + ", ".join(f"{s}={fp}" for s, fp in loaded.fingerprints.items()))
     rows = []
     for split in splits:
         docs = loaded.splits[split]

@@ -19,6 +19,7 @@ from ..errors import ERROR, WARNING, Problem
 ROOTS = ("deIdi2b2", "MEDDOCAN")
 _ENCODING_DECL = re.compile(rb"^<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']")
 # Characters XML 1.0 cannot carry at all.
+_ATTR_WS = re.compile(r"\r\n|[\t\n\r]")
 _INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
@@ -111,7 +112,10 @@ def _annotation(el, tag_id: str, text: str, file: str, problems: list[Problem]) 
         ))
         return None
     covered = el.get("text")
-    if covered is not None and covered != text[start:end]:
+    # An XML parser normalises white space inside attribute values (tab, CR
+    # and LF become spaces), so a tag spanning a line break has a text
+    # attribute with a space where TEXT has the break: compare likewise.
+    if covered is not None and covered != text[start:end] and covered != _ATTR_WS.sub(" ", text[start:end]):
         problems.append(Problem(ERROR, file, "text attribute differs from the TEXT slice at its offsets", tag=tag_id, field="text"))
         return None
     return Annotation(start, end, el.tag.upper(), type_.upper(), covered, tag_id, el.get("comment") or "")
