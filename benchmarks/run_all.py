@@ -39,6 +39,10 @@ given), with the machine description; the JSON is rewritten after every
 system. Progress goes to stderr; the summary table is printed at the end.
 No note text is printed.
 
+On a shared, loaded machine run it with ``OMP_WAIT_POLICY=PASSIVE``: the
+torch models (neural taggers, stacked-lstm) otherwise spend their time in
+OpenMP threads spinning at barriers while other processes hold the cores.
+
 MEDDOCAN (CC BY 4.0): Marimon M, Gonzalez-Agirre A, Intxaurrondo A,
 Rodríguez H, Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019,
 pp. 618-638.
