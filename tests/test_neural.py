@@ -106,6 +106,27 @@ def test_crf_marginals_match_brute_force():
         assert torch.allclose(marg[b, :n], expected, atol=1e-5)
 
 
+def test_bio_constraints_forbid_invalid_moves():
+    from ensemble_deid.neural.network import FORBIDDEN, bio_constraints, viterbi
+
+    tags = ["O", "B-NAME:DOCTOR", "I-NAME:DOCTOR", "B-DATE:DATE", "I-DATE:DATE"]
+    start, trans = bio_constraints(tags)
+    assert start.tolist() == [True, True, False, True, False]
+    assert trans[1, 2] and trans[2, 2] and not trans[0, 2] and not trans[3, 2] and not trans[2, 4]
+    assert trans[:, [0, 1, 3]].all()  # O and B-* may follow anything
+    # Emissions that favour I- tags everywhere still decode to valid BIO.
+    torch.manual_seed(0)
+    scores = torch.randn(3, 6, 5)
+    scores[..., 2] += 5.0
+    scores[..., 4] += 5.0
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    start_t = torch.where(torch.as_tensor(start), 0.0, FORBIDDEN)
+    trans_t = torch.where(torch.as_tensor(trans), 0.0, FORBIDDEN)
+    paths = viterbi(scores, mask, start_t, trans_t, torch.zeros(5))
+    for path in paths:
+        assert start[path[0]] and all(trans[a, b] for a, b in zip(path[:-1], path[1:]))
+
+
 def test_bilstm_ignores_padding():
     """Each sequence's outputs do not depend on what pads it in the batch."""
     from ensemble_deid.neural.network import BiLSTM
@@ -162,14 +183,15 @@ def test_pretrained_vectors_initialise_the_embeddings(tmp_path, docs):
 
 
 def test_shape_ids():
-    from ensemble_deid.neural.vocab import N_CASINGS, shape_ids
+    from ensemble_deid.neural.vocab import N_CASINGS, N_SHAPES, shape_ids
     from ensemble_deid.tokenize import tokenize
 
-    toks = tokenize("Dr. ADAMS 12 x@y")
-    ids = shape_ids(toks.words, toks.starts, toks.ends)
-    assert len(ids) == len(toks) and ids.min() >= 1
-    assert ids[1] > N_CASINGS  # "." is glued to "Dr"
-    assert ids[2] <= N_CASINGS  # "ADAMS" follows a space
+    text = "Dr. ADAMS 12\nx@y"
+    toks = tokenize(text)
+    ids = shape_ids(toks.words, toks.starts, toks.ends, text)
+    assert len(ids) == len(toks) and ids.min() >= 1 and ids.max() < N_SHAPES
+    gaps = (ids - 1) // N_CASINGS
+    assert gaps.tolist() == [2, 0, 1, 1, 2, 0, 0]  # start, glued, space, space, line break, glued, glued
 
 
 def test_bucket_batches_cover_every_sequence_once():
@@ -204,8 +226,19 @@ def test_learning_happens(fitted, docs):
     assert fitted.train_info_["epochs_run"] == FAST["epochs"]
 
 
+def test_crf_output_is_valid_bio(fitted, docs):
+    for pred in fitted.predict(docs[18:]):
+        prev = OUTSIDE
+        for tag in pred.tags:
+            if tag.startswith("I-"):
+                assert prev[2:] == tag[2:], "I-X only after B-X or I-X"
+            prev = tag
+
+
 def test_early_stopping_and_history(docs):
-    tagger = tagger_class("lstm-crf-l")(**{**FAST, "epochs": 30, "patience": 2, "validation_fraction": 0.2})
+    tagger = tagger_class("lstm-crf-l")(
+        **{**FAST, "epochs": 30, "patience": 2, "anneal_patience": 1, "validation_fraction": 0.2}
+    )
     tagger.fit(docs[:18])
     info = tagger.train_info_
     assert info["held_out_documents"] >= 2
@@ -213,6 +246,14 @@ def test_early_stopping_and_history(docs):
     assert info["best_epoch"] == 1 + int(np.argmax([h["dev_f1"] for h in tagger.history_]))
     if info["stopped_early"]:
         assert info["epochs_run"] == info["best_epoch"] + 2
+    lrs = [h["lr"] for h in tagger.history_]
+    assert all(b <= a for a, b in zip(lrs, lrs[1:]))  # decay and annealing only lower it
+    decay = lambda e: 1.0 / (1.0 + tagger.lr_decay * (e - 1))  # noqa: E731
+    for prev, cur in zip(tagger.history_, tagger.history_[1:]):
+        best_before = max(h["dev_f1"] for h in tagger.history_[: prev["epoch"] - 1]) if prev["epoch"] > 1 else -1
+        annealed = prev["dev_f1"] <= best_before  # a non-improving epoch halves the rate
+        expected = prev["lr"] / decay(prev["epoch"]) * decay(cur["epoch"]) * (tagger.anneal if annealed else 1.0)
+        assert cur["lr"] == pytest.approx(expected)
 
 
 def test_marginals_sum_to_one_and_match_confidences(fitted, docs):

@@ -45,7 +45,14 @@ class NeuralTagger(Tagger):
         sequences of a batch, so ``lr`` keeps the meaning it had for the
         one-sentence updates of [LAMPLE16]/NeuroNER; with "adam" it is averaged
         per sequence. Each epoch uses ``lr / (1 + lr_decay * (epoch - 1))``;
+      anneal, anneal_patience: after ``anneal_patience`` epochs in a row
+        without a better held-out F1, the learning rate is multiplied by
+        ``anneal`` and training resumes from the weights and optimizer state
+        of the best epoch so far (anneal 1: off);
       clip: gradient norm clipping (0: none); dropout;
+      bio_constraints: the CRF never moves to ``I-X`` except from ``B-X`` or
+        ``I-X`` (forbidden moves scored -10000 in training and decoding; the
+        softmax variant ignores it);
       char_dim, char_lstm_dim (per direction), word_dim, word_lstm_dim (per
         direction): layer sizes; shape_dim: size of a token shape embedding
         (casing class x glued to the previous token; 0 = none);
@@ -73,13 +80,16 @@ class NeuralTagger(Tagger):
     def __init__(
         self,
         epochs: int = 100,
-        patience: int = 5,
+        patience: int = 8,
         batch_size: int = 4,
         lr: float = 0.005,
         optimizer: str = "adam",
         lr_decay: float = 0.05,
+        anneal: float = 0.5,
+        anneal_patience: int = 3,
         clip: float = 5.0,
         dropout: float = 0.5,
+        bio_constraints: bool = True,
         char_dim: int = 25,
         char_lstm_dim: int = 25,
         word_dim: int = 100,
@@ -100,8 +110,11 @@ class NeuralTagger(Tagger):
         self.lr = lr
         self.optimizer = optimizer
         self.lr_decay = lr_decay
+        self.anneal = anneal
+        self.anneal_patience = anneal_patience
         self.clip = clip
         self.dropout = dropout
+        self.bio_constraints = bio_constraints
         self.char_dim = char_dim
         self.char_lstm_dim = char_lstm_dim
         self.word_dim = word_dim
@@ -137,6 +150,8 @@ class NeuralTagger(Tagger):
             problems.append("validation_fraction must lie in [0, 1)")
         if not (0 <= self.dropout < 1):
             problems.append("dropout must lie in [0, 1)")
+        if not (0 < self.anneal <= 1):
+            problems.append("anneal must lie in (0, 1]")
         if not (0 <= self.unk_prob <= 1):
             problems.append("unk_prob must lie in [0, 1]")
         for name in ("epochs", "batch_size", "word_dim", "word_lstm_dim"):
@@ -202,14 +217,16 @@ class NeuralTagger(Tagger):
                 len(words), len(chars), len(tags),
                 word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
                 word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
-                use_crf=self.use_crf, pretrained=pretrained, **self._network_extra(),
+                use_crf=self.use_crf, pretrained=pretrained, allowed=self._allowed(tags), **self._network_extra(),
             )
             train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features)
             dev = encode_documents(dev_docs, words, chars, self.context, None, None, features) if dev_docs else None
             config = TrainConfig(
                 epochs=int(self.epochs), patience=int(self.patience), batch_size=int(self.batch_size),
                 lr=float(self.lr), optimizer=self.optimizer, clip=float(self.clip or 0),
-                lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob), seed=int(self.random_state),
+                lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob), anneal=float(self.anneal),
+                anneal_patience=int(self.anneal_patience),
+                seed=int(self.random_state),
                 verbose=bool(self.verbose), name=self.name or type(self).__name__,
             )
             result = train_model(model, train, dev, dev_docs, tags, words.singletons(), config, device)
@@ -234,6 +251,13 @@ class NeuralTagger(Tagger):
         self._model_device = device
         return self
 
+    def _allowed(self, tags):
+        if not (self.use_crf and self.bio_constraints):
+            return None
+        from .network import bio_constraints
+
+        return bio_constraints(tags)
+
     def _clear_fitted(self) -> None:
         for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, key)
@@ -254,7 +278,7 @@ class NeuralTagger(Tagger):
                 len(self.words_), len(self.chars_), len(self.tags_),
                 word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
                 word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
-                use_crf=self.use_crf, **self._network_extra(),
+                use_crf=self.use_crf, allowed=self._allowed(self.tags_), **self._network_extra(),
             )
             model.load_state_dict(self.state_dict_)
             self._model = model.eval()

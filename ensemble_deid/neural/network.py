@@ -106,6 +106,7 @@ class BiLSTMTagger(nn.Module):
         dropout: float = 0.5,
         use_crf: bool = True,
         pretrained: np.ndarray | None = None,
+        allowed: tuple[np.ndarray, np.ndarray] | None = None,
     ):
         super().__init__()
         self.use_crf = use_crf
@@ -142,6 +143,16 @@ class BiLSTMTagger(nn.Module):
             from torchcrf import CRF
 
             self.crf = CRF(n_tags, batch_first=True)
+        # Forbidden BIO moves (see bio_constraints) as large negative scores
+        # added to pytorch-crf's start and transition scores, in training and
+        # decoding alike; buffers, not parameters, and not in the state dict.
+        start_pen = torch.zeros(n_tags)
+        trans_pen = torch.zeros(n_tags, n_tags)
+        if allowed is not None:
+            start_pen[~torch.as_tensor(allowed[0])] = FORBIDDEN
+            trans_pen[~torch.as_tensor(allowed[1])] = FORBIDDEN
+        self.register_buffer("start_penalty", start_pen, persistent=False)
+        self.register_buffer("trans_penalty", trans_pen, persistent=False)
 
     # --- scores -----------------------------------------------------------------
     def char_representations(self, batch: Batch) -> torch.Tensor:
@@ -163,16 +174,18 @@ class BiLSTMTagger(nn.Module):
         out = self.word_lstm(x, batch.lengths)
         return self.output(self.dropout(out))
 
+    def crf_scores(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Start, transition and end scores, forbidden moves penalised."""
+        crf = self.crf
+        return crf.start_transitions + self.start_penalty, crf.transitions + self.trans_penalty, crf.end_transitions
+
     def loss(self, batch: Batch) -> torch.Tensor:
         """Negative log-likelihood summed over the tokens (softmax) or the
         sequences (CRF) of the batch."""
         scores = self.emissions(batch)
         if self.crf is not None:
-            crf = self.crf
-            llh = crf_log_likelihood(
-                scores, batch.tags, batch.mask, crf.start_transitions, crf.transitions, crf.end_transitions
-            )
-            return -llh.sum()
+            start, trans, end = self.crf_scores()
+            return -crf_log_likelihood(scores, batch.tags, batch.mask, start, trans, end).sum()
         return nn.functional.cross_entropy(scores[batch.mask], batch.tags[batch.mask], reduction="sum")
 
     # --- inference ----------------------------------------------------------------
@@ -187,13 +200,31 @@ class BiLSTMTagger(nn.Module):
             best = probs.argmax(-1)
             tags = [best[i, :n] for i, n in enumerate(lengths)]
             return tags, [probs[i, :n] for i, n in enumerate(lengths)] if marginals else None
-        start, end, trans = self.crf.start_transitions, self.crf.end_transitions, self.crf.transitions
+        start, trans, end = self.crf_scores()
         best = viterbi(scores, batch.mask, start, trans, end)
         tags = [best[i, :n] for i, n in enumerate(lengths)]
         if not marginals:
             return tags, None
         probs = crf_marginals(scores, batch.mask, start, trans, end).cpu().numpy()
         return tags, [probs[i, :n] for i, n in enumerate(lengths)]
+
+
+FORBIDDEN = -10000.0
+
+
+def bio_constraints(tags: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Allowed first tags (K,) and moves (K, K) of valid BIO sequences:
+    ``I-X`` only after ``B-X`` or ``I-X`` (so never first)."""
+    K = len(tags)
+    start = np.ones(K, dtype=bool)
+    trans = np.ones((K, K), dtype=bool)
+    for j, tag in enumerate(tags):
+        if tag.startswith("I-"):
+            start[j] = False
+            label = tag[2:]
+            for i, prev in enumerate(tags):
+                trans[i, j] = prev in ("B-" + label, "I-" + label)
+    return start, trans
 
 
 def crf_log_likelihood(

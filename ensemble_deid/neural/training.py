@@ -103,7 +103,7 @@ def encode_documents(
                 t = type_of[w] = len(type_chars)
                 type_chars.append(char_ids(w, chars))
             types[i] = t
-        shapes = shape_ids(toks.words, toks.starts, toks.ends)
+        shapes = shape_ids(toks.words, toks.starts, toks.ends, doc.text)
         tags = None
         if gold is not None and tag_index is not None:
             tags = np.fromiter((tag_index.get(t, 0) for t in gold(doc)), dtype=np.int64, count=n)
@@ -256,6 +256,8 @@ class TrainConfig:
     lr_decay: float
     unk_prob: float
     seed: int
+    anneal: float = 1.0
+    anneal_patience: int = 2
     verbose: bool = False
     name: str = "neural"
 
@@ -309,8 +311,12 @@ def train_model(
     Loss: the negative log-likelihood summed over the sequences of a batch
     for SGD (so the learning rate means what it meant for the one-sentence
     updates of [LAMPLE16]/NeuroNER, NCRF++-style), averaged per sequence for
-    Adam. Learning rate ``lr / (1 + lr_decay * epoch)``; gradient norm
-    clipped at ``clip``.
+    Adam. Learning rate ``lr / (1 + lr_decay * (epoch - 1))``; gradient norm
+    clipped at ``clip``. With ``anneal < 1``, every ``anneal_patience``
+    epochs in a row without a better held-out F1 multiply the learning rate
+    by ``anneal``, and training goes back to the weights and optimizer state
+    of the best epoch so far: late epochs cannot drift away from the best
+    model (Adam at an undamped rate did, its training loss rising again).
     """
     from tqdm.auto import tqdm
 
@@ -319,12 +325,13 @@ def train_model(
     opt = make_optimizer(config.optimizer, model.parameters(), config.lr)
     average = config.optimizer == "adam"
     result = TrainResult(train_tokens=train.n_tokens)
-    best_state, best_f1, bad = None, -1.0, 0
+    best_state, best_opt, best_f1, bad = None, None, -1.0, 0
     lengths = [len(s) for s in train.sequences]
     start_all = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=config.name, unit="epoch", disable=not config.verbose, leave=False)
+    scale = 1.0
     for epoch in bar:
-        lr = config.lr / (1.0 + config.lr_decay * (epoch - 1))
+        lr = scale * config.lr / (1.0 + config.lr_decay * (epoch - 1))
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
@@ -364,11 +371,16 @@ def train_model(
         if dev_f1 > best_f1:
             best_f1, bad, result.best_epoch = dev_f1, 0, epoch
             best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+            best_opt = copy.deepcopy(opt.state_dict())
         else:
             bad += 1
             if config.patience and bad >= config.patience:
                 result.stopped_early = True
                 break
+            if config.anneal < 1.0 and best_state is not None and bad % max(1, config.anneal_patience) == 0:
+                scale *= config.anneal
+                model.load_state_dict(best_state)
+                opt.load_state_dict(best_opt)  # its moments too: a fresh Adam's first steps jolt every weight
     bar.close()
     if best_state is not None:
         model.load_state_dict(best_state)

@@ -111,11 +111,14 @@ def build_char_vocab(words: Iterable[str], min_count: int = 1) -> Vocab:
 
 
 # --- token shapes --------------------------------------------------------------
-# Casing class of the token, times whether it is glued to the previous token
-# (no white space between them: "juan.perez@", "28-X"). The common
-# tokenization drops white space, so this is the only place it survives.
+# Casing class of the token, times what separates it from the previous token:
+# nothing ("juan.perez@", "28-X"), spaces, or a line break (or the start of
+# the text). The common tokenization drops white space, so this is the only
+# place it survives; line breaks matter most with whole notes as sequences,
+# where the sentence splits are not sequence boundaries.
 N_CASINGS = 6
-N_SHAPES = 1 + 2 * N_CASINGS  # 0 is padding
+N_GAPS = 3
+N_SHAPES = 1 + N_GAPS * N_CASINGS  # 0 is padding
 
 
 def casing(word: str) -> int:
@@ -132,13 +135,21 @@ def casing(word: str) -> int:
     return 5
 
 
-def shape_ids(words: Sequence[str], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """One shape id (1..N_SHAPES-1) per token."""
-    n = len(words)
-    out = np.empty(n, dtype=np.int64)
+def shape_ids(words: Sequence[str], starts: np.ndarray, ends: np.ndarray, text: str) -> np.ndarray:
+    """One shape id (1..N_SHAPES-1) per token: casing x gap (0 glued to the
+    previous token, 1 spaces, 2 a line break or the start of the text)."""
+    out = np.empty(len(words), dtype=np.int64)
+    prev_end = 0
     for i, w in enumerate(words):
-        glued = i > 0 and starts[i] == ends[i - 1]
-        out[i] = 1 + casing(w) + (N_CASINGS if glued else 0)
+        start = int(starts[i])
+        if i == 0 or "\n" in text[prev_end:start]:
+            gap = 2
+        elif start == prev_end:
+            gap = 0
+        else:
+            gap = 1
+        out[i] = 1 + casing(w) + N_CASINGS * gap
+        prev_end = int(ends[i])
     return out
 
 
