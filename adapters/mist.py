@@ -75,7 +75,8 @@ class MistTagger(ExternalTagger):
             env = os.environ.get(ENV)
             if env:
                 return (True, "") if find_engine(env) else (False, f"{ENV}={env} holds no bin/MATEngine")
-            return True, f"not configured by the environment: set {ENV}, or give mist_home=... (run) or import_dir=... (import)"
+            # Parameters may still configure one instance (cv checks instances).
+            return False, f"not configured: set {ENV}, or give mist_home=... (run) or import_dir=... (import)"
         self = self_or_cls
         if self.import_format not in ("auto", "json", "xml-inline"):
             return False, f"import_format must be auto, json or xml-inline, not {self.import_format!r}"

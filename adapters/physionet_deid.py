@@ -67,8 +67,8 @@ class PhysioNetDeidTagger(ExternalTagger):
             env = os.environ.get(ENV)
             if env:
                 return _check_program(env, None)
-            # Parameters may still configure it (deid_pl=..., or phi=... to import).
-            return True, f"not configured by the environment: set {ENV}, or give deid_pl=... (run) or records=...,phi=... (import)"
+            # Parameters may still configure one instance (cv checks instances).
+            return False, f"not configured: set {ENV}, or give deid_pl=... (run) or records=...,phi=... (import)"
         self = self_or_cls
         if self.offsets not in ("bytes", "chars"):
             return False, f"offsets must be bytes or chars, not {self.offsets!r}"

@@ -48,9 +48,11 @@ def tagger_class(name: str) -> type[Tagger]:
 
 
 def make_tagger(name: str, **params: Any) -> Tagger:
-    """An unfitted tagger, its availability checked."""
+    """An unfitted tagger, its availability checked (an external tool's on the
+    instance, at fit and predict: its parameters may configure it)."""
     cls = tagger_class(name)
-    cls.check_available()
+    if not cls.external:
+        cls.check_available()
     tagger = cls()
     if params:
         tagger.set_params(**params)

@@ -39,11 +39,13 @@ class TaggerContract:
 
     @classmethod
     def make(cls) -> Tagger:
-        tagger_cls = tagger_class(cls.tagger_name)
-        ok, reason = tagger_cls.availability()
+        # Availability of the configured instance: an external tool's
+        # parameters may configure what its class alone cannot.
+        tagger = tagger_class(cls.tagger_name)(**cls.tagger_params)
+        ok, reason = tagger.availability()
         if not ok:
             pytest.skip(f"{cls.tagger_name} unavailable: {reason}")
-        return tagger_cls(**cls.tagger_params)
+        return tagger
 
     @pytest.fixture(scope="class")
     @classmethod

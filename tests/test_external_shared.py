@@ -117,7 +117,7 @@ def test_byte_offsets_convert_to_characters():
 
 
 def test_parameter_configured_adapters_report_why_they_cannot_run():
-    # The class is available (parameters may configure it) but an unconfigured instance is not.
+    # An unconfigured instance says which parameter would configure it.
     for name, param in (("precomputed", "test_dir"), ("physionet-deid", "deid_pl"), ("mist", "mist_home")):
         tagger = make_tagger(name)
         ok, reason = tagger.availability()
@@ -134,3 +134,28 @@ def test_unconfigured_run_mode_names_the_environment_variable(monkeypatch):
     monkeypatch.setenv("ENSEMBLE_DEID_DEID_PL", "/nonexistent/deid.pl")
     ok, reason = tagger_class("physionet-deid").availability()
     assert not ok and "not found" in reason
+
+
+def test_unconfigured_tools_are_listed_unavailable_but_parameters_configure_cv(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from ensemble_deid.cli import main
+
+    monkeypatch.delenv("ENSEMBLE_DEID_DEID_PL", raising=False)
+    monkeypatch.delenv("ENSEMBLE_DEID_MIST_HOME", raising=False)
+    for name, env in (("mist", "ENSEMBLE_DEID_MIST_HOME"), ("physionet-deid", "ENSEMBLE_DEID_DEID_PL")):
+        ok, reason = tagger_class(name).availability()
+        assert not ok and env in reason
+    runner = CliRunner(env={"ENSEMBLE_DEID_HOME": str(tmp_path)})
+    listing = runner.invoke(main, ["taggers"])
+    assert listing.exit_code == 0
+    assert [c.strip() for c in next(x for x in listing.output.splitlines() if x.startswith("| mist ")).split("|")][2] == "no"
+    result = runner.invoke(main, ["cv", "--corpus", "synthetic-2014", "--taggers", "mist"])
+    assert result.exit_code == 2 and "ENSEMBLE_DEID_MIST_HOME" in result.output
+    # import mode configured by a parameter passes the availability check
+    # (and then fails only on the missing directory it names)
+    result = runner.invoke(main, ["cv", "--corpus", "synthetic-2014", "--taggers", f"mist:import_dir={tmp_path / 'none'}"])
+    assert result.exit_code == 2 and "import_dir" in result.output
+    (tmp_path / "out").mkdir()
+    ok, _ = make_tagger("mist", import_dir=str(tmp_path / "out")).availability()
+    assert ok

@@ -20,12 +20,15 @@ def parse_tagger_specs(value: str, param_hint: str = "--taggers"):
         except (ValueError, UnknownTagger) as exc:
             raise click.BadParameter(str(exc), param_hint=param_hint)
         ok, reason = cls.availability()
+        if ok or getattr(cls, "external", False):
+            # External tools may be configured by their parameters: ask the instance.
+            try:
+                tagger = spec.make()
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint=param_hint)
+            ok, reason = tagger.availability()
         if not ok:
             raise click.BadParameter(f"tagger {spec.name!r} is unavailable: {reason}", param_hint=param_hint)
-        try:
-            spec.make()
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint=param_hint)
         specs.append(spec)
     if not specs:
         raise click.BadParameter("name at least one tagger", param_hint=param_hint)
