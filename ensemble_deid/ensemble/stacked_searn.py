@@ -30,6 +30,9 @@ class StackedSEARN(TokenMetaLearner):
         Previous predicted tags conditioned on (2: tag trigrams).
     bits : int
         Feature hash bits ``-b``.
+    max_length : int
+        Longer sentences are cut into sequences of this many tokens (search
+        costs grow faster than linearly with a sequence's length).
     vw_options : str
         Extra VW options, e.g. ``"--search_rollin policy --search_rollout policy"``.
     random_state : int
@@ -39,12 +42,14 @@ class StackedSEARN(TokenMetaLearner):
     name = "stacked-searn"
     description = "token-level Vowpal Wabbit learning-to-search over members' tags (+-2 window, tag trigrams)"
 
-    def __init__(self, passes=20, learning_rate=0.025, window=2, history=2, bits=22, vw_options="", random_state=0):
+    def __init__(self, passes=20, learning_rate=0.025, window=2, history=2, bits=22, max_length=50, vw_options="",
+                 random_state=0):
         self.passes = passes
         self.learning_rate = learning_rate
         self.window = window
         self.history = history
         self.bits = bits
+        self.max_length = max_length
         self.vw_options = vw_options
         self.random_state = random_state
 
@@ -91,7 +96,7 @@ class StackedSEARN(TokenMetaLearner):
         gold_map = np.array([out_index.get(t, 1) for t in table.vocab.tags], dtype=np.int64)
         feats = self._features(table)
         examples: list[list[str]] = []
-        for d, a, b in table.sequences():
+        for d, a, b in table.sequences(int(self.max_length)):
             labels = gold_map[table.gold_ids[d][a:b]]
             examples.append([f"{y} | {f}" for y, f in zip(labels.tolist(), feats[d][a:b].tolist())])
         vw = self._workspace(len(self.tags_))
@@ -104,7 +109,7 @@ class StackedSEARN(TokenMetaLearner):
         feats = self._features(table)
         out = [np.zeros(len(d.tokens), dtype=np.int64) for d in table.documents]
         vw = self.vw_
-        for d, a, b in table.sequences():
+        for d, a, b in table.sequences(int(self.max_length)):
             exs = vw.parse([f"| {f}" for f in feats[d][a:b].tolist()])
             vw.predict(exs)
             out[d][a:b] = [max(e.get_multiclass_prediction() - 1, 0) for e in exs]
