@@ -16,6 +16,7 @@ tolerance and ``max_iter`` caps the iterations.
 """
 from __future__ import annotations
 
+import warnings
 from itertools import chain
 
 import numpy as np
@@ -42,6 +43,7 @@ class MemmTagger(LinearTagger):
     def fit(self, documents):
         self._require()
         self._check_training(documents, "memm")
+        from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
 
         self.extractor_ = self._extractor()
@@ -64,7 +66,10 @@ class MemmTagger(LinearTagger):
         else:
             clf = LogisticRegression(C=self.c, solver="lbfgs", max_iter=self.max_iter, tol=self.tol,
                                      random_state=self.random_state)
-            clf.fit(sp.hstack([X, P], format="csr"), y)
+            with warnings.catch_warnings():
+                # A capped max_iter is a choice (n_iter_ records it), not a fault to print per fold.
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                clf.fit(sp.hstack([X, P], format="csr"), y)
             coef, bias = clf.coef_, clf.intercept_
             self.n_iter_ = int(np.max(clf.n_iter_))
             if K == 2:  # scikit-learn keeps one vector for two classes: softmax(-z/2, z/2) = sigmoid(z)

@@ -177,7 +177,8 @@ def main() -> None:
         print(f"{spec}: P={s['precision']:.4f} R={s['recall']:.4f} F1={s['f1']:.4f} "
               f"fit {r['fit']['wall_s']:.0f} s wall / {r['fit']['cpu_s']:.0f} s CPU, "
               f"predict {r['predict']['tokens_per_s']:,} tokens/s"
-              + (f" (VW alone {r['vw_predict_only']['tokens_per_s']:,} tokens/s)" if r.get("vw_predict_only") else ""),
+              + (f" (VW alone {r['vw_predict_only']['tokens_per_s']:,} tokens/s, "
+                 f"{r['vw_predict_only']['tokens_per_cpu_s']:,} per CPU s)" if r.get("vw_predict_only") else ""),
               flush=True)
         results[spec] = r
         if full:  # only full runs go into the results file
