@@ -113,3 +113,17 @@ def test_ensemble_of_real_taggers(tiny):
                "rules,crf:max_iterations=5,memorize", "--folds", "3", "--no-progress").output
     for label in ("rules", "crf:max_iterations=5", "memorize", "ensemble.stacked-svm"):
         assert _table_row(out, label)[0] == label
+
+
+def test_compare_takes_cached_ensembles_even_without_their_oof(tiny):
+    _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+         "--no-progress", "--no-diagnostics", "--no-oof")
+    out = _run("compare", "--corpus", "tiny", "--folds", "3", "--trials", "200", "--reference", "memorize",
+               "ensemble.voting", "memorize").output
+    voting = _table_row(out, "ensemble.voting")
+    assert re.fullmatch(r"\d\.\d{4}", voting[3]) and voting[4] != ""  # F1 and a delta against the reference
+    assert _table_row(out, "memorize (ref)")[4] == ""
+    missing = _run("compare", "--corpus", "tiny", "--folds", "3", "ensemble.stacked-svm", "memorize", ok=False)
+    assert missing.exit_code != 0 and "run 'ensemble' first" in missing.output
+    one = _run("compare", "--corpus", "tiny", "--folds", "3", "memorize", ok=False)
+    assert one.exit_code == 2 and "at least two" in one.output

@@ -19,8 +19,9 @@ from .common import fail_on_error, workspace_of
 @click.option("--jobs", type=int, default=1, help="Parallel jobs for predictions missing from the cache.")
 @click.pass_context
 def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, seed, jobs):
-    """Score SYSTEMS (tagger specs, e.g. crf memm:c=0.5) on the test split and
-    test each against the reference with paired tests over test documents.
+    """Score SYSTEMS (tagger specs, e.g. crf memm:c=0.5, or cached ensembles,
+    e.g. ensemble.voting-pruned[:hash=PREFIX]) on the test split and test
+    each against the reference with paired tests over test documents.
 
     P-values are Holm-corrected across the comparisons. Predictions missing
     from the cache are computed first (as 'cv' would).
@@ -31,17 +32,26 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     from ..table import render_table
     from .cv import parse_tagger_specs
 
-    specs = parse_tagger_specs(",".join(systems), param_hint="SYSTEMS")
-    labels = [s.label for s in specs]
+    from ..ensemble.caching import is_ensemble_spec, load_ensemble_test
+
+    ensembles = [s.strip() for s in systems if is_ensemble_spec(s)]
+    regular = [s for s in systems if not is_ensemble_spec(s)]
+    specs = parse_tagger_specs(",".join(regular), param_hint="SYSTEMS") if regular else []
+    labels = [s.label for s in specs] + ensembles
+    if len(set(labels)) < 2:
+        raise click.BadParameter("name at least two different systems", param_hint="SYSTEMS")
     if reference not in ("best", *labels):
         raise click.BadParameter(f"{reference!r} is not one of the systems {labels} (or 'best')", param_hint="--reference")
     ws = workspace_of(ctx)
     with fail_on_error():
         corpus = ws.load(corpus_name)
         engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
-        runs = engine.run(specs, jobs=jobs, progress=True)
+        runs = engine.run(specs, jobs=jobs, progress=True) if specs else {}
+        predictions = {label: run.targets["test"] for label, run in runs.items()}
+        for text in ensembles:
+            predictions[text] = load_ensemble_test(engine, text)
         try:
-            comp = compare_systems(corpus.test, {label: runs[label].targets["test"] for label in labels},
+            comp = compare_systems(corpus.test, {label: predictions[label] for label in labels},
                                    criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed)
         except ValueError as exc:
             raise click.BadParameter(str(exc))

@@ -103,6 +103,16 @@ def load_ensemble_member(engine: CrossValidation, text: str) -> MemberRun:
     return run
 
 
+def load_ensemble_test(engine: CrossValidation, text: str) -> dict[str, DocumentPrediction]:
+    """A cached ensemble's test-split predictions (its out-of-fold ones are
+    not needed, so ``--no-oof`` ensembles can be compared too)."""
+    entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint)
+    part = PartKey.predict(entry, engine.target_fingerprints["test"])
+    if engine.cache.part_status(part) != "valid":
+        raise EnsembleDeidError(f"system {text!r}: its cached test predictions are missing or corrupt; rerun 'ensemble'")
+    return engine.cache.read_part(part)[0]
+
+
 def ensemble_entry(method: str, settings: Mapping[str, Any], members: Mapping[str, MemberRun],
                    train_fingerprint: str) -> EntryKey:
     blob = json.dumps({
