@@ -32,6 +32,18 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
+def short_labels(names: Sequence[str]) -> list[str]:
+    """Member labels for axes and legends without their parameters
+    ("crf:max_iterations=30@synthetic-2014" -> "crf@synthetic-2014") where
+    that leaves them distinct; the tables keep the full labels."""
+    def strip(name: str) -> str:
+        head, at, corpus = name.partition("@")
+        return head.split(":", 1)[0] + at + corpus
+
+    short = [strip(n) for n in names]
+    return short if len(set(short)) == len(short) else list(names)
+
+
 def threshold_curve(
     curves: Mapping[str, Sequence[tuple[int, float]]], path: str | Path, title: str = "F1 by voting threshold",
     best_single: float | None = None,
@@ -61,6 +73,7 @@ def category_f1(
     """``scores``: system -> {category: F1}."""
     plt = _pyplot()
     systems = list(scores)
+    labels = short_labels(systems)
     categories = sorted({c for s in scores.values() for c in s})
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(categories) + 2), 4.2))
@@ -69,7 +82,7 @@ def category_f1(
     for i, system in enumerate(systems):
         vals = [100 * scores[system].get(c, np.nan) for c in categories]
         values += [v for v in vals if not np.isnan(v)]
-        ax.bar(x + (i - (len(systems) - 1) / 2) * width, vals, width, label=system)
+        ax.bar(x + (i - (len(systems) - 1) / 2) * width, vals, width, label=labels[i])
     ax.set_xticks(x, categories, rotation=30, ha="right")
     ax.set_ylabel("strict F1 (%)")
     # Zoom to the range in use: differences between systems are a few points.
@@ -90,6 +103,7 @@ def agreement_heatmap(
     n = len(names)
     fig, ax = plt.subplots(figsize=(1.0 + 0.55 * n, 0.8 + 0.5 * n))
     im = ax.imshow(agreement, vmin=0, vmax=1, cmap="viridis")
+    names = short_labels(names)
     ax.set_xticks(range(n), names, rotation=45, ha="right")
     ax.set_yticks(range(n), names)
     for i in range(n):

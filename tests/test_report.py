@@ -66,3 +66,12 @@ def test_plots_write_png(tmp_path, draw):
     path = draw(tmp_path / "fig.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_plot_labels_drop_parameters_only_while_distinct():
+    from ensemble_deid.plots import short_labels
+
+    assert short_labels(["crf:max_iterations=30@a", "svm@a", "crf:max_iterations=30@b"]) == ["crf@a", "svm@a", "crf@b"]
+    assert short_labels(["lstm-crf-l:epochs=2,batch_size=32", "rules"]) == ["lstm-crf-l", "rules"]
+    # two settings of one tagger: the full labels stay
+    assert short_labels(["crf:c1=0.1", "crf:c1=1.0"]) == ["crf:c1=0.1", "crf:c1=1.0"]

@@ -15,7 +15,7 @@ def test_specs_name_both_styles_with_demo_sizes():
     assert EMBEDDED_CORPORA["synthetic-2014"].style == "i2b2-2014"
     assert EMBEDDED_CORPORA["synthetic-2016"].style == "ngrid-2016"
     for spec in EMBEDDED_CORPORA.values():
-        assert 60 <= spec.train_docs <= 100 and 30 <= spec.test_docs <= 50
+        assert 15 <= spec.train_docs <= 100 and 30 <= spec.test_docs <= 50
 
 
 def test_materialize_generates_once_and_reuses(tmp_path):

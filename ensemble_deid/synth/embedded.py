@@ -29,15 +29,18 @@ class EmbeddedSpec:
     description: str = ""
 
 
-# Sizes keep the demo fast (12 taggers x 10-fold CV on both corpora and the
-# union on two cores): ~30k training tokens for 2014, ~45k for 2016.
+# Sizes keep the demo inside 15 minutes on two cores (12 trained taggers x
+# 10-fold CV on both corpora and their union): ~11k training tokens for 2014
+# (32 records of 11 patients: 10 patient-grouped folds need 10), ~13k for
+# 2016 (15 long notes). Test splits keep 40 documents each, for the
+# significance tests. `corpus synth` generates larger corpora.
 EMBEDDED_CORPORA: dict[str, EmbeddedSpec] = {
     "synthetic-2014": EmbeddedSpec(
-        "i2b2-2014", 80, 40, 2014,
+        "i2b2-2014", 32, 40, 2014,
         "synthetic longitudinal diabetic/cardiac records in the style of i2b2 2014",
     ),
     "synthetic-2016": EmbeddedSpec(
-        "ngrid-2016", 60, 40, 2016,
+        "ngrid-2016", 15, 40, 2016,
         "synthetic psychiatric intake notes in the style of CEGS N-GRID 2016",
     ),
 }
