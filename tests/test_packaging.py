@@ -28,6 +28,26 @@ def _packages_in_tree() -> set[str]:
     return found
 
 
+def _data_folders() -> set[str]:
+    """Folders of the core package that hold data files and no __init__.py (shipped as data packages)."""
+    found = set()
+    root = REPO_ROOT / "ensemble_deid"
+    for folder in [root, *root.rglob("*")]:
+        if not folder.is_dir() or any(p.startswith((".", "__")) for p in folder.relative_to(root).parts):
+            continue
+        files = [f for f in folder.iterdir() if f.is_file()]
+        if any(f.suffix != ".py" for f in files) and not (folder / "__init__.py").exists():
+            found.add(".".join(("ensemble_deid", *folder.relative_to(root).parts)))
+    return found
+
+
+def test_every_data_folder_is_listed_so_it_ships():
+    listed = set(_setuptools()["packages"])
+    missing = sorted(_data_folders() - listed)
+    assert not missing, f"add these data folders to [tool.setuptools] packages: {missing}"
+    assert set(_setuptools()["package-data"]) == _data_folders()
+
+
 def test_every_package_folder_is_listed():
     listed = set(_setuptools()["packages"])
     missing = sorted(_packages_in_tree() - listed)
@@ -36,7 +56,7 @@ def test_every_package_folder_is_listed():
 
 def test_every_listed_package_exists():
     listed = set(_setuptools()["packages"])
-    stale = sorted(listed - _packages_in_tree())
+    stale = sorted(listed - _packages_in_tree() - _data_folders())
     assert not stale, f"listed in pyproject.toml but no such package folder: {stale}"
 
 
