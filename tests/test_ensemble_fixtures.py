@@ -158,3 +158,19 @@ def test_vectorised_resolution_equals_sequential_greedy():
             want = greedy_reference(table.first, table.stop, keep[:, c], priority[:, c])
             assert np.array_equal(got[:, c], want), (seed, c)
         assert np.array_equal(resolve_overlaps(table, keep[:, 0], priority[:, 0]), got[:, 0])
+
+
+def test_tag_ids_follow_first_appearance_whatever_the_hash_seed():
+    import subprocess
+    import sys
+
+    tags = ["O", "B-DATE:DATE", "I-DATE:DATE", "O", "B-NAME:DOCTOR", "B-AGE:AGE", "B-NAME:PATIENT", "I-NAME:PATIENT"]
+    vocab = TagVocab()
+    vocab.encode(tags)
+    assert vocab.tags == ["O", "B-DATE:DATE", "I-DATE:DATE", "B-NAME:DOCTOR", "B-AGE:AGE", "B-NAME:PATIENT",
+                          "I-NAME:PATIENT"]
+    code = ("from ensemble_deid.ensemble.candidates import TagVocab; v = TagVocab(); "
+            f"v.encode({tags!r}); print(v.tags)")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(outs) == 1

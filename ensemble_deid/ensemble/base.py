@@ -35,7 +35,7 @@ from ..tagger import NotFittedError, Tagger
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 
 # Bump when any method's output for the same input can change (cache key).
-ENSEMBLE_VERSION = "1"
+ENSEMBLE_VERSION = "2"  # 2: tag ids no longer depend on PYTHONHASHSEED (token-level methods)
 METRICS = ("f1", "f2", "recall")
 
 

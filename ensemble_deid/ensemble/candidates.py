@@ -61,8 +61,12 @@ class TagVocab:
         inside = np.flatnonzero(arr != OUTSIDE)
         if len(inside):
             labelled = arr[inside].tolist()
-            for tag in set(labelled) - self.index.keys():
-                self.add(tag)
+            # New tags get ids in order of first appearance: a set's order
+            # changes with PYTHONHASHSEED, and stacked SEARN's hashed features
+            # name tags by id, so ids must not depend on the process.
+            for tag in dict.fromkeys(labelled):
+                if tag not in self.index:
+                    self.add(tag)
             out[inside] = np.fromiter(map(self.index.__getitem__, labelled), dtype=np.int32, count=len(labelled))
         return out
 
