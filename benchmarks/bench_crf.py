@@ -23,27 +23,15 @@ import json
 import os
 import platform
 import tempfile
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
-
-
-class Clock:
-    """Wall-clock and CPU seconds of a block."""
-
-    def __enter__(self):
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
-
-    def as_dict(self) -> dict:
-        return {"wall_s": round(self.wall, 3), "cpu_s": round(self.cpu, 3)}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import Clock  # noqa: E402
 
 
 def strict_counts(docs, predictions, types=None):

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import platform
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -32,21 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 VARIANTS = ("lstm-crf-n", "lstm-crf-l", "lstm-l", "lstm-crf-fea")
-
-
-class Clock:
-    """Wall-clock and CPU seconds of a block."""
-
-    def __enter__(self):
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
-
-    def as_dict(self) -> dict:
-        return {"wall_s": round(self.wall, 2), "cpu_s": round(self.cpu, 2)}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import Clock  # noqa: E402
 
 
 def parse_value(text: str):
@@ -109,9 +97,9 @@ def run_variant(name: str, params: dict, train, dev, checkpoint_dir: Path | None
         "train_documents": info["train_documents"],
         "held_out_documents": info["held_out_documents"],
         "train_tokens": info["train_tokens"],
-        "fit": c_fit.as_dict(),
+        "fit": c_fit.as_dict(2),
         "train_tokens_per_s": round(train_tok_s),
-        "predict": {**c_pred.as_dict(), "tokens": n_dev_tok,
+        "predict": {**c_pred.as_dict(2), "tokens": n_dev_tok,
                     "tokens_per_s": round(n_dev_tok / c_pred.wall),
                     "tokens_per_cpu_s": round(n_dev_tok / c_pred.cpu) if c_pred.cpu else None},
         "device": info["device"],
