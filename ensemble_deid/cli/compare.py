@@ -29,10 +29,9 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     from ..cache import PredictionCache
     from ..comparison import compare_systems, comparison_rows
     from ..cv import CrossValidation
+    from ..ensemble.caching import is_ensemble_spec, load_ensemble_test
     from ..table import render_table
     from .cv import parse_tagger_specs
-
-    from ..ensemble.caching import is_ensemble_spec, load_ensemble_test
 
     ensembles = [s.strip() for s in systems if is_ensemble_spec(s)]
     regular = [s for s in systems if not is_ensemble_spec(s)]

@@ -20,7 +20,7 @@ def parse_tagger_specs(value: str, param_hint: str = "--taggers"):
         except (ValueError, UnknownTagger) as exc:
             raise click.BadParameter(str(exc), param_hint=param_hint)
         ok, reason = cls.availability()
-        if ok or getattr(cls, "external", False):
+        if ok or cls.external:
             # External tools may be configured by their parameters: ask the instance.
             try:
                 tagger = spec.make()
