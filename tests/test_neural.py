@@ -296,6 +296,29 @@ def test_sentence_context_and_pickle(docs):
     assert [p.tags for p in restored.predict(docs[18:20])] == [p.tags for p in tagger.predict(docs[18:20])]
 
 
+def test_sentence_segments_never_start_inside_a_span():
+    """A span cut by the sentence splitter: its second part starts with B-,
+    the only start the BIO-constrained CRF can decode."""
+    from ensemble_deid.document import Annotation, Document
+    from ensemble_deid.neural.training import encode_documents
+    from ensemble_deid.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
+
+    text = "Paciente: Ana Maria.\nPerez Gil vive en Sol. Fin del informe."
+    start, end = text.index("Ana"), text.index(" vive")
+    doc = Document("d1", text, [Annotation(start, end, "NAME", "PATIENT")])
+    tags = [OUTSIDE, "B-NAME:PATIENT", "I-NAME:PATIENT"]
+    index = {t: i for i, t in enumerate(tags)}
+    words = build_word_vocab(normalize_word(w) for w in doc.tokens.words)
+    chars = build_char_vocab(doc.tokens.words)
+    doc_tags = [tags[i] for i in encode_documents([doc], words, chars, "document", index, gold_tags).sequences[0].tags]
+    assert doc_tags == gold_tags(doc)
+    segments = encode_documents([doc], words, chars, "sentence", index, gold_tags).sequences
+    assert len(segments) == 3
+    second = [tags[i] for i in segments[1].tags]
+    assert second == ["B-NAME:PATIENT", "I-NAME:PATIENT", "O", "O", "O", "O"]
+    assert gold_tags(doc)[5] == "I-NAME:PATIENT"  # the document itself is unchanged
+
+
 def test_empty_documents_and_bad_params(docs, fitted):
     from ensemble_deid.document import Document
 

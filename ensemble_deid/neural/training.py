@@ -89,6 +89,13 @@ def encode_documents(
     type_chars: list[np.ndarray] = []
     sequences: list[Segment] = []
     n_tokens = 0
+    # A sentence split inside a span would start its segment with I-X: a path
+    # the BIO-constrained CRF scores -10000, so the gold path could never be
+    # decoded (and its loss swamps the rest). Such a segment starts with B-X.
+    begin_of = {}
+    if tag_index is not None:
+        begin_of = {i: tag_index["B-" + t[2:]] for t, i in tag_index.items()
+                    if t.startswith("I-") and "B-" + t[2:] in tag_index}
     for d, doc in enumerate(docs):
         toks = doc.tokens
         n = len(toks)
@@ -114,9 +121,14 @@ def encode_documents(
                 raise ValueError(f"document {doc.id!r}: {feats.shape[0]} feature rows for {n} tokens")
         ranges = toks.sentences() if context == "sentence" else [(0, n)]
         for a, b in ranges:
+            seg_tags = None
+            if tags is not None:
+                seg_tags = tags[a:b]
+                if int(seg_tags[0]) in begin_of:
+                    seg_tags = seg_tags.copy()
+                    seg_tags[0] = begin_of[int(seg_tags[0])]
             sequences.append(Segment(
-                d, a, word_ids[a:b], types[a:b], shapes[a:b],
-                None if tags is None else tags[a:b],
+                d, a, word_ids[a:b], types[a:b], shapes[a:b], seg_tags,
                 None if feats is None else feats[a:b],
             ))
     return EncodedData(sequences, type_chars, n_tokens)
