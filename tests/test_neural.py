@@ -256,6 +256,23 @@ def test_early_stopping_and_history(docs):
         assert cur["lr"] == pytest.approx(expected)
 
 
+def test_weight_averaging(docs):
+    """ema_decay: the returned weights are the moving average of the steps'
+    weights. Near 1 they barely leave the initial ones; at 0.9 the network
+    still learns."""
+    base = {**FAST, "epochs": 2}
+    start = tagger_class("lstm-crf-l")(**{**base, "epochs": 1, "lr": 1e-12}).fit(docs[:18]).state_dict_
+    raw = tagger_class("lstm-crf-l")(**base).fit(docs[:18]).state_dict_
+    slow = tagger_class("lstm-crf-l")(**{**base, "ema_decay": 0.9999}).fit(docs[:18]).state_dict_
+    moved = lambda state: sum(float((state[k] - start[k]).abs().sum()) for k in start)  # noqa: E731
+    assert moved(slow) < 0.01 * moved(raw)
+    averaged = tagger_class("lstm-crf-l")(**{**FAST, "ema_decay": 0.9, "validation_fraction": 0.2}).fit(docs[:18])
+    assert averaged.train_info_["best_held_out_f1"] > 0.5
+    assert strict_f1(averaged, docs[:18]) > 0.8
+    with pytest.raises(ValueError, match="ema_decay"):
+        tagger_class("lstm-crf-l")(ema_decay=1.0).fit(docs[:2])
+
+
 def test_marginals_sum_to_one_and_match_confidences(fitted, docs):
     marginals = fitted.predict_marginals(docs[18:])
     preds = fitted.predict(docs[18:])

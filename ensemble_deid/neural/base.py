@@ -49,7 +49,11 @@ class NeuralTagger(Tagger):
         without a better held-out F1, the learning rate is multiplied by
         ``anneal`` and training resumes from the weights and optimizer state
         of the best epoch so far (anneal 1: off);
-      clip: gradient norm clipping (0: none); dropout;
+      ema_decay: keep an exponential moving average of the weights, updated
+        after every step with this decay (0: off); the averaged weights are
+        the ones scored on the held-out part, kept and returned;
+      clip: gradient norm clipping (0: none); dropout: on the word BiLSTM's
+        inputs and, with ``output_dropout``, on its outputs too;
       bio_constraints: the CRF never moves to ``I-X`` except from ``B-X`` or
         ``I-X`` (forbidden moves scored -10000 in training and decoding; the
         softmax variant ignores it);
@@ -58,6 +62,11 @@ class NeuralTagger(Tagger):
         (casing class x glued to the previous token; 0 = none);
       embeddings_path: a local GloVe or word2vec *text* file of ``word_dim``-d
         vectors (None: random vectors; nothing is downloaded);
+      corpus_vectors: start the word embeddings from vectors fitted on the
+        training notes' own text (PPMI + SVD, ``word_vectors.py``): words
+        that share contexts start close together (months, towns, hospital
+        words). Only the training documents are read. Not with
+        ``embeddings_path``;
       unk_prob: chance that a training word seen once is read as unknown;
       context: "sentence" (one sequence per sentence of the common splitter)
         or "document" (one per note: the BiLSTM sees across sentences);
@@ -87,8 +96,10 @@ class NeuralTagger(Tagger):
         lr_decay: float = 0.05,
         anneal: float = 0.5,
         anneal_patience: int = 3,
+        ema_decay: float = 0.0,
         clip: float = 5.0,
         dropout: float = 0.5,
+        output_dropout: bool = True,
         bio_constraints: bool = True,
         char_dim: int = 25,
         char_lstm_dim: int = 25,
@@ -96,6 +107,7 @@ class NeuralTagger(Tagger):
         word_lstm_dim: int = 100,
         shape_dim: int = 10,
         embeddings_path: str | None = None,
+        corpus_vectors: bool = False,
         unk_prob: float = 0.5,
         context: str = "document",
         device: str = "auto",
@@ -112,8 +124,10 @@ class NeuralTagger(Tagger):
         self.lr_decay = lr_decay
         self.anneal = anneal
         self.anneal_patience = anneal_patience
+        self.ema_decay = ema_decay
         self.clip = clip
         self.dropout = dropout
+        self.output_dropout = output_dropout
         self.bio_constraints = bio_constraints
         self.char_dim = char_dim
         self.char_lstm_dim = char_lstm_dim
@@ -121,6 +135,7 @@ class NeuralTagger(Tagger):
         self.word_lstm_dim = word_lstm_dim
         self.shape_dim = shape_dim
         self.embeddings_path = embeddings_path
+        self.corpus_vectors = corpus_vectors
         self.unk_prob = unk_prob
         self.context = context
         self.device = device
@@ -152,11 +167,15 @@ class NeuralTagger(Tagger):
             problems.append("dropout must lie in [0, 1)")
         if not (0 < self.anneal <= 1):
             problems.append("anneal must lie in (0, 1]")
+        if not (0 <= self.ema_decay < 1):
+            problems.append("ema_decay must lie in [0, 1)")
         if not (0 <= self.unk_prob <= 1):
             problems.append("unk_prob must lie in [0, 1]")
         for name in ("epochs", "batch_size", "word_dim", "word_lstm_dim"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.embeddings_path and self.corpus_vectors:
+            problems.append("embeddings_path and corpus_vectors exclude each other: pick one source of word vectors")
         if not (self.lr > 0):
             problems.append("lr must be positive")
         if problems:
@@ -182,7 +201,6 @@ class NeuralTagger(Tagger):
             raise ValueError(f"{self.name}: no training documents")
         import torch
 
-        from .network import BiLSTMTagger
         from .training import TrainConfig, encode_documents, select_device, seed_everything, train_model
         from .vocab import build_char_vocab, build_word_vocab, load_embeddings
 
@@ -197,6 +215,15 @@ class NeuralTagger(Tagger):
         vectors = {}
         if self.embeddings_path:
             vectors = load_embeddings(self.embeddings_path, self.word_dim)
+        elif self.corpus_vectors:
+            from .vocab import normalize_word
+            from .word_vectors import fit_word_vectors
+
+            # Every training note, held-out part included: no labels are read.
+            vectors = fit_word_vectors(
+                [[normalize_word(w) for w in d.tokens.words] for d in documents],
+                dim=self.word_dim, random_state=self.random_state,
+            )
         words = build_word_vocab(train_words, extra=vectors.keys())
         chars = build_char_vocab(train_words)
         if vectors:
@@ -213,19 +240,14 @@ class NeuralTagger(Tagger):
         cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
         with self._threads(), torch.random.fork_rng(devices=cuda):
             seed_everything(self.random_state)
-            model = BiLSTMTagger(
-                len(words), len(chars), len(tags),
-                word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
-                word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
-                use_crf=self.use_crf, pretrained=pretrained, allowed=self._allowed(tags), **self._network_extra(),
-            )
+            model = self._network(len(words), len(chars), tags, pretrained)
             train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features)
             dev = encode_documents(dev_docs, words, chars, self.context, None, None, features) if dev_docs else None
             config = TrainConfig(
                 epochs=int(self.epochs), patience=int(self.patience), batch_size=int(self.batch_size),
                 lr=float(self.lr), optimizer=self.optimizer, clip=float(self.clip or 0),
                 lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob), anneal=float(self.anneal),
-                anneal_patience=int(self.anneal_patience),
+                anneal_patience=int(self.anneal_patience), ema_decay=float(self.ema_decay),
                 seed=int(self.random_state),
                 verbose=bool(self.verbose), name=self.name or type(self).__name__,
             )
@@ -251,6 +273,17 @@ class NeuralTagger(Tagger):
         self._model_device = device
         return self
 
+    def _network(self, n_words: int, n_chars: int, tags: Sequence[str], pretrained=None):
+        from .network import BiLSTMTagger
+
+        return BiLSTMTagger(
+            n_words, n_chars, len(tags),
+            word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
+            word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
+            output_dropout=self.output_dropout, use_crf=self.use_crf, pretrained=pretrained,
+            allowed=self._allowed(tags), **self._network_extra(),
+        )
+
     def _allowed(self, tags):
         if not (self.use_crf and self.bio_constraints):
             return None
@@ -272,14 +305,7 @@ class NeuralTagger(Tagger):
         device = select_device(self.device)
         model = self.__dict__.get("_model")
         if model is None:
-            from .network import BiLSTMTagger
-
-            model = BiLSTMTagger(
-                len(self.words_), len(self.chars_), len(self.tags_),
-                word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
-                word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
-                use_crf=self.use_crf, allowed=self._allowed(self.tags_), **self._network_extra(),
-            )
+            model = self._network(len(self.words_), len(self.chars_), self.tags_)
             model.load_state_dict(self.state_dict_)
             self._model = model.eval()
             self._model_device = None

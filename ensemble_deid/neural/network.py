@@ -4,7 +4,7 @@
     word -> word embedding (random or pre-trained)
     [token shape -> shape embedding]            (optional)
     [binary features -> feed-forward layer]     (lstm-crf-fea)
-    concatenate -> dropout -> word BiLSTM -> dropout -> linear -> tag scores
+    concatenate -> dropout -> word BiLSTM -> [dropout] -> linear -> tag scores
     -> CRF layer (pytorch-crf) or softmax
 
 Character representations are computed once per distinct word of a batch.
@@ -104,6 +104,7 @@ class BiLSTMTagger(nn.Module):
         n_features: int = 0,
         feature_dim: int = 0,
         dropout: float = 0.5,
+        output_dropout: bool = True,
         use_crf: bool = True,
         pretrained: np.ndarray | None = None,
         allowed: tuple[np.ndarray, np.ndarray] | None = None,
@@ -136,6 +137,8 @@ class BiLSTMTagger(nn.Module):
             self.feature_layer = nn.Sequential(nn.Linear(n_features, feature_dim), nn.ReLU())
             in_dim += feature_dim
         self.dropout = nn.Dropout(dropout)
+        # [LAMPLE16] and NeuroNER drop out the BiLSTM's inputs only; NCRF++ its outputs too.
+        self.output_dropout = nn.Dropout(dropout) if output_dropout else nn.Identity()
         self.word_lstm = BiLSTM(in_dim, word_lstm_dim)
         self.output = nn.Linear(2 * word_lstm_dim, n_tags)
         self.crf = None
@@ -172,7 +175,7 @@ class BiLSTMTagger(nn.Module):
             parts.append(self.feature_layer(batch.features))
         x = self.dropout(torch.cat(parts, dim=-1))
         out = self.word_lstm(x, batch.lengths)
-        return self.output(self.dropout(out))
+        return self.output(self.output_dropout(out))
 
     def crf_scores(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start, transition and end scores, forbidden moves penalised."""

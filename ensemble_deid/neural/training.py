@@ -270,6 +270,7 @@ class TrainConfig:
     seed: int
     anneal: float = 1.0
     anneal_patience: int = 2
+    ema_decay: float = 0.0  # decay of the weights' moving average (0: none)
     verbose: bool = False
     name: str = "neural"
 
@@ -295,6 +296,15 @@ class TrainResult:
 
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+def _swap(params: Sequence[torch.Tensor], others: Sequence[torch.Tensor]) -> None:
+    """Exchange the values of the model's parameters and another set (the averages)."""
+    with torch.no_grad():
+        for p, o in zip(params, others):
+            tmp = p.detach().clone()
+            p.copy_(o)
+            o.copy_(tmp)
 
 
 def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
@@ -338,6 +348,12 @@ def train_model(
     average = config.optimizer == "adam"
     result = TrainResult(train_tokens=train.n_tokens)
     best_state, best_opt, best_f1, bad = None, None, -1.0, 0
+    # Exponential moving average of the weights [Polyak averaging]: the
+    # averaged weights are the ones evaluated, kept and returned; Adam's
+    # step-to-step jitter (training loss rising again at the paper rates)
+    # mostly averages out.
+    params = [p for p in model.parameters() if p.requires_grad]
+    averaged = [p.detach().clone() for p in params] if config.ema_decay > 0 else None
     lengths = [len(s) for s in train.sequences]
     start_all = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=config.name, unit="epoch", disable=not config.verbose, leave=False)
@@ -361,7 +377,13 @@ def train_model(
             if config.clip and config.clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
             opt.step()
+            if averaged is not None:
+                with torch.no_grad():
+                    for a, p in zip(averaged, params):
+                        a.lerp_(p, 1.0 - config.ema_decay)
         seconds = time.perf_counter() - t0
+        if averaged is not None:
+            _swap(params, averaged)  # the model now holds the averaged weights
         if not math.isfinite(total):
             raise FloatingPointError(
                 f"{config.name}: the loss diverged at epoch {epoch} (lr {lr:g}); lower the learning rate or clip"
@@ -379,8 +401,7 @@ def train_model(
         )
         if dev_f1 is None:
             result.best_epoch = epoch
-            continue
-        if dev_f1 > best_f1:
+        elif dev_f1 > best_f1:
             best_f1, bad, result.best_epoch = dev_f1, 0, epoch
             best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
             best_opt = copy.deepcopy(opt.state_dict())
@@ -393,9 +414,17 @@ def train_model(
                 scale *= config.anneal
                 model.load_state_dict(best_state)
                 opt.load_state_dict(best_opt)  # its moments too: a fresh Adam's first steps jolt every weight
+                if averaged is not None:  # training goes on from the best (averaged) weights
+                    for a, p in zip(averaged, params):
+                        a.copy_(p.detach())
+                continue
+        if averaged is not None:
+            _swap(params, averaged)  # back to the raw weights for the next epoch
     bar.close()
     if best_state is not None:
         model.load_state_dict(best_state)
         result.best_dev_f1 = best_f1
+    elif averaged is not None:
+        _swap(params, averaged)  # no held-out part: the last averaged weights
     result.seconds = time.perf_counter() - start_all
     return result
