@@ -45,6 +45,7 @@ class LstmCrfNTagger(NeuralTagger):
         corpus_vectors: bool = False,
         unk_prob: float = 0.5,
         context: str = "document",
+        max_length: int = 0,
         device: str = "auto",
         random_state: int = 0,
         validation_fraction: float = 0.1,

@@ -46,6 +46,7 @@ class LstmLTagger(NeuralTagger):
         corpus_vectors: bool = False,
         unk_prob: float = 0.5,
         context: str = "sentence",
+        max_length: int = 0,
         device: str = "auto",
         random_state: int = 0,
         validation_fraction: float = 0.1,

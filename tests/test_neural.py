@@ -336,6 +336,31 @@ def test_sentence_segments_never_start_inside_a_span():
     assert gold_tags(doc)[5] == "I-NAME:PATIENT"  # the document itself is unchanged
 
 
+def test_long_notes_are_cut_at_line_breaks(docs):
+    from ensemble_deid.neural.training import encode_documents
+    from ensemble_deid.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
+
+    doc = max(docs, key=lambda d: len(d.tokens))
+    toks = doc.tokens
+    words = build_word_vocab(normalize_word(w) for w in toks.words)
+    chars = build_char_vocab(toks.words)
+    line_starts = {0} | {i for i in range(1, len(toks)) if "\n" in doc.text[toks.ends[i - 1]:toks.starts[i]]}
+    longest_line = max(b - a for a, b in zip(sorted(line_starts), sorted(line_starts)[1:] + [len(toks)]))
+    limit = max(longest_line, len(toks) // 3)
+    pieces = encode_documents([doc], words, chars, "document", max_length=limit).sequences
+    assert len(pieces) > 1
+    assert [p.start for p in pieces][0] == 0 and all(p.start in line_starts for p in pieces)
+    assert sum(len(p) for p in pieces) == len(toks)
+    assert all(a.start + len(a) == b.start for a, b in zip(pieces, pieces[1:]))
+    assert all(len(p) <= limit for p in pieces)
+    whole = encode_documents([doc], words, chars, "document", max_length=len(toks)).sequences
+    assert len(whole) == 1
+    tagger = tagger_class("lstm-crf-l")(**{**FAST, "epochs": 2, "max_length": limit}).fit(docs[:6])
+    assert [len(p.tags) for p in tagger.predict(docs[6:8])] == [len(d.tokens) for d in docs[6:8]]
+    with pytest.raises(ValueError, match="max_length"):
+        tagger_class("lstm-crf-l")(max_length=-1).fit(docs[:2])
+
+
 def test_empty_documents_and_bad_params(docs, fitted):
     from ensemble_deid.document import Document
 

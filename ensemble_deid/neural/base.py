@@ -40,11 +40,12 @@ class NeuralTagger(Tagger):
       epochs: the most epochs, a ceiling (early stopping usually ends sooner);
       patience: epochs without a better held-out F1 before stopping (0: never);
       batch_size: sequences (sentences or notes, see ``context``) per update;
-      lr: learning rate; optimizer: "adam", "sgd" (plain) or "momentum" (SGD,
+      lr: learning rate; optimizer: "adam", "amsgrad" (Adam whose steps do not
+        grow back as gradients shrink), "sgd" (plain) or "momentum" (SGD,
         momentum 0.9). With "sgd"/"momentum" the loss is summed over the
         sequences of a batch, so ``lr`` keeps the meaning it had for the
-        one-sentence updates of [LAMPLE16]/NeuroNER; with "adam" it is averaged
-        per sequence. Each epoch uses ``lr / (1 + lr_decay * (epoch - 1))``;
+        one-sentence updates of [LAMPLE16]/NeuroNER; with "adam"/"amsgrad" it
+        is averaged per sequence. Each epoch uses ``lr / (1 + lr_decay * (epoch - 1))``;
       anneal, anneal_patience: after ``anneal_patience`` epochs in a row
         without a better held-out F1, the learning rate is multiplied by
         ``anneal`` and training resumes from the weights and optimizer state
@@ -70,6 +71,9 @@ class NeuralTagger(Tagger):
       unk_prob: chance that a training word seen once is read as unknown;
       context: "sentence" (one sequence per sentence of the common splitter)
         or "document" (one per note: the BiLSTM sees across sentences);
+      max_length: with ``context="document"``, notes longer than this many
+        tokens are cut at line breaks into pieces of at most this length (a
+        longer line stays whole; 0: whole notes);
       device: "auto" (the GPU when torch sees one, else the CPU), "cpu", "cuda";
       random_state: seeds weights, batch order, dropout and the held-out split;
       validation_fraction: share of the training documents (whole patient
@@ -110,6 +114,7 @@ class NeuralTagger(Tagger):
         corpus_vectors: bool = False,
         unk_prob: float = 0.5,
         context: str = "document",
+        max_length: int = 0,
         device: str = "auto",
         random_state: int = 0,
         validation_fraction: float = 0.1,
@@ -138,6 +143,7 @@ class NeuralTagger(Tagger):
         self.corpus_vectors = corpus_vectors
         self.unk_prob = unk_prob
         self.context = context
+        self.max_length = max_length
         self.device = device
         self.random_state = random_state
         self.validation_fraction = validation_fraction
@@ -171,6 +177,8 @@ class NeuralTagger(Tagger):
             problems.append("ema_decay must lie in [0, 1)")
         if not (0 <= self.unk_prob <= 1):
             problems.append("unk_prob must lie in [0, 1]")
+        if int(self.max_length) < 0:
+            problems.append(f"max_length must be 0 (whole notes) or positive, not {self.max_length!r}")
         for name in ("epochs", "batch_size", "word_dim", "word_lstm_dim"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be at least 1")
@@ -241,8 +249,8 @@ class NeuralTagger(Tagger):
         with self._threads(), torch.random.fork_rng(devices=cuda):
             seed_everything(self.random_state)
             model = self._network(len(words), len(chars), tags, pretrained)
-            train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features)
-            dev = encode_documents(dev_docs, words, chars, self.context, None, None, features) if dev_docs else None
+            train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length)
+            dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length) if dev_docs else None
             config = TrainConfig(
                 epochs=int(self.epochs), patience=int(self.patience), batch_size=int(self.batch_size),
                 lr=float(self.lr), optimizer=self.optimizer, clip=float(self.clip or 0),
@@ -322,7 +330,7 @@ class NeuralTagger(Tagger):
         with self._threads():
             model = self.network()
             features = self._features if self.uses_features else None
-            data = encode_documents(documents, self.words_, self.chars_, self.context, features=features)
+            data = encode_documents(documents, self.words_, self.chars_, self.context, features=features, max_length=self.max_length)
             return predict_encoded(
                 model, data, len(documents), [len(d.tokens) for d in documents], self._model_device, marginals
             )

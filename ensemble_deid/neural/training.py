@@ -17,7 +17,7 @@ import torch
 from ..bio import decode
 from ..document import Document
 from .network import Batch, BiLSTMTagger
-from .vocab import PAD_ID, UNK_ID, Vocab, normalize_word, shape_ids
+from .vocab import N_CASINGS, PAD_ID, UNK_ID, Vocab, normalize_word, shape_ids
 
 log = logging.getLogger("ensemble_deid.neural")
 
@@ -81,8 +81,10 @@ def encode_documents(
     tag_index: dict[str, int] | None = None,
     gold: Callable[[Document], list[str]] | None = None,
     features: Callable[[Document], np.ndarray] | None = None,
+    max_length: int = 0,
 ) -> EncodedData:
-    """Sequences per sentence (``context="sentence"``) or per document."""
+    """Sequences per sentence (``context="sentence"``) or per document; with
+    ``max_length``, a longer document is cut at line breaks (see ``line_chunks``)."""
     if context not in ("sentence", "document"):
         raise ValueError(f"context must be 'sentence' or 'document', not {context!r}")
     type_of: dict[str, int] = {}
@@ -119,7 +121,12 @@ def encode_documents(
             feats = np.asarray(features(doc), dtype=np.float32)
             if feats.shape[0] != n:
                 raise ValueError(f"document {doc.id!r}: {feats.shape[0]} feature rows for {n} tokens")
-        ranges = toks.sentences() if context == "sentence" else [(0, n)]
+        if context == "sentence":
+            ranges = toks.sentences()
+        elif max_length and n > max_length:
+            ranges = line_chunks(shapes, max_length)
+        else:
+            ranges = [(0, n)]
         for a, b in ranges:
             seg_tags = None
             if tags is not None:
@@ -132,6 +139,23 @@ def encode_documents(
                 None if feats is None else feats[a:b],
             ))
     return EncodedData(sequences, type_chars, n_tokens)
+
+
+def line_chunks(shapes: np.ndarray, max_length: int) -> list[tuple[int, int]]:
+    """Consecutive lines of a note grouped into pieces of at most
+    ``max_length`` tokens (a longer line stays whole). No annotation spans a
+    line break in the corpora at hand (MEDDOCAN train: 0 of 11,333), while
+    the sentence splitter cuts 1.5% of them."""
+    line_starts = [i for i, s in enumerate(shapes) if (int(s) - 1) // N_CASINGS == 2] + [len(shapes)]
+    if line_starts[0] != 0:
+        line_starts.insert(0, 0)
+    chunks, start = [], 0
+    for prev, cut in zip(line_starts, line_starts[1:]):
+        if cut - start > max_length and prev > start:
+            chunks.append((start, prev))
+            start = prev
+    chunks.append((start, len(shapes)))
+    return chunks
 
 
 def make_batch(
@@ -295,7 +319,7 @@ class TrainResult:
     train_tokens: int = 0
 
 
-OPTIMIZERS = ("sgd", "momentum", "adam")
+OPTIMIZERS = ("sgd", "momentum", "adam", "amsgrad")
 
 
 def _swap(params: Sequence[torch.Tensor], others: Sequence[torch.Tensor]) -> None:
@@ -314,6 +338,11 @@ def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
+    if name == "amsgrad":
+        # Adam whose step never grows as the gradients shrink (the running
+        # maximum of the second moment): near convergence plain Adam keeps
+        # taking lr-sized steps on noise and drifts away.
+        return torch.optim.Adam(params, lr=lr, amsgrad=True)
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, not {name!r}")
 
 
@@ -345,7 +374,7 @@ def train_model(
     rng = np.random.default_rng(config.seed)
     model.to(device)
     opt = make_optimizer(config.optimizer, model.parameters(), config.lr)
-    average = config.optimizer == "adam"
+    average = config.optimizer in ("adam", "amsgrad")
     result = TrainResult(train_tokens=train.n_tokens)
     best_state, best_opt, best_f1, bad = None, None, -1.0, 0
     # Exponential moving average of the weights [Polyak averaging]: the
