@@ -86,7 +86,7 @@ def test_written_file_is_owner_only_and_loads_back(tmp_path):
     assert not list(tmp_path.glob(".*tmp"))
 
 
-def test_tagger_starts_from_corpus_vectors():
+def test_tagger_starts_from_corpus_vectors(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("torchcrf")
     from ensemble_deid.neural.vocab import normalize_word
@@ -102,5 +102,13 @@ def test_tagger_starts_from_corpus_vectors():
     emb = tagger.state_dict_["word_emb.weight"].numpy()
     for w, v in list(expected.items())[:20]:
         assert np.allclose(emb[tagger.words_.index(w)], v, atol=1e-6)
-    with pytest.raises(ValueError, match="exclude each other"):
-        tagger_class("lstm-crf-l")(**{**params, "embeddings_path": "x.txt"}).fit(docs)
+
+    # A vectors file takes precedence over the corpus vectors.
+    word = next(iter(expected))
+    path = tmp_path / "vectors.txt"
+    path.write_text(f"{word} " + " ".join(["0.5"] * 16) + "\n", encoding="utf-8")
+    filed = tagger_class("lstm-crf-l")(**{**params, "embeddings_path": str(path)}).fit(docs)
+    row = filed.state_dict_["word_emb.weight"].numpy()[filed.words_.index(word)]
+    assert np.allclose(row, 0.5)
+    other = next(w for w in list(expected)[1:] if w in filed.words_)
+    assert not np.allclose(filed.state_dict_["word_emb.weight"].numpy()[filed.words_.index(other)], expected[other])

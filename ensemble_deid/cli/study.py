@@ -16,7 +16,7 @@ from .common import fail_on_error, workspace_of
 # networks; lstm-l with Adam, as its SGD learns nothing in two epochs), 10
 # stacked-SEARN passes and 4 stacked-LSTM epochs. docs/guide.md ("The demo")
 # lists them; `ensemble-deid study` runs the full settings.
-_NEURAL_DEMO = "epochs=2,context=sentence,batch_size=32"
+_NEURAL_DEMO = "epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false"
 DEMO_TAGGERS = [
     "crf:max_iterations=30", "memm:max_iter=20,min_count=3", "searn:passes=5", "mira:epochs=10", "svm",
     "ogd:passes=3", "struct-svm:epochs=4",

@@ -66,8 +66,8 @@ class NeuralTagger(Tagger):
       corpus_vectors: start the word embeddings from vectors fitted on the
         training notes' own text (PPMI + SVD, ``word_vectors.py``): words
         that share contexts start close together (months, towns, hospital
-        words). Only the training documents are read. Not with
-        ``embeddings_path``;
+        words). Only the training documents are read. An
+        ``embeddings_path`` file takes precedence;
       unk_prob: chance that a training word seen once is read as unknown;
       context: "sentence" (one sequence per sentence of the common splitter)
         or "document" (one per note: the BiLSTM sees across sentences);
@@ -78,6 +78,10 @@ class NeuralTagger(Tagger):
       random_state: seeds weights, batch order, dropout and the held-out split;
       validation_fraction: share of the training documents (whole patient
         groups) held out for early stopping (0: none, train all epochs);
+      refit: after early stopping, train again from fresh weights on every
+        training note (held-out part included) for the number of epochs
+        early stopping chose, at the learning rates those epochs used; the
+        final model is that one (about twice the training time);
       num_threads: torch CPU threads during fit/predict (None: leave torch's
         setting; 1 is fastest on a small shared CPU for networks this size);
       verbose: a tqdm bar with loss and held-out F1 per epoch (per-epoch lines
@@ -100,7 +104,7 @@ class NeuralTagger(Tagger):
         lr_decay: float = 0.05,
         anneal: float = 0.5,
         anneal_patience: int = 3,
-        ema_decay: float = 0.0,
+        ema_decay: float = 0.99,
         clip: float = 5.0,
         dropout: float = 0.5,
         output_dropout: bool = True,
@@ -111,13 +115,14 @@ class NeuralTagger(Tagger):
         word_lstm_dim: int = 100,
         shape_dim: int = 10,
         embeddings_path: str | None = None,
-        corpus_vectors: bool = False,
+        corpus_vectors: bool = True,
         unk_prob: float = 0.5,
         context: str = "document",
-        max_length: int = 0,
+        max_length: int = 200,
         device: str = "auto",
         random_state: int = 0,
         validation_fraction: float = 0.1,
+        refit: bool = True,
         num_threads: int | None = 1,
         verbose: bool = False,
     ):
@@ -147,6 +152,7 @@ class NeuralTagger(Tagger):
         self.device = device
         self.random_state = random_state
         self.validation_fraction = validation_fraction
+        self.refit = refit
         self.num_threads = num_threads
         self.verbose = verbose
 
@@ -182,8 +188,6 @@ class NeuralTagger(Tagger):
         for name in ("epochs", "batch_size", "word_dim", "word_lstm_dim"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be at least 1")
-        if self.embeddings_path and self.corpus_vectors:
-            problems.append("embeddings_path and corpus_vectors exclude each other: pick one source of word vectors")
         if not (self.lr > 0):
             problems.append("lr must be positive")
         if problems:
@@ -207,64 +211,16 @@ class NeuralTagger(Tagger):
         documents = list(documents)
         if not documents:
             raise ValueError(f"{self.name}: no training documents")
-        import torch
-
-        from .training import TrainConfig, encode_documents, select_device, seed_everything, train_model
-        from .vocab import build_char_vocab, build_word_vocab, load_embeddings
+        from .training import select_device
 
         self._clear_fitted()
         train_docs, dev_docs = split_held_out(documents, self.validation_fraction, self.random_state)
         labels = sorted({a.label for d in documents for a in d.annotations})
         tags = [OUTSIDE] + [f"{p}-{label}" for label in labels for p in ("B", "I")]
-        tag_index = {t: i for i, t in enumerate(tags)}
-
-        train_words = [w for d in train_docs for w in d.tokens.words]
-        pretrained = None
-        vectors = {}
-        if self.embeddings_path:
-            vectors = load_embeddings(self.embeddings_path, self.word_dim)
-        elif self.corpus_vectors:
-            from .vocab import normalize_word
-            from .word_vectors import fit_word_vectors
-
-            # Every training note, held-out part included: no labels are read.
-            vectors = fit_word_vectors(
-                [[normalize_word(w) for w in d.tokens.words] for d in documents],
-                dim=self.word_dim, random_state=self.random_state,
-            )
-        words = build_word_vocab(train_words, extra=vectors.keys())
-        chars = build_char_vocab(train_words)
-        if vectors:
-            pretrained = np.zeros((len(words), self.word_dim), dtype=np.float32)
-            for i, w in enumerate(words.itos):
-                vec = vectors.get(w)
-                if vec is not None:
-                    pretrained[i] = vec
-            del vectors
-
-        self._fit_features(train_docs)
-        features = self._features if self.uses_features else None
+        vectors = self._word_vectors(documents)
         device = select_device(self.device)
-        cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
-        with self._threads(), torch.random.fork_rng(devices=cuda):
-            seed_everything(self.random_state)
-            model = self._network(len(words), len(chars), tags, pretrained)
-            train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length)
-            dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length) if dev_docs else None
-            config = TrainConfig(
-                epochs=int(self.epochs), patience=int(self.patience), batch_size=int(self.batch_size),
-                lr=float(self.lr), optimizer=self.optimizer, clip=float(self.clip or 0),
-                lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob), anneal=float(self.anneal),
-                anneal_patience=int(self.anneal_patience), ema_decay=float(self.ema_decay),
-                seed=int(self.random_state),
-                verbose=bool(self.verbose), name=self.name or type(self).__name__,
-            )
-            result = train_model(model, train, dev, dev_docs, tags, words.singletons(), config, device)
 
-        self.tags_ = tags
-        self.words_ = words
-        self.chars_ = chars
-        self.state_dict_ = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        model, words, chars, result = self._train(train_docs, dev_docs, tags, vectors, device)
         self.history_ = [dict(vars(r)) for r in result.history]
         self.train_info_ = {
             "epochs_run": len(result.history),
@@ -277,9 +233,82 @@ class NeuralTagger(Tagger):
             "train_tokens": result.train_tokens,
             "device": str(device),
         }
+        if self.refit and dev_docs and result.best_epoch > 0:
+            # Early stopping chose the number of epochs; the final model learns
+            # from every note for that many, at the rates those epochs used.
+            schedule = [r.lr for r in result.history[: result.best_epoch]]
+            model, words, chars, again = self._train(documents, [], tags, vectors, device, schedule)
+            self.train_info_["refit"] = {
+                "epochs": len(again.history), "documents": len(documents),
+                "train_tokens": again.train_tokens, "seconds": again.seconds,
+                "loss": again.history[-1].loss if again.history else None,
+            }
+            self.train_info_["seconds"] += again.seconds
+
+        self.tags_ = tags
+        self.words_ = words
+        self.chars_ = chars
+        self.state_dict_ = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         self._model = model.eval()
         self._model_device = device
         return self
+
+    def _word_vectors(self, documents: Sequence[Document]) -> dict[str, np.ndarray]:
+        if self.embeddings_path:
+            from .vocab import load_embeddings
+
+            return load_embeddings(self.embeddings_path, self.word_dim)
+        if self.corpus_vectors:
+            from .vocab import normalize_word
+            from .word_vectors import fit_word_vectors
+
+            # Every training note, held-out part included: no labels are read.
+            return fit_word_vectors(
+                [[normalize_word(w) for w in d.tokens.words] for d in documents],
+                dim=self.word_dim, random_state=self.random_state,
+            )
+        return {}
+
+    def _train(self, train_docs, dev_docs, tags, vectors, device, lr_schedule=None):
+        """One training run from fresh weights: the network, its vocabularies
+        (from ``train_docs``) and the TrainResult."""
+        import torch
+
+        from .training import TrainConfig, encode_documents, seed_everything, train_model
+        from .vocab import build_char_vocab, build_word_vocab
+
+        tag_index = {t: i for i, t in enumerate(tags)}
+        train_words = [w for d in train_docs for w in d.tokens.words]
+        words = build_word_vocab(train_words, extra=vectors.keys())
+        chars = build_char_vocab(train_words)
+        pretrained = None
+        if vectors:
+            pretrained = np.zeros((len(words), self.word_dim), dtype=np.float32)
+            for i, w in enumerate(words.itos):
+                vec = vectors.get(w)
+                if vec is not None:
+                    pretrained[i] = vec
+
+        self._fit_features(train_docs)
+        features = self._features if self.uses_features else None
+        cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+        with self._threads(), torch.random.fork_rng(devices=cuda):
+            seed_everything(self.random_state)
+            model = self._network(len(words), len(chars), tags, pretrained)
+            train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length)
+            dev = None
+            if dev_docs:
+                dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length)
+            config = TrainConfig(
+                epochs=len(lr_schedule) if lr_schedule else int(self.epochs), patience=int(self.patience),
+                batch_size=int(self.batch_size), lr=float(self.lr), optimizer=self.optimizer,
+                clip=float(self.clip or 0), lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob),
+                anneal=float(self.anneal), anneal_patience=int(self.anneal_patience),
+                ema_decay=float(self.ema_decay), lr_schedule=lr_schedule, seed=int(self.random_state),
+                verbose=bool(self.verbose), name=(self.name or type(self).__name__) + (" refit" if lr_schedule else ""),
+            )
+            result = train_model(model, train, dev, dev_docs, tags, words.singletons(), config, device)
+        return model, words, chars, result
 
     def _network(self, n_words: int, n_chars: int, tags: Sequence[str], pretrained=None):
         from .network import BiLSTMTagger

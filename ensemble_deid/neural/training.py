@@ -295,6 +295,7 @@ class TrainConfig:
     anneal: float = 1.0
     anneal_patience: int = 2
     ema_decay: float = 0.0  # decay of the weights' moving average (0: none)
+    lr_schedule: Sequence[float] | None = None  # the rate of every epoch (replaces lr, decay, annealing)
     verbose: bool = False
     name: str = "neural"
 
@@ -383,12 +384,16 @@ def train_model(
     # mostly averages out.
     params = [p for p in model.parameters() if p.requires_grad]
     averaged = [p.detach().clone() for p in params] if config.ema_decay > 0 else None
+    steps = 0
     lengths = [len(s) for s in train.sequences]
     start_all = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=config.name, unit="epoch", disable=not config.verbose, leave=False)
     scale = 1.0
     for epoch in bar:
-        lr = scale * config.lr / (1.0 + config.lr_decay * (epoch - 1))
+        if config.lr_schedule:
+            lr = float(config.lr_schedule[epoch - 1])
+        else:
+            lr = scale * config.lr / (1.0 + config.lr_decay * (epoch - 1))
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
@@ -407,9 +412,14 @@ def train_model(
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
             opt.step()
             if averaged is not None:
+                # Warm-up (as TensorFlow's ExponentialMovingAverage with num_updates):
+                # the first steps average over fewer of them, so a short run on a
+                # small corpus is not dragged back to its random start.
+                steps += 1
+                decay = min(config.ema_decay, (1.0 + steps) / (10.0 + steps))
                 with torch.no_grad():
                     for a, p in zip(averaged, params):
-                        a.lerp_(p, 1.0 - config.ema_decay)
+                        a.lerp_(p, 1.0 - decay)
         seconds = time.perf_counter() - t0
         if averaged is not None:
             _swap(params, averaged)  # the model now holds the averaged weights
