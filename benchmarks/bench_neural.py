@@ -97,7 +97,9 @@ def run_variant(name: str, params: dict, train, dev, checkpoint_dir: Path | None
         "train_documents": info["train_documents"],
         "held_out_documents": info["held_out_documents"],
         "train_tokens": info["train_tokens"],
-        "refit": info.get("refit"),  # the final run on every training note (refit=True)
+        # The final run on every training note (refit=True).
+        "refit": {k: round(v, 5) if isinstance(v, float) else v for k, v in info["refit"].items()}
+        if info.get("refit") else None,
         "fit": c_fit.as_dict(2),
         "train_tokens_per_s": round(train_tok_s),
         "predict": {**c_pred.as_dict(2), "tokens": n_dev_tok,
