@@ -332,8 +332,8 @@ def test_sentence_context_and_pickle(docs):
 
 
 def test_sentence_segments_never_start_inside_a_span():
-    """A span cut by the sentence splitter: its second part starts with B-,
-    the only start the BIO-constrained CRF can decode."""
+    """A span cut by the sentence splitter: for the BIO-constrained CRF its
+    second part starts with B-, the only start that CRF can decode."""
     from ensemble_deid.document import Annotation, Document
     from ensemble_deid.neural.training import encode_documents
     from ensemble_deid.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
@@ -347,10 +347,13 @@ def test_sentence_segments_never_start_inside_a_span():
     chars = build_char_vocab(doc.tokens.words)
     doc_tags = [tags[i] for i in encode_documents([doc], words, chars, "document", index, gold_tags).sequences[0].tags]
     assert doc_tags == gold_tags(doc)
-    segments = encode_documents([doc], words, chars, "sentence", index, gold_tags).sequences
+    segments = encode_documents([doc], words, chars, "sentence", index, gold_tags, start_with_begin=True).sequences
     assert len(segments) == 3
     second = [tags[i] for i in segments[1].tags]
     assert second == ["B-NAME:PATIENT", "I-NAME:PATIENT", "O", "O", "O", "O"]
+    # Without the constrained CRF (softmax) the gold I- stays: predicted, it rejoins the span.
+    kept = encode_documents([doc], words, chars, "sentence", index, gold_tags).sequences
+    assert [tags[i] for i in kept[1].tags][0] == "I-NAME:PATIENT"
     assert gold_tags(doc)[5] == "I-NAME:PATIENT"  # the document itself is unchanged
 
 

@@ -295,7 +295,10 @@ class NeuralTagger(Tagger):
         with self._threads(), torch.random.fork_rng(devices=cuda):
             seed_everything(self.random_state)
             model = self._network(len(words), len(chars), tags, pretrained)
-            train = encode_documents(train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length)
+            train = encode_documents(
+                train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length,
+                start_with_begin=self._allowed(tags) is not None,
+            )
             dev = None
             if dev_docs:
                 dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length)

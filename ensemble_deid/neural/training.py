@@ -82,6 +82,7 @@ def encode_documents(
     gold: Callable[[Document], list[str]] | None = None,
     features: Callable[[Document], np.ndarray] | None = None,
     max_length: int = 0,
+    start_with_begin: bool = False,
 ) -> EncodedData:
     """Sequences per sentence (``context="sentence"``) or per document; with
     ``max_length``, a longer document is cut at line breaks (see ``line_chunks``)."""
@@ -93,9 +94,11 @@ def encode_documents(
     n_tokens = 0
     # A sentence split inside a span would start its segment with I-X: a path
     # the BIO-constrained CRF scores -10000, so the gold path could never be
-    # decoded (and its loss swamps the rest). Such a segment starts with B-X.
+    # decoded (and its loss swamps the rest). With ``start_with_begin`` such a
+    # segment starts with B-X. A softmax tagger keeps I-X: predicted there, it
+    # rejoins the span across the split when the note's tags are decoded.
     begin_of = {}
-    if tag_index is not None:
+    if tag_index is not None and start_with_begin:
         begin_of = {i: tag_index["B-" + t[2:]] for t, i in tag_index.items()
                     if t.startswith("I-") and "B-" + t[2:] in tag_index}
     for d, doc in enumerate(docs):
