@@ -297,7 +297,7 @@ class NeuralTagger(Tagger):
             model = self._network(len(words), len(chars), tags, pretrained)
             train = encode_documents(
                 train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length,
-                start_with_begin=self._allowed(tags) is not None,
+                start_with_begin=self._constrained,
             )
             dev = None
             if dev_docs:
@@ -324,8 +324,13 @@ class NeuralTagger(Tagger):
             allowed=self._allowed(tags), **self._network_extra(),
         )
 
+    @property
+    def _constrained(self) -> bool:
+        """Whether the CRF forbids invalid BIO moves (``bio_constraints``)."""
+        return bool(self.use_crf and self.bio_constraints)
+
     def _allowed(self, tags):
-        if not (self.use_crf and self.bio_constraints):
+        if not self._constrained:
             return None
         from .network import bio_constraints
 

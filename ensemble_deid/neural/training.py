@@ -17,7 +17,7 @@ import torch
 from ..bio import decode
 from ..document import Document
 from .network import Batch, BiLSTMTagger
-from .vocab import N_CASINGS, PAD_ID, UNK_ID, Vocab, normalize_word, shape_ids
+from .vocab import PAD_ID, UNK_ID, Vocab, normalize_word, shape_ids, starts_line
 
 log = logging.getLogger("ensemble_deid.neural")
 
@@ -149,7 +149,7 @@ def line_chunks(shapes: np.ndarray, max_length: int) -> list[tuple[int, int]]:
     ``max_length`` tokens (a longer line stays whole). No annotation spans a
     line break in the corpora at hand (MEDDOCAN train: 0 of 11,333), while
     the sentence splitter cuts 1.5% of them."""
-    line_starts = [i for i, s in enumerate(shapes) if (int(s) - 1) // N_CASINGS == 2] + [len(shapes)]
+    line_starts = np.flatnonzero(starts_line(shapes)).tolist() + [len(shapes)]
     if line_starts[0] != 0:
         line_starts.insert(0, 0)
     chunks, start = [], 0
@@ -378,7 +378,7 @@ def train_model(
     rng = np.random.default_rng(config.seed)
     model.to(device)
     opt = make_optimizer(config.optimizer, model.parameters(), config.lr)
-    average = config.optimizer in ("adam", "amsgrad")
+    average = isinstance(opt, torch.optim.Adam)  # "adam" and "amsgrad"
     result = TrainResult(train_tokens=train.n_tokens)
     best_state, best_opt, best_f1, bad = None, None, -1.0, 0
     # Exponential moving average of the weights [Polyak averaging]: the

@@ -118,6 +118,7 @@ def build_char_vocab(words: Iterable[str], min_count: int = 1) -> Vocab:
 # where the sentence splits are not sequence boundaries.
 N_CASINGS = 6
 N_GAPS = 3
+LINE_BREAK = 2  # the gap of a token that starts a line (or the text)
 N_SHAPES = 1 + N_GAPS * N_CASINGS  # 0 is padding
 
 
@@ -143,7 +144,7 @@ def shape_ids(words: Sequence[str], starts: np.ndarray, ends: np.ndarray, text: 
     for i, w in enumerate(words):
         start = int(starts[i])
         if i == 0 or "\n" in text[prev_end:start]:
-            gap = 2
+            gap = LINE_BREAK
         elif start == prev_end:
             gap = 0
         else:
@@ -151,6 +152,11 @@ def shape_ids(words: Sequence[str], starts: np.ndarray, ends: np.ndarray, text: 
         out[i] = 1 + casing(w) + N_CASINGS * gap
         prev_end = int(ends[i])
     return out
+
+
+def starts_line(shapes: np.ndarray) -> np.ndarray:
+    """Which tokens of ``shape_ids`` output start a line (the first always does)."""
+    return (np.asarray(shapes) - 1) // N_CASINGS == LINE_BREAK
 
 
 # --- pre-trained vectors -------------------------------------------------------------
