@@ -1,5 +1,5 @@
 """Linear-chain CRF (CRFsuite through python-crfsuite, L-BFGS) with the shared
-[LIU17] feature set (``ensemble_deid.features``).
+[LIU17] feature set (``ensemble_deid.taggers.features``).
 
     tagger = CRFTagger(c1=0.05, c2=0.01, max_iterations=100).fit(train_docs)
     predictions = tagger.predict(test_docs)   # confidences = marginal of each predicted tag
@@ -19,11 +19,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.document import Document
-from ensemble_deid.features import FEATURES_VERSION, FeatureExtractor
-from ensemble_deid.prediction import DocumentPrediction
-from ensemble_deid.tagger import Tagger, TaggerUnavailable
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
+from ensemble_deid.taggers.prediction import DocumentPrediction
+from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
 
 _SEQUENCES = ("document", "sentence")
 

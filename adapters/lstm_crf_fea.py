@@ -2,7 +2,7 @@
 LEE16]. Each token's binary flags from the shared linear feature module
 (``FeatureExtractor.binary_flags``: orthography, gazetteer hits, regular
 expression hits, sentence facts, section facts), plus optional per-note "EHR"
-name flags (``ehr_names_path``, see ``ensemble_deid.neural.ehr``), go through
+name flags (``ehr_names_path``, see ``ensemble_deid.taggers.neural.ehr``), go through
 a small feed-forward layer (``feature_dim`` units, ReLU) whose output is
 concatenated to the word + character representation before the word BiLSTM.
 Otherwise as ``lstm-crf-l``.
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ensemble_deid.document import Document
-from ensemble_deid.neural.base import NeuralTagger
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.neural.base import NeuralTagger
 
 
 class LstmCrfFeaTagger(NeuralTagger):
@@ -72,7 +72,7 @@ class LstmCrfFeaTagger(NeuralTagger):
     def _extractor(self):
         fx = self.__dict__.get("_fx")
         if fx is None:
-            from ensemble_deid.features import FeatureExtractor
+            from ensemble_deid.taggers.features import FeatureExtractor
 
             fx = self._fx = FeatureExtractor(**(self.features or {}))
         return fx
@@ -82,13 +82,13 @@ class LstmCrfFeaTagger(NeuralTagger):
             return None
         cached = self.__dict__.get("_ehr")
         if cached is None or cached[0] != self.ehr_names_path:
-            from ensemble_deid.neural.ehr import load_ehr_names
+            from ensemble_deid.taggers.neural.ehr import load_ehr_names
 
             cached = self._ehr = (self.ehr_names_path, load_ehr_names(self.ehr_names_path))
         return cached[1]
 
     def _flag_names(self) -> tuple[str, ...]:
-        from ensemble_deid.neural.ehr import EHR_FLAG_NAMES
+        from ensemble_deid.taggers.neural.ehr import EHR_FLAG_NAMES
 
         names = tuple(self._extractor().flag_names)
         return names + (EHR_FLAG_NAMES if self.ehr_names_path else ())
@@ -107,7 +107,7 @@ class LstmCrfFeaTagger(NeuralTagger):
         flags = self._extractor().binary_flags(doc)
         names = self._ehr_names()
         if names is not None:
-            from ensemble_deid.neural.ehr import ehr_flags
+            from ensemble_deid.taggers.neural.ehr import ehr_flags
 
             flags = np.concatenate([flags, ehr_flags(doc, names)], axis=1)
         if flags.shape[1] != len(self.feature_names_):

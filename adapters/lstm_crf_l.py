@@ -10,12 +10,12 @@ choices measured in docs/neural-taggers.md.
     tagger.predict(test_docs)                      # confidences: CRF marginals
     tagger.predict_marginals(test_docs)            # (n_tokens, len(tagger.tags_)) each
 
-See ``ensemble_deid.neural.base.NeuralTagger`` for the parameters and
+See ``ensemble_deid.taggers.neural.base.NeuralTagger`` for the parameters and
 ``docs/neural-taggers.md`` for the measured figures.
 """
 from __future__ import annotations
 
-from ensemble_deid.neural.base import NeuralTagger
+from ensemble_deid.taggers.neural.base import NeuralTagger
 
 
 class LstmCrfLTagger(NeuralTagger):

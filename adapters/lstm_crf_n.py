@@ -8,11 +8,11 @@ shape embedding as in ``lstm-crf-l`` (see docs/neural-taggers.md).
     tagger.predict(test_docs)                      # confidences: CRF marginals
     tagger.predict_marginals(test_docs)            # (n_tokens, len(tagger.tags_)) each
 
-See ``ensemble_deid.neural.base.NeuralTagger`` for the parameters.
+See ``ensemble_deid.taggers.neural.base.NeuralTagger`` for the parameters.
 """
 from __future__ import annotations
 
-from ensemble_deid.neural.base import NeuralTagger
+from ensemble_deid.taggers.neural.base import NeuralTagger
 
 
 class LstmCrfNTagger(NeuralTagger):

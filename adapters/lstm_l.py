@@ -9,11 +9,11 @@ sentences of a batch, gradient norm clipped at 5); dimensions [LIU17 Table
     tagger = LstmLTagger().fit(train_docs)
     tagger.predict(test_docs)                      # confidences: softmax probabilities
 
-See ``ensemble_deid.neural.base.NeuralTagger`` for the parameters.
+See ``ensemble_deid.taggers.neural.base.NeuralTagger`` for the parameters.
 """
 from __future__ import annotations
 
-from ensemble_deid.neural.base import NeuralTagger
+from ensemble_deid.taggers.neural.base import NeuralTagger
 
 
 class LstmLTagger(NeuralTagger):

@@ -6,7 +6,7 @@ previous tags; prediction runs Viterbi over the local log probabilities
 ``log P(y_t | x_t, y_t-1)`` (not greedy left-to-right decoding). The score of
 a label given every possible previous label is computed at once: the token's
 feature scores plus the previous-tag weight row, normalised per previous tag
-(``ensemble_deid.linear.decode_chains(local=True)``).
+(``ensemble_deid.taggers.linear.decode_chains(local=True)``).
 
 Confidences: the model's marginal probability of each chosen tag (forward
 algorithm over the local distributions).
@@ -22,8 +22,8 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.linear import FEATURES_TAG, LabelIndex, FeatureIndex, LinearTagger, decode_chains, offsets_of
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, FeatureIndex, LinearTagger, decode_chains, offsets_of
 
 
 class MemmTagger(LinearTagger):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.linear import FEATURES_TAG, LabelIndex, LinearTagger, crfsuite_tagger, crfsuite_train, scratch_dir, training_chunks
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, LinearTagger, crfsuite_tagger, crfsuite_train, scratch_dir, training_chunks
 
 
 class MiraTagger(LinearTagger):

@@ -29,12 +29,12 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.external import (
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.taggers.external.base import (
     ExternalOutputError, ExternalTagger, ExternalToolError, ForeignSpan, MappingStats, check_bounds, check_text,
     files_digest, hybridmethod, load_category_map, map_spans,
 )
-from ensemble_deid.mat_format import read_mat_file
+from ensemble_deid.taggers.external.mat_format import read_mat_file
 
 ENV = "ENSEMBLE_DEID_MIST_HOME"
 _SUFFIXES = (".json", ".txt.json", ".xml")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
 
 
 class OgdTagger(VowpalTagger):

@@ -28,12 +28,12 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.external import (
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.taggers.external.base import (
     ExternalOutputError, ExternalTagger, ExternalToolError, ForeignSpan, MappingStats, byte_to_char_offsets,
     check_bounds, files_digest, grouped_numbers, hybridmethod, load_category_map, map_spans,
 )
-from ensemble_deid.physionet_format import (
+from ensemble_deid.taggers.external.physionet_format import (
     PhiFile, format_records, parse_phi, parse_records, read_text_file, res_categories,
 )
 

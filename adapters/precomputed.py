@@ -12,7 +12,7 @@ toolkit) enters an ensemble without Python: give its output as i2b2 XML
   each holding out-of-fold predictions (every training document in exactly
   one of them).
 * ``format``: ``xml``, ``brat`` or ``auto`` (per directory).
-* ``label_map``: a TOML label map (``ensemble_deid.labelmap``) renaming the
+* ``label_map``: a TOML label map (``ensemble_deid.corpus.labelmap``) renaming the
   system's types to ours.
 
 It predicts any document it has a file for, keyed by document id; a document
@@ -26,11 +26,11 @@ import glob
 from pathlib import Path
 from typing import Sequence
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.errors import ERROR
-from ensemble_deid.external import ExternalOutputError, ExternalTagger, check_text, files_digest, hybridmethod
-from ensemble_deid.formats import detect_format, read_brat, read_i2b2_xml
-from ensemble_deid.labelmap import LabelMap
+from ensemble_deid.taggers.external.base import ExternalOutputError, ExternalTagger, check_text, files_digest, hybridmethod
+from ensemble_deid.corpus.formats import detect_format, read_brat, read_i2b2_xml
+from ensemble_deid.corpus.labelmap import LabelMap
 
 
 class PrecomputedTagger(ExternalTagger):

@@ -27,10 +27,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.labelmap import LabelMap
-from ensemble_deid.prediction import DocumentPrediction
-from ensemble_deid.tagger import Tagger
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.corpus.labelmap import LabelMap
+from ensemble_deid.taggers.prediction import DocumentPrediction
+from ensemble_deid.taggers.base import Tagger
 
 # --- lexicons -------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.external import (
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.taggers.external.base import (
     ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
     requirements_available,
 )

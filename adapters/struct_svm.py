@@ -20,8 +20,8 @@ from itertools import chain
 
 import numpy as np
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.linear import (
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.taggers.linear import (
     FEATURES_TAG,
     FeatureIndex,
     LabelIndex,

@@ -16,8 +16,8 @@ from itertools import chain
 
 import numpy as np
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.taggers.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of
 
 
 class SvmTagger(LinearTagger):

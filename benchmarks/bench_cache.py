@@ -55,9 +55,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import MEDDOCAN, RESULTS, Clock, machine_description, progress, ratio, repeat, shown, write_json  # noqa: E402
 
-from ensemble_deid.cache import EntryKey, PartKey, PredictionCache, encode_predictions  # noqa: E402
-from ensemble_deid.document import Annotation, Document  # noqa: E402
-from ensemble_deid.prediction import DocumentPrediction  # noqa: E402
+from ensemble_deid.experiment.cache import EntryKey, PartKey, PredictionCache, encode_predictions  # noqa: E402
+from ensemble_deid.corpus.document import Annotation, Document  # noqa: E402
+from ensemble_deid.taggers.prediction import DocumentPrediction  # noqa: E402
 
 MB = 1e6
 
@@ -65,7 +65,7 @@ MB = 1e6
 # --- the predictions ----------------------------------------------------------------
 
 def meddocan_documents(n_tokens: int) -> list[Document]:
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.formats import load_directory
 
     source = load_directory(MEDDOCAN / "train" / "xml") + load_directory(MEDDOCAN / "dev" / "xml")
     docs, total, copy = [], 0, 0

@@ -65,8 +65,8 @@ def main() -> None:
 
     import pycrfsuite
 
-    from ensemble_deid.bio import gold_tags
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.bio import gold_tags
+    from ensemble_deid.corpus.formats import load_directory
     from ensemble_deid_adapters.crf import CRFTagger
     from ensemble_deid_adapters.rules import RuleTagger
 
@@ -103,7 +103,7 @@ def main() -> None:
     # --- 2. CRFsuite directly on the same features -----------------------------------
     direct = None
     if not args.no_direct:
-        from ensemble_deid.features import FeatureExtractor
+        from ensemble_deid.taggers.features import FeatureExtractor
 
         fx = FeatureExtractor(**dict(tagger.features or {}))  # fresh: no warm word cache
         with Clock() as c_feat:

@@ -28,9 +28,9 @@ MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 
 
 def run(train, test, spec, jobs, folds):
-    from ensemble_deid.cache import PredictionCache
-    from ensemble_deid.cv import CrossValidation
-    from ensemble_deid.summary import strict_prf
+    from ensemble_deid.experiment.cache import PredictionCache
+    from ensemble_deid.experiment.cv import CrossValidation
+    from ensemble_deid.studies.summary import strict_prf
 
     with tempfile.TemporaryDirectory(prefix="bench-cv-") as tmp:
         cache = PredictionCache(tmp)
@@ -64,8 +64,8 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cv.json"))
     args = ap.parse_args()
 
-    from ensemble_deid.cv import TaggerSpec
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.experiment.cv import TaggerSpec
+    from ensemble_deid.corpus.formats import load_directory
 
     train = load_directory(MEDDOCAN / "train" / "xml")[: args.limit_train]
     test = load_directory(MEDDOCAN / "dev" / "xml")

@@ -68,7 +68,7 @@ def vw_only(tagger, dev) -> dict:
     load, parse, hash, n-grams, predict, write the predictions)."""
     from vowpalwabbit import Workspace
 
-    from ensemble_deid.linear import scratch_dir, vw_lines
+    from ensemble_deid.taggers.linear import scratch_dir, vw_lines
 
     feats = tagger._extract(dev)
     n = sum(len(f) for f in feats)
@@ -88,7 +88,7 @@ def vw_only(tagger, dev) -> dict:
 
 
 def run_one(spec_text: str, train, dev) -> dict:
-    from ensemble_deid.cv import TaggerSpec
+    from ensemble_deid.experiment.cv import TaggerSpec
 
     spec = TaggerSpec.parse(spec_text)
     tagger = spec.make()
@@ -142,7 +142,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "linear.json")
     args = ap.parse_args()
 
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.formats import load_directory
 
     train = load_directory(args.train)[: args.limit_train]
     dev = load_directory(args.dev)[: args.limit_dev]

@@ -69,7 +69,7 @@ def score(dev, preds) -> dict:
 
 
 def run_variant(name: str, params: dict, train, dev, checkpoint_dir: Path | None) -> dict:
-    from ensemble_deid.registry import tagger_class
+    from ensemble_deid.taggers.registry import tagger_class
 
     tagger = tagger_class(name)(**params)
     print(f"\n== {name}: {tagger!r}", flush=True)
@@ -137,9 +137,9 @@ def main() -> None:
     args = ap.parse_args()
     # Per-epoch lines (loss, held-out F1, tokens/s) on stderr; --verbose adds the bar.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    logging.getLogger("ensemble_deid.neural").setLevel(logging.INFO)
+    logging.getLogger("ensemble_deid.taggers.neural").setLevel(logging.INFO)
 
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.formats import load_directory
 
     with Clock() as c_load:
         train = load_directory(args.train)[: args.limit_train]

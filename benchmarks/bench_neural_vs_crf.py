@@ -4,7 +4,7 @@ Loads the checkpoints ``bench_neural.py --checkpoint-dir DIR`` saved, trains
 the CRF with its defaults (CRFsuite, 100 L-BFGS iterations) on MEDDOCAN
 train, tags dev with all of them and compares each network with the CRF
 (strict micro F1; approximate randomization and paired bootstrap over
-documents, 10,000 trials each; ``ensemble_deid.comparison``).
+documents, 10,000 trials each; ``ensemble_deid.studies.comparison``).
 
     python benchmarks/bench_neural.py --checkpoint-dir /tmp/neural
     python benchmarks/bench_neural_vs_crf.py --checkpoint-dir /tmp/neural
@@ -34,10 +34,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "neural-vs-crf.json")
     args = ap.parse_args(argv)
 
-    from ensemble_deid.comparison import compare_systems
-    from ensemble_deid.formats import load_directory
-    from ensemble_deid.neural.base import NeuralTagger
-    from ensemble_deid.registry import make_tagger
+    from ensemble_deid.studies.comparison import compare_systems
+    from ensemble_deid.corpus.formats import load_directory
+    from ensemble_deid.taggers.neural.base import NeuralTagger
+    from ensemble_deid.taggers.registry import make_tagger
 
     train, dev = load_directory(args.train), load_directory(args.dev)
     taggers = {}

@@ -29,14 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ensemble_deid.bio import decode
-from ensemble_deid.cache import EntryKey, PartKey, PredictionCache
-from ensemble_deid.cv import PeakMemory
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.bio import decode
+from ensemble_deid.experiment.cache import EntryKey, PartKey, PredictionCache
+from ensemble_deid.experiment.cv import PeakMemory
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.ensemble import SubsetScorer, build_candidates, pruning_search
 from ensemble_deid.evaluation import Scorer
-from ensemble_deid.fingerprint import corpus_fingerprint
-from ensemble_deid.prediction import DocumentPrediction
+from ensemble_deid.corpus.fingerprint import corpus_fingerprint
+from ensemble_deid.taggers.prediction import DocumentPrediction
 
 LABELS = ["NAME:PATIENT", "NAME:DOCTOR", "DATE:DATE", "LOCATION:CITY", "LOCATION:HOSPITAL", "AGE:AGE",
           "ID:MEDICALRECORD", "CONTACT:PHONE"]

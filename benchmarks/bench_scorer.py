@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ensemble_deid.document import Annotation
+from ensemble_deid.corpus.document import Annotation
 from ensemble_deid.evaluation import ALL, CRITERIA, Scorer, evaluate
 from ensemble_deid.evaluation import reference
-from ensemble_deid.formats import load_directory
+from ensemble_deid.corpus.formats import load_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 MEDDOCAN = Path(os.environ.get("MEDDOCAN_DIR", ROOT.parent / "shared" / "corpora" / "meddocan"))

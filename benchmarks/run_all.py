@@ -75,7 +75,7 @@ HEADERS = ["system", "kind", "strict F1", "token F1", "binary F1", "leak (token)
 def load_corpus(args):
     """(name, train, test, description)."""
     if args.corpus == "meddocan":
-        from ensemble_deid.formats import load_directory
+        from ensemble_deid.corpus.formats import load_directory
 
         root = Path(args.meddocan)
         train_dir, test_dir = root / "train" / "xml", root / "dev" / "xml"
@@ -85,7 +85,7 @@ def load_corpus(args):
         train, test = load_directory(train_dir), load_directory(test_dir)
         source = {"source": "MEDDOCAN train -> dev as test", "train_dir": str(train_dir), "test_dir": str(test_dir)}
     else:
-        from ensemble_deid.workspace import Workspace
+        from ensemble_deid.corpus.workspace import Workspace
 
         corpus = Workspace(args.workspace).load(args.corpus)
         train, test = corpus.train, corpus.test
@@ -95,7 +95,7 @@ def load_corpus(args):
 
 
 def corpus_scheme(docs) -> str:
-    from ensemble_deid.document import I2B2_PARENT_OF
+    from ensemble_deid.corpus.document import I2B2_PARENT_OF
 
     types = {a.type for d in docs for a in d.annotations}
     if types & MEDDOCAN_TYPES:
@@ -108,8 +108,8 @@ def corpus_scheme(docs) -> str:
 def choose_taggers(args, scheme: str):
     """([TaggerSpec], [{"system", "reason"}]): what runs, and what is skipped and why."""
     from ensemble_deid.cli.cv import _split_specs
-    from ensemble_deid.cv import TaggerSpec
-    from ensemble_deid.registry import describe_taggers
+    from ensemble_deid.experiment.cv import TaggerSpec
+    from ensemble_deid.taggers.registry import describe_taggers
 
     infos = {i.name: i for i in describe_taggers()}
     texts = _split_specs(args.taggers) if args.taggers else sorted(infos)
@@ -145,7 +145,7 @@ def choose_taggers(args, scheme: str):
 def test_scores(test, predictions) -> dict:
     """Strict / token / binary-token micro scores and leak rates on the test split."""
     from ensemble_deid.evaluation import evaluate
-    from ensemble_deid.summary import prediction_spans
+    from ensemble_deid.studies.summary import prediction_spans
 
     report = evaluate(test, prediction_spans(test, predictions), criteria=list(CRITERIA), breakdowns=False, leak=True)
     out = {c: {k: round(v, 4) if isinstance(v, float) else v for k, v in report[c].micro.to_dict().items()}
@@ -157,7 +157,7 @@ def test_scores(test, predictions) -> dict:
 
 
 def cv_f1(train, oof) -> float | None:
-    from ensemble_deid.summary import strict_prf
+    from ensemble_deid.studies.summary import strict_prf
 
     return round(strict_prf(train, oof)[2], 4) if oof else None
 
@@ -217,7 +217,7 @@ def run_tagger(engine, spec, args, n_test_tokens) -> tuple[dict, object]:
 def run_method(engine, method, members, args, n_test_tokens) -> dict:
     """Fit (or reuse from the cache) one ensemble method over the members."""
     from ensemble_deid.cli.ensemble import _learned, run_ensemble
-    from ensemble_deid.cv import PeakMemory
+    from ensemble_deid.experiment.cv import PeakMemory
     from ensemble_deid.ensemble import GridSearch, make_method
     from ensemble_deid.ensemble.caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
 
@@ -282,7 +282,7 @@ def run_method(engine, method, members, args, n_test_tokens) -> dict:
 # --- output ------------------------------------------------------------------------------
 
 def markdown(result: dict) -> str:
-    from ensemble_deid.table import render_table
+    from ensemble_deid.studies.table import render_table
 
     c = result["corpus"]
     s = result["settings"]
@@ -348,11 +348,11 @@ def main(argv=None) -> dict:
     if args.folds < 2:
         ap.error("--folds must be at least 2")
 
-    from ensemble_deid.cache import PredictionCache
-    from ensemble_deid.cv import CrossValidation
+    from ensemble_deid.experiment.cache import PredictionCache
+    from ensemble_deid.experiment.cv import CrossValidation
     from ensemble_deid.ensemble import METHODS
     from ensemble_deid.ensemble.caching import MemberRun
-    from ensemble_deid.workspace import Workspace
+    from ensemble_deid.corpus.workspace import Workspace
 
     if args.methods is None:
         methods = list(METHODS)
@@ -446,7 +446,7 @@ def main(argv=None) -> dict:
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     result["complete"] = True
     save(result, stem)
-    from ensemble_deid.table import render_table
+    from ensemble_deid.studies.table import render_table
 
     print(render_table(HEADERS, [row_of(x) for x in result["systems"]], ALIGN))
     for s in result["skipped"]:

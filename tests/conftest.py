@@ -46,8 +46,8 @@ def workspace(tmp_path, monkeypatch) -> Path:
 def tiny_registered(workspace, tmp_path) -> str:
     """The tiny corpus written as i2b2 XML (30 train, 10 test documents) and
     registered in the throwaway workspace as 'tiny'."""
-    from ensemble_deid.formats import write_i2b2_xml
-    from ensemble_deid.workspace import CorpusSpec, Workspace
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+    from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
 
     from .tiny_corpus import tiny_corpus
 

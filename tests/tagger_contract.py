@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from ensemble_deid.bio import decode
-from ensemble_deid.registry import entry_points, tagger_class
-from ensemble_deid.tagger import NotFittedError, Tagger
+from ensemble_deid.corpus.bio import decode
+from ensemble_deid.taggers.registry import entry_points, tagger_class
+from ensemble_deid.taggers.base import NotFittedError, Tagger
 
 from .tiny_corpus import tiny_corpus
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ensemble_deid.registry import entry_points
+from ensemble_deid.taggers.registry import entry_points
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ensemble_deid.bio import OUTSIDE, alignment_loss, decode, encode, gold_tags
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.tokenize import tokenize
+from ensemble_deid.corpus.bio import OUTSIDE, alignment_loss, decode, encode, gold_tags
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.corpus.tokenize import tokenize
 
 TEXT = "Seen by Dr. Adams on 1/20/71 at Mercy Hospital."
 #       0123456789012345678901234567890123456789012345678

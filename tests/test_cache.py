@@ -7,10 +7,10 @@ import stat
 import numpy as np
 import pytest
 
-from ensemble_deid.cache import (
+from ensemble_deid.experiment.cache import (
     CorruptPart, EntryKey, PartKey, PredictionCache, decode_predictions, encode_predictions,
 )
-from ensemble_deid.prediction import DocumentPrediction
+from ensemble_deid.taggers.prediction import DocumentPrediction
 
 from .tiny_corpus import tiny_corpus
 
@@ -118,7 +118,7 @@ def test_pickled_npz_is_refused(tmp_path, docs):
     base.with_suffix(".npz").write_bytes(buf.getvalue())
     record = json.loads(base.with_suffix(".json").read_text())
     record["npz_sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-    from ensemble_deid.cache import _record_checksum
+    from ensemble_deid.experiment.cache import _record_checksum
 
     record["record_sha256"] = _record_checksum(record)
     base.with_suffix(".json").write_text(json.dumps(record))

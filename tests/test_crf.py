@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from ensemble_deid.document import Document
-from ensemble_deid.tagger import TaggerUnavailable
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.base import TaggerUnavailable
 from ensemble_deid_adapters.crf import CRFTagger
 
 from .tagger_contract import TaggerContract
@@ -124,7 +124,7 @@ def test_missing_pycrfsuite_is_a_clear_error(monkeypatch, corpus):
 
 @pytest.mark.slow
 def test_meddocan_strict_f1(meddocan_dir):
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.formats import load_directory
 
     train = load_directory(meddocan_dir / "train" / "xml")
     dev = load_directory(meddocan_dir / "dev" / "xml")

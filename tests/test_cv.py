@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ensemble_deid.cache import PredictionCache
-from ensemble_deid.cv import CrossValidation, TaggerSpec
+from ensemble_deid.experiment.cache import PredictionCache
+from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
 
 from . import PLUGINS
 from .tiny_corpus import tiny_corpus
@@ -79,8 +79,8 @@ def _script(cache_dir, delay, jobs=1):
         import sys
         sys.path[:0] = [{str(ROOT)!r}, {PLUGINS!r}]
         from tests.tiny_corpus import tiny_corpus
-        from ensemble_deid.cache import PredictionCache
-        from ensemble_deid.cv import CrossValidation, TaggerSpec
+        from ensemble_deid.experiment.cache import PredictionCache
+        from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
         docs = tiny_corpus(40)
         engine = CrossValidation(docs[:30], {{"test": docs[30:]}}, PredictionCache({str(cache_dir)!r}), k=5, seed=1)
         runs = engine.run([TaggerSpec.parse("memorize:delay={delay}")], jobs={jobs}, progress=False)

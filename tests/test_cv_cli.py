@@ -62,7 +62,7 @@ def test_compare_two_systems(tiny_registered):
 
 
 def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered, workspace, tmp_path):
-    from ensemble_deid.workspace import Workspace
+    from ensemble_deid.corpus.workspace import Workspace
 
     _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress")
     out = _run("cache", "export", str(tmp_path / "ex"), "--corpus", tiny_registered).output

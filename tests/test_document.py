@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ensemble_deid.document import (
+from ensemble_deid.corpus.document import (
     I2B2_PARENT_OF,
     PARENT_CATEGORIES,
     Annotation,

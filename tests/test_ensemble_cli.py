@@ -7,10 +7,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from ensemble_deid.cache import PredictionCache
+from ensemble_deid.experiment.cache import PredictionCache
 from ensemble_deid.cli import main
-from ensemble_deid.formats import write_i2b2_xml
-from ensemble_deid.registry import entry_points
+from ensemble_deid.corpus.formats import write_i2b2_xml
+from ensemble_deid.taggers.registry import entry_points
 
 from .tiny_corpus import tiny_corpus
 

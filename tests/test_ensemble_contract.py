@@ -9,8 +9,8 @@ from ensemble_deid.ensemble import (
 )
 from ensemble_deid.ensemble.registry import UnknownMethod
 from ensemble_deid.ensemble.selection import make_folds
-from ensemble_deid.prediction import DocumentPrediction
-from ensemble_deid.tagger import NotFittedError
+from ensemble_deid.taggers.prediction import DocumentPrediction
+from ensemble_deid.taggers.base import NotFittedError
 
 from .test_ensemble_fixtures import random_case
 

@@ -10,11 +10,11 @@ import random
 
 import numpy as np
 
-from ensemble_deid.bio import decode
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.bio import decode
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.ensemble.candidates import build_candidates, decode_ids, TagVocab
 from ensemble_deid.evaluation import Scorer
-from ensemble_deid.prediction import DocumentPrediction
+from ensemble_deid.taggers.prediction import DocumentPrediction
 
 NAME, DATE, CITY = "NAME:PATIENT", "DATE:DATE", "LOCATION:CITY"
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
-from ensemble_deid.registry import entry_points
+from ensemble_deid.taggers.registry import entry_points
 
 pytestmark = pytest.mark.slow
 

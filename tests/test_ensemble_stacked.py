@@ -7,11 +7,11 @@ import random
 import numpy as np
 import pytest
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.ensemble import StackedLSTM, StackedSEARN, StackedSVM, build_candidates
 from ensemble_deid.ensemble.stacked_svm import span_features
 from ensemble_deid.evaluation import Scorer
-from ensemble_deid.prediction import DocumentPrediction
+from ensemble_deid.taggers.prediction import DocumentPrediction
 
 from .test_ensemble_fixtures import CITY, DATE, NAME, doc, pred, spans_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.evaluation import (
     ALL, OFFICIAL, EvalOptions, EvaluationError, EvaluationWarning, Scorer, evaluate, f_beta,
 )

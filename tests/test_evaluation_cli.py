@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from ensemble_deid.cli import COMMANDS, LazyGroup
 from ensemble_deid.cli.evaluate import evaluate as evaluate_cmd
-from ensemble_deid.document import Document
-from ensemble_deid.formats import write_i2b2_xml
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.corpus.formats import write_i2b2_xml
 
 from .test_evaluation import GOLD_TAGS, SYSTEM_TAGS, TEXT
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.evaluation import ALL, CRITERIA, EvalOptions, Scorer, evaluate
 from ensemble_deid.evaluation import reference
 
@@ -190,7 +190,7 @@ def test_scorer_grows_for_labels_gold_never_had():
 def test_real_corpus_matches_reference(meddocan_dir):
     """MEDDOCAN dev (Spanish: non-ASCII letters exercise the token regex),
     XML gold against a perturbed system, engine against the reference loop."""
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.formats import load_directory
 
     gold = load_directory(meddocan_dir / "dev" / "xml")[:60]
     rng = random.Random(3)

@@ -28,7 +28,7 @@ class TestExampleLexiconContract(TaggerContract):
 
 
 def test_loaded_from_the_installed_package():
-    from ensemble_deid.registry import entry_points, tagger_class
+    from ensemble_deid.taggers.registry import entry_points, tagger_class
 
     ep = entry_points()["example-lexicon"]
     assert ep.dist is not None and ep.dist.name == "edeid-example-adapter"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ensemble_deid.document import Document
-from ensemble_deid.external import ExternalOutputError, ExternalToolError
-from ensemble_deid.mat_format import MatSpan, parse_inline_xml, parse_mat_json
-from ensemble_deid.registry import make_tagger
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.external.base import ExternalOutputError, ExternalToolError
+from ensemble_deid.taggers.external.mat_format import MatSpan, parse_inline_xml, parse_mat_json
+from ensemble_deid.taggers.registry import make_tagger
 
 from .tagger_contract import TaggerContract
 from .tiny_corpus import tiny_corpus
@@ -206,7 +206,7 @@ def test_run_mode_through_matengine(mist_home, monkeypatch):
     with pytest.raises(ExternalToolError, match="MATEngine exited with status 2"):
         tagger.predict(docs)
     monkeypatch.setenv("ENSEMBLE_DEID_MIST_HOME", str(mist_home / "nowhere"))
-    from ensemble_deid.registry import tagger_class
+    from ensemble_deid.taggers.registry import tagger_class
 
     ok, reason = tagger_class("mist").availability()
     assert not ok and "holds no bin/MATEngine" in reason

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ensemble_deid.cache import PredictionCache
-from ensemble_deid.cv import CrossValidation, TaggerSpec
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.external import ExternalOutputError, ExternalToolError, grouped_numbers
-from ensemble_deid.physionet_format import format_records, parse_phi, parse_records, res_categories
-from ensemble_deid.registry import make_tagger
+from ensemble_deid.experiment.cache import PredictionCache
+from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.taggers.external.base import ExternalOutputError, ExternalToolError, grouped_numbers
+from ensemble_deid.taggers.external.physionet_format import format_records, parse_phi, parse_records, res_categories
+from ensemble_deid.taggers.registry import make_tagger
 
 from .tagger_contract import TaggerContract
 from .tiny_corpus import tiny_corpus

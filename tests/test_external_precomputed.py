@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ensemble_deid.cache import PredictionCache
+from ensemble_deid.experiment.cache import PredictionCache
 from ensemble_deid.cli import main
-from ensemble_deid.cv import CrossValidation, TaggerSpec
-from ensemble_deid.document import Annotation
-from ensemble_deid.external import ExternalOutputError
-from ensemble_deid.formats import write_i2b2_xml
-from ensemble_deid.registry import make_tagger
-from ensemble_deid.workspace import Workspace
+from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+from ensemble_deid.corpus.document import Annotation
+from ensemble_deid.taggers.external.base import ExternalOutputError
+from ensemble_deid.corpus.formats import write_i2b2_xml
+from ensemble_deid.taggers.registry import make_tagger
+from ensemble_deid.corpus.workspace import Workspace
 
 from . import PLUGINS  # noqa: F401  (registers the memorize test plugin)
 from .tagger_contract import TaggerContract
@@ -70,7 +70,7 @@ def test_text_mismatch_is_an_error(tmp_path):
     docs = tiny_corpus(2)
     folder = _write(docs, tmp_path / "out")
     changed = docs[1].text.replace("Record date", "Record data")
-    from ensemble_deid.document import Document
+    from ensemble_deid.corpus.document import Document
 
     write_i2b2_xml(Document(docs[1].id, changed, []), folder / f"{docs[1].id}.xml")
     tagger = make_tagger("precomputed", test_dir=str(folder)).fit([])

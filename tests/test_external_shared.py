@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.errors import EnsembleDeidError
-from ensemble_deid.external import (
+from ensemble_deid.taggers.external.base import (
     LABELMAP_DIR, CategoryMap, ExternalOutputError, ForeignSpan, MappingStats, byte_to_char_offsets, check_bounds,
     check_text, map_spans, snap_spans,
 )
-from ensemble_deid.registry import entry_points, make_tagger, tagger_class
-from ensemble_deid.tagger import TaggerUnavailable
+from ensemble_deid.taggers.registry import entry_points, make_tagger, tagger_class
+from ensemble_deid.taggers.base import TaggerUnavailable
 
 EXTERNAL = ["precomputed", "physionet-deid", "mist", "philter", "scrubadub", "presidio"]
 

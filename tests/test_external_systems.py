@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ensemble_deid.cache import PredictionCache
-from ensemble_deid.cv import CrossValidation, TaggerSpec
-from ensemble_deid.registry import tagger_class
+from ensemble_deid.experiment.cache import PredictionCache
+from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+from ensemble_deid.taggers.registry import tagger_class
 
 from . import PLUGINS  # noqa: F401  (registers the memorize test plugin)
 from .tagger_contract import TaggerContract

@@ -8,9 +8,9 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from ensemble_deid.document import Document
-from ensemble_deid.features import REGEX_FEATURES, FeatureExtractor, vw_escape, vw_features
-from ensemble_deid.gazetteers import GAZETTEER_FILES, Gazetteers, default_gazetteers, normalize, read_list
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.features import REGEX_FEATURES, FeatureExtractor, vw_escape, vw_features
+from ensemble_deid.taggers.gazetteers import GAZETTEER_FILES, Gazetteers, default_gazetteers, normalize, read_list
 
 NOTE = (
     "HISTORY OF PRESENT ILLNESS:\n"

@@ -1,9 +1,9 @@
 """Corpus fingerprints: change with any id, text or annotation, not with order."""
 from __future__ import annotations
 
-import ensemble_deid.fingerprint as fingerprint_module
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.fingerprint import corpus_fingerprint, document_fingerprint
+import ensemble_deid.corpus.fingerprint as fingerprint_module
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.corpus.fingerprint import corpus_fingerprint, document_fingerprint
 
 from .tiny_corpus import tiny_corpus
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ensemble_deid.document import Annotation, Document
-from ensemble_deid.folds import FoldAssignment, assign_folds
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.corpus.folds import FoldAssignment, assign_folds
 
 from .conftest import REPO_ROOT
 from .tiny_corpus import tiny_corpus
@@ -74,7 +74,7 @@ def test_identical_across_runs(tmp_path):
     docs = tiny_corpus(40, seed=1)
     here = assign_folds(docs, k=5, seed=7)
     code = (
-        "import json; from tests.tiny_corpus import tiny_corpus; from ensemble_deid.folds import assign_folds; "
+        "import json; from tests.tiny_corpus import tiny_corpus; from ensemble_deid.corpus.folds import assign_folds; "
         "print(json.dumps(assign_folds(tiny_corpus(40, seed=1), k=5, seed=7).to_dict()))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
@@ -116,7 +116,7 @@ def test_bad_k():
 
 
 def test_balanced_on_meddocan(meddocan_dir):
-    from ensemble_deid.formats import load_directory
+    from ensemble_deid.corpus.formats import load_directory
 
     docs = load_directory(meddocan_dir / "train" / "xml")
     fa = assign_folds(docs, k=10, seed=0)

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ensemble_deid.cli import main
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.errors import ERROR, WARNING, CorpusError
-from ensemble_deid.formats import (
+from ensemble_deid.corpus.formats import (
     assign_groups,
     detect_format,
     load_directory,
@@ -25,8 +25,8 @@ from ensemble_deid.formats import (
     to_i2b2_xml,
     write_i2b2_xml,
 )
-from ensemble_deid.formats.i2b2 import overlap_problems
-from ensemble_deid.labelmap import LabelMap
+from ensemble_deid.corpus.formats.i2b2 import overlap_problems
+from ensemble_deid.corpus.labelmap import LabelMap
 
 # The invented PHI of the broken files: no message may contain any of it.
 PHI_STRINGS = ("Zacarias", "Zacarías", "Quintanill", "03/04/2019", "Toledo", "root:x:0")
@@ -418,7 +418,7 @@ def test_label_map_applies_when_loading(tmp_path):
 def test_text_attribute_spanning_a_line_break_matches(tmp_path):
     """XML parsers turn a literal newline inside an attribute into a space, so a
     gold tag across a line break must still match its TEXT slice."""
-    from ensemble_deid.formats.i2b2 import read_i2b2_xml
+    from ensemble_deid.corpus.formats.i2b2 import read_i2b2_xml
 
     path = tmp_path / "wrap.xml"
     path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<deIdi2b2><TEXT><![CDATA[Seen at Mercy\nHospital today]]>'

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.errors import CorpusError
-from ensemble_deid.labelmap import LabelMap
+from ensemble_deid.corpus.labelmap import LabelMap
 
 MEDDOCAN_TO_I2B2 = """
 # MEDDOCAN subtypes onto the i2b2 scheme

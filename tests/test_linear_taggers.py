@@ -1,5 +1,5 @@
 """The six linear and structured taggers (MEMM, SEARN, MIRA, SVM, OGD,
-structural SVM) and their shared machinery (ensemble_deid.linear)."""
+structural SVM) and their shared machinery (ensemble_deid.taggers.linear)."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,10 +9,10 @@ import pickle
 import numpy as np
 import pytest
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.document import Document
-from ensemble_deid.features import FeatureExtractor, vw_escape
-from ensemble_deid.linear import (
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.features import FeatureExtractor, vw_escape
+from ensemble_deid.taggers.linear import (
     FeatureIndex,
     LabelIndex,
     decode_chains,
@@ -24,8 +24,8 @@ from ensemble_deid.linear import (
     vw_join,
     vw_token_line,
 )
-from ensemble_deid.registry import tagger_class
-from ensemble_deid.tagger import TaggerUnavailable
+from ensemble_deid.taggers.registry import tagger_class
+from ensemble_deid.taggers.base import TaggerUnavailable
 
 from .tagger_contract import TaggerContract
 from .tiny_corpus import tiny_corpus

@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
-from ensemble_deid.bio import alignment_loss
+from ensemble_deid.corpus.bio import alignment_loss
 from ensemble_deid.cli import main
-from ensemble_deid.formats import load_directory
+from ensemble_deid.corpus.formats import load_directory
 
 from .conftest import REPO_ROOT
 

@@ -20,10 +20,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchcrf")
 
-from ensemble_deid.bio import OUTSIDE, gold_tags  # noqa: E402
-from ensemble_deid.neural.base import NeuralTagger, split_held_out  # noqa: E402
-from ensemble_deid.prediction import DocumentPrediction  # noqa: E402
-from ensemble_deid.registry import tagger_class  # noqa: E402
+from ensemble_deid.corpus.bio import OUTSIDE, gold_tags  # noqa: E402
+from ensemble_deid.taggers.neural.base import NeuralTagger, split_held_out  # noqa: E402
+from ensemble_deid.taggers.prediction import DocumentPrediction  # noqa: E402
+from ensemble_deid.taggers.registry import tagger_class  # noqa: E402
 
 from .tagger_contract import TaggerContract  # noqa: E402
 from .tiny_corpus import tiny_corpus  # noqa: E402
@@ -71,7 +71,7 @@ def _random_crf(K=5, B=4, T=6, seed=0):
 
 
 def test_crf_log_likelihood_matches_pytorch_crf():
-    from ensemble_deid.neural.network import crf_log_likelihood
+    from ensemble_deid.taggers.neural.network import crf_log_likelihood
 
     crf, scores, mask, _ = _random_crf()
     tags = torch.randint(0, 5, mask.shape)
@@ -81,7 +81,7 @@ def test_crf_log_likelihood_matches_pytorch_crf():
 
 
 def test_viterbi_matches_pytorch_crf():
-    from ensemble_deid.neural.network import viterbi
+    from ensemble_deid.taggers.neural.network import viterbi
 
     crf, scores, mask, lengths = _random_crf(seed=1)
     ours = viterbi(scores, mask, crf.start_transitions, crf.transitions, crf.end_transitions)
@@ -90,7 +90,7 @@ def test_viterbi_matches_pytorch_crf():
 
 
 def test_crf_marginals_match_brute_force():
-    from ensemble_deid.neural.network import crf_marginals
+    from ensemble_deid.taggers.neural.network import crf_marginals
 
     K = 3
     crf, scores, mask, lengths = _random_crf(K=K, T=5, seed=2)
@@ -107,7 +107,7 @@ def test_crf_marginals_match_brute_force():
 
 
 def test_bio_constraints_forbid_invalid_moves():
-    from ensemble_deid.neural.network import FORBIDDEN, bio_constraints, viterbi
+    from ensemble_deid.taggers.neural.network import FORBIDDEN, bio_constraints, viterbi
 
     tags = ["O", "B-NAME:DOCTOR", "I-NAME:DOCTOR", "B-DATE:DATE", "I-DATE:DATE"]
     start, trans = bio_constraints(tags)
@@ -129,7 +129,7 @@ def test_bio_constraints_forbid_invalid_moves():
 
 def test_bilstm_ignores_padding():
     """Each sequence's outputs do not depend on what pads it in the batch."""
-    from ensemble_deid.neural.network import BiLSTM
+    from ensemble_deid.taggers.neural.network import BiLSTM
 
     torch.manual_seed(0)
     lstm = BiLSTM(3, 4)
@@ -147,7 +147,7 @@ def test_bilstm_ignores_padding():
 
 # --- vocabularies and the embeddings loader ------------------------------------------------
 def test_glove_and_word2vec_text_loader(tmp_path):
-    from ensemble_deid.neural.vocab import EmbeddingsFormatError, load_embeddings, normalize_word
+    from ensemble_deid.taggers.neural.vocab import EmbeddingsFormatError, load_embeddings, normalize_word
 
     glove = tmp_path / "tiny.glove.txt"
     glove.write_text("the 0.1 0.2 0.3\nPatient 1 2 3\n1946 0 0 1\npatient 9 9 9\n", encoding="utf-8")
@@ -167,7 +167,7 @@ def test_glove_and_word2vec_text_loader(tmp_path):
 
 
 def test_pretrained_vectors_initialise_the_embeddings(tmp_path, docs):
-    from ensemble_deid.neural.vocab import normalize_word
+    from ensemble_deid.taggers.neural.vocab import normalize_word
 
     words = sorted({normalize_word(w) for d in docs[:18] for w in d.tokens.words})[:5]
     path = tmp_path / "vectors.txt"
@@ -183,8 +183,8 @@ def test_pretrained_vectors_initialise_the_embeddings(tmp_path, docs):
 
 
 def test_shape_ids():
-    from ensemble_deid.neural.vocab import N_CASINGS, N_SHAPES, shape_ids
-    from ensemble_deid.tokenize import tokenize
+    from ensemble_deid.taggers.neural.vocab import N_CASINGS, N_SHAPES, shape_ids
+    from ensemble_deid.corpus.tokenize import tokenize
 
     text = "Dr. ADAMS 12\nx@y"
     toks = tokenize(text)
@@ -195,7 +195,7 @@ def test_shape_ids():
 
 
 def test_bucket_batches_cover_every_sequence_once():
-    from ensemble_deid.neural.training import bucket_batches
+    from ensemble_deid.taggers.neural.training import bucket_batches
 
     lengths = np.random.default_rng(0).integers(1, 50, size=103)
     batches = bucket_batches(lengths, 10, np.random.default_rng(1))
@@ -272,7 +272,7 @@ def test_weight_averaging(docs):
 
 
 def test_refit_trains_on_every_note_for_the_chosen_epochs(docs):
-    from ensemble_deid.neural.vocab import normalize_word
+    from ensemble_deid.taggers.neural.vocab import normalize_word
 
     params = {**FAST, "epochs": 6, "patience": 3, "validation_fraction": 0.25, "corpus_vectors": False}
     held = tagger_class("lstm-crf-l")(**{**params, "refit": False}).fit(docs[:16])
@@ -334,9 +334,9 @@ def test_sentence_context_and_pickle(docs):
 def test_sentence_segments_never_start_inside_a_span():
     """A span cut by the sentence splitter: for the BIO-constrained CRF its
     second part starts with B-, the only start that CRF can decode."""
-    from ensemble_deid.document import Annotation, Document
-    from ensemble_deid.neural.training import encode_documents
-    from ensemble_deid.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
+    from ensemble_deid.corpus.document import Annotation, Document
+    from ensemble_deid.taggers.neural.training import encode_documents
+    from ensemble_deid.taggers.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
 
     text = "Paciente: Ana Maria.\nPerez Gil vive en Sol. Fin del informe."
     start, end = text.index("Ana"), text.index(" vive")
@@ -358,8 +358,8 @@ def test_sentence_segments_never_start_inside_a_span():
 
 
 def test_long_notes_are_cut_at_line_breaks(docs):
-    from ensemble_deid.neural.training import encode_documents
-    from ensemble_deid.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
+    from ensemble_deid.taggers.neural.training import encode_documents
+    from ensemble_deid.taggers.neural.vocab import build_char_vocab, build_word_vocab, normalize_word
 
     doc = max(docs, key=lambda d: len(d.tokens))
     toks = doc.tokens
@@ -383,7 +383,7 @@ def test_long_notes_are_cut_at_line_breaks(docs):
 
 
 def test_empty_documents_and_bad_params(docs, fitted):
-    from ensemble_deid.document import Document
+    from ensemble_deid.corpus.document import Document
 
     empty = Document("empty-1", "", [])
     pred = fitted.predict([empty, docs[18]])
@@ -417,7 +417,7 @@ def test_adapters_share_the_base_parameters():
 def test_importing_the_adapters_does_not_import_torch():
     code = (
         "import sys\n"
-        "from ensemble_deid.registry import describe_taggers\n"
+        "from ensemble_deid.taggers.registry import describe_taggers\n"
         "import ensemble_deid_adapters.lstm_crf_l, ensemble_deid_adapters.lstm_crf_fea\n"
         "describe_taggers()\n"
         "print('torch' in sys.modules)\n"
@@ -428,8 +428,8 @@ def test_importing_the_adapters_does_not_import_torch():
 
 # --- the feature-augmented variant --------------------------------------------------------------
 def test_fea_uses_feature_flags_and_ehr_names(docs, tmp_path):
-    pytest.importorskip("ensemble_deid.features")
-    from ensemble_deid.neural.ehr import EHR_FLAG_NAMES, ehr_flags, load_ehr_names
+    pytest.importorskip("ensemble_deid.taggers.features")
+    from ensemble_deid.taggers.neural.ehr import EHR_FLAG_NAMES, ehr_flags, load_ehr_names
 
     names = {}
     for d in docs[:18]:

@@ -6,8 +6,8 @@ import stat
 import numpy as np
 import pytest
 
-from ensemble_deid import plots
-from ensemble_deid.report import Cell, ResultTable
+from ensemble_deid.studies import plots
+from ensemble_deid.studies.report import Cell, ResultTable
 
 
 def _table():
@@ -69,7 +69,7 @@ def test_plots_write_png(tmp_path, draw):
 
 
 def test_plot_labels_drop_parameters_only_while_distinct():
-    from ensemble_deid.plots import short_labels
+    from ensemble_deid.studies.plots import short_labels
 
     assert short_labels(["crf:max_iterations=30@a", "svm@a", "crf:max_iterations=30@b"]) == ["crf@a", "svm@a", "crf@b"]
     assert short_labels(["lstm-crf-l:epochs=2,batch_size=32", "rules"]) == ["lstm-crf-l", "rules"]

@@ -5,9 +5,9 @@ import pickle
 
 import pytest
 
-from ensemble_deid.document import Document
-from ensemble_deid.labelmap import LabelMap
-from ensemble_deid.tagger import NotFittedError
+from ensemble_deid.corpus.document import Document
+from ensemble_deid.corpus.labelmap import LabelMap
+from ensemble_deid.taggers.base import NotFittedError
 from ensemble_deid_adapters.rules import RuleTagger, find_spans
 
 from .tagger_contract import TaggerContract
@@ -129,7 +129,7 @@ def test_label_map_file_and_unknown_name(tmp_path):
 def test_shipped_meddocan_map_targets_meddocan_types():
     from importlib import resources
 
-    from ensemble_deid.formats.schemes import MEDDOCAN_PARENT_OF
+    from ensemble_deid.corpus.formats.schemes import MEDDOCAN_PARENT_OF
 
     text = resources.files("ensemble_deid").joinpath("labelmaps", "i2b2-to-meddocan.toml").read_text(encoding="utf-8")
     lm = LabelMap.from_dict(__import__("tomllib").loads(text))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ensemble_deid.significance import (
+from ensemble_deid.studies.significance import (
     PairedCounts, approximate_randomization, holm, micro_f1, paired_bootstrap, paired_t_test,
 )
 

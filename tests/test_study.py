@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
-from ensemble_deid.formats import write_i2b2_xml
-from ensemble_deid.study import Study, StudyConfig
-from ensemble_deid.workspace import CorpusSpec, Workspace
+from ensemble_deid.corpus.formats import write_i2b2_xml
+from ensemble_deid.studies.study import Study, StudyConfig
+from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
 
 from .tiny_corpus import tiny_corpus
 

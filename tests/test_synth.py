@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from ensemble_deid.bio import alignment_loss
-from ensemble_deid.document import I2B2_PARENT_OF
+from ensemble_deid.corpus.bio import alignment_loss
+from ensemble_deid.corpus.document import I2B2_PARENT_OF
 from ensemble_deid.errors import ERROR
-from ensemble_deid.formats import read_directory, to_i2b2_xml
-from ensemble_deid.synth import (
+from ensemble_deid.corpus.formats import read_directory, to_i2b2_xml
+from ensemble_deid.corpus.synth import (
     GENERATOR_VERSION, MANIFEST_NAME, REAL_TEST_COUNTS, STYLES, category_mix, generate_corpus,
     mix_deviation, synthesize,
 )
-from ensemble_deid.synth.builder import Composer, Noise, TextBuilder
-from ensemble_deid.synth.mix import CATEGORIES
+from ensemble_deid.corpus.synth.builder import Composer, Noise, TextBuilder
+from ensemble_deid.corpus.synth.mix import CATEGORIES
 
 import random
 
@@ -58,8 +58,8 @@ def test_test_split_differs_from_train_split():
 
 _PROGRAM = (
     "import hashlib\n"
-    "from ensemble_deid.formats import to_i2b2_xml\n"
-    "from ensemble_deid.synth import generate_corpus\n"
+    "from ensemble_deid.corpus.formats import to_i2b2_xml\n"
+    "from ensemble_deid.corpus.synth import generate_corpus\n"
     "h = hashlib.sha256()\n"
     "for style in ('i2b2-2014', 'ngrid-2016'):\n"
     "    for d in generate_corpus(style, 3, 11):\n"
@@ -205,7 +205,7 @@ def test_hard_cases_are_present(corpora):
         if a.end == b.start and a.text[-1].isdigit() and b.text[0].isalpha()
     ]
     assert glued
-    from ensemble_deid.synth import lists
+    from ensemble_deid.corpus.synth import lists
     word_names = {w.lower() for w in lists.WORD_SURNAMES}
     names = [a.text.lower() for d in both for a in d.annotations if a.category == "NAME"]
     assert any(n in word_names for n in names)
@@ -269,6 +269,6 @@ def test_careless_casing_and_typos_inside_phi_keep_spans_exact():
 
 
 def test_test_splits_see_rare_frames_and_forms_more_often():
-    from ensemble_deid.synth.generate import RARE_BOOST, RARE_FRAME_WEIGHT
+    from ensemble_deid.corpus.synth.generate import RARE_BOOST, RARE_FRAME_WEIGHT
     assert RARE_BOOST["test"] > RARE_BOOST["train"] == 1.0
     assert RARE_FRAME_WEIGHT["test"] > 5 * RARE_FRAME_WEIGHT["train"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from ensemble_deid.cli.synth import synth
-from ensemble_deid.formats import read_directory
+from ensemble_deid.corpus.formats import read_directory
 
 
 def test_synth_writes_a_corpus_and_prints_no_phi(tmp_path):

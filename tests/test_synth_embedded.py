@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ensemble_deid.formats import read_directory
-from ensemble_deid.synth import EMBEDDED_CORPORA, is_complete, materialize
-from ensemble_deid.synth.embedded import STAMP_NAME
+from ensemble_deid.corpus.formats import read_directory
+from ensemble_deid.corpus.synth import EMBEDDED_CORPORA, is_complete, materialize
+from ensemble_deid.corpus.synth.embedded import STAMP_NAME
 
 
 def test_specs_name_both_styles_with_demo_sizes():

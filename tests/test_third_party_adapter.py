@@ -69,8 +69,8 @@ def test_taggers_lists_the_third_party_tagger(installed, tmp_path):
 
 def test_cv_runs_the_third_party_tagger(installed, tmp_path):
     """Cross-validation through the CLI fills the cache with its predictions."""
-    from ensemble_deid.formats import write_i2b2_xml
-    from ensemble_deid.workspace import CorpusSpec, Workspace
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+    from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
 
     from .tiny_corpus import tiny_corpus
 

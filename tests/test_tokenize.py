@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ensemble_deid.tokenize import TOKENIZER_VERSION, sentence_boundaries, tokenize
+from ensemble_deid.corpus.tokenize import TOKENIZER_VERSION, sentence_boundaries, tokenize
 
 
 def _spans(toks):

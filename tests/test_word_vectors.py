@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from ensemble_deid.neural.vocab import load_embeddings  # noqa: E402
-from ensemble_deid.neural.word_vectors import cooccurrence, fit_word_vectors, ppmi, write_vectors  # noqa: E402
+from ensemble_deid.taggers.neural.vocab import load_embeddings  # noqa: E402
+from ensemble_deid.taggers.neural.word_vectors import cooccurrence, fit_word_vectors, ppmi, write_vectors  # noqa: E402
 
 
 def test_cooccurrence_counts_pairs_by_inverse_distance():
@@ -89,8 +89,8 @@ def test_written_file_is_owner_only_and_loads_back(tmp_path):
 def test_tagger_starts_from_corpus_vectors(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("torchcrf")
-    from ensemble_deid.neural.vocab import normalize_word
-    from ensemble_deid.registry import tagger_class
+    from ensemble_deid.taggers.neural.vocab import normalize_word
+    from ensemble_deid.taggers.registry import tagger_class
 
     from .tiny_corpus import tiny_corpus
 

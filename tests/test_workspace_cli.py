@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from ensemble_deid.cli import main
 from ensemble_deid.errors import CorpusError, EnsembleDeidError
-from ensemble_deid.formats import write_i2b2_xml
-from ensemble_deid.workspace import CorpusSpec, UnknownCorpus, Workspace
+from ensemble_deid.corpus.formats import write_i2b2_xml
+from ensemble_deid.corpus.workspace import CorpusSpec, UnknownCorpus, Workspace
 
 from .conftest import REPO_ROOT
 from .tiny_corpus import tiny_corpus

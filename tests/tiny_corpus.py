@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ensemble_deid.document import Annotation, Document
+from ensemble_deid.corpus.document import Annotation, Document
 
 _FIRST = ["John", "Maria", "Ahmed", "Li", "Karen", "Pedro", "Olga", "Sam"]
 _LAST = ["Smith", "Brown", "Young", "Garcia", "Nguyen", "Hope", "Patel", "Kowalski"]

@@ -52,6 +52,6 @@ class LazyGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context, workspace: str) -> None:
     """De-identify clinical notes with ensembles of taggers."""
-    from ..workspace import Workspace
+    from ..corpus.workspace import Workspace
 
     ctx.obj = Workspace(workspace)

@@ -14,7 +14,7 @@ def cache() -> None:
 
 
 def _cache(ctx):
-    from ..cache import PredictionCache
+    from ..experiment.cache import PredictionCache
 
     return PredictionCache(workspace_of(ctx).cache_dir)
 
@@ -23,7 +23,7 @@ def _cache(ctx):
 @click.pass_context
 def ls(ctx):
     """List cache entries: tagger, version, parameters, training corpus, parts."""
-    from ..table import render_table
+    from ..studies.table import render_table
 
     pc = _cache(ctx)
     rows = []
@@ -51,7 +51,7 @@ def verify(ctx, remove):
     Stale: made by another version of a tagger than the one installed now.
     Exits with status 1 when anything is corrupt.
     """
-    from ..registry import UnknownTagger, tagger_class
+    from ..taggers.registry import UnknownTagger, tagger_class
 
     pc = _cache(ctx)
     problems = pc.verify()
@@ -101,7 +101,7 @@ def rm(ctx, paths):
 @click.pass_context
 def export(ctx, out, corpus_name, fmt):
     """Write cached predictions as XML: OUT/TAGGER/PART/DOC.xml per tagger and fold."""
-    from ..formats import write_i2b2_xml
+    from ..corpus.formats import write_i2b2_xml
 
     ws = workspace_of(ctx)
     pc = _cache(ctx)

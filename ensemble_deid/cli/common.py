@@ -10,7 +10,7 @@ from ..errors import EnsembleDeidError
 
 def workspace_of(ctx: click.Context):
     """The Workspace set up by the top-level group (or one on the current folder)."""
-    from ..workspace import Workspace
+    from ..corpus.workspace import Workspace
 
     obj = ctx.find_root().obj
     return obj if isinstance(obj, Workspace) else Workspace(".")

@@ -26,11 +26,11 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     P-values are Holm-corrected across the comparisons. Predictions missing
     from the cache are computed first (as 'cv' would).
     """
-    from ..cache import PredictionCache
-    from ..comparison import compare_systems, comparison_rows
-    from ..cv import CrossValidation
+    from ..experiment.cache import PredictionCache
+    from ..studies.comparison import compare_systems, comparison_rows
+    from ..experiment.cv import CrossValidation
     from ..ensemble.caching import is_ensemble_spec, load_ensemble_test
-    from ..table import render_table
+    from ..studies.table import render_table
     from .cv import parse_tagger_specs
 
     ensembles = [s.strip() for s in systems if is_ensemble_spec(s)]

@@ -28,8 +28,8 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
     """Register corpus NAME and check that it loads."""
     import re
 
-    from ..formats import I2B2_GROUP_PATTERN
-    from ..workspace import CorpusSpec
+    from ..corpus.formats import I2B2_GROUP_PATTERN
+    from ..corpus.workspace import CorpusSpec
 
     if group_pattern is not None:
         try:
@@ -61,8 +61,8 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
 @click.pass_context
 def ls(ctx):
     """List registered corpora (and embedded ones not yet generated)."""
-    from ..table import render_table
-    from ..workspace import _embedded_corpora
+    from ..studies.table import render_table
+    from ..corpus.workspace import _embedded_corpora
 
     ws = workspace_of(ctx)
     with fail_on_error():
@@ -88,8 +88,8 @@ def rm(ctx, name):
 @click.pass_context
 def show(ctx, name, by):
     """Documents, tokens and PHI per category and subtype, per split."""
-    from ..bio import alignment_loss
-    from ..table import render_table
+    from ..corpus.bio import alignment_loss
+    from ..studies.table import render_table
 
     with fail_on_error():
         loaded = workspace_of(ctx).load(name)
@@ -127,8 +127,8 @@ def check(directory, fmt, label_map, max_shown):
     Exits with status 1 when any problem is fatal.
     """
     from ..errors import ERROR
-    from ..formats import read_directory
-    from ..labelmap import LabelMap
+    from ..corpus.formats import read_directory
+    from ..corpus.labelmap import LabelMap
 
     with fail_on_error():
         lm = LabelMap.load(label_map) if label_map else None

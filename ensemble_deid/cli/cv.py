@@ -7,8 +7,8 @@ from .common import fail_on_error, workspace_of
 
 
 def parse_tagger_specs(value: str, param_hint: str = "--taggers"):
-    from ..cv import TaggerSpec
-    from ..registry import UnknownTagger, tagger_class
+    from ..experiment.cv import TaggerSpec
+    from ..taggers.registry import UnknownTagger, tagger_class
 
     specs = []
     # Split on commas that start a new tagger (a name followed by ':' or end),
@@ -70,9 +70,9 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, no_progress
         raise click.BadParameter("--backend dask needs --scheduler tcp://HOST:PORT", param_hint="--scheduler")
     specs = parse_tagger_specs(taggers)
     ws = workspace_of(ctx)
-    from ..cache import PredictionCache
-    from ..cv import CrossValidation
-    from ..summary import cv_summary_table
+    from ..experiment.cache import PredictionCache
+    from ..experiment.cv import CrossValidation
+    from ..studies.summary import cv_summary_table
 
     with fail_on_error():
         corpus = ws.load(corpus_name)

@@ -31,7 +31,7 @@ def parse_members(value: str, param_hint: str = "--members"):
 
 
 def parse_params(items, param_hint: str) -> dict:
-    from ..cv import _parse_value
+    from ..experiment.cv import _parse_value
 
     out = {}
     for item in items:
@@ -43,7 +43,7 @@ def parse_params(items, param_hint: str) -> dict:
 
 
 def parse_grid(items, param_hint: str = "--grid") -> dict | None:
-    from ..cv import _parse_value
+    from ..experiment.cv import _parse_value
 
     if not items:
         return None
@@ -58,8 +58,8 @@ def parse_grid(items, param_hint: str = "--grid") -> dict | None:
 
 def load_members(ctx, corpus_name, members, k, seed, no_progress):
     """(corpus, engine, {label: MemberRun}) with the members' CV run or reused."""
-    from ..cache import PredictionCache
-    from ..cv import CrossValidation
+    from ..experiment.cache import PredictionCache
+    from ..experiment.cv import CrossValidation
     from ..ensemble.caching import resolve_members
 
     specs, ensembles, order = parse_members(members)
@@ -72,7 +72,7 @@ def load_members(ctx, corpus_name, members, k, seed, no_progress):
 
 
 def member_rows(runs, corpus):
-    from ..summary import strict_prf
+    from ..studies.summary import strict_prf
 
     rows = []
     for label, run in runs.items():
@@ -202,8 +202,8 @@ def _learned(model) -> dict:
 
 
 def report(corpus, engine, runs, result, method, learner, diagnostics):
-    from ..summary import strict_prf
-    from ..table import render_table
+    from ..studies.summary import strict_prf
+    from ..studies.table import render_table
 
     record = result["record"]
     entry = result["entry"]
@@ -237,7 +237,7 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
 def diagnostics_report(runs, corpus) -> str:
     """Oracle, marginal contributions and pairwise agreement on the test split."""
     from ..ensemble import best_threshold, build_candidates, marginal_contributions, oracle, pairwise_agreement
-    from ..table import render_table
+    from ..studies.table import render_table
 
     names = tuple(runs)
     train_table = build_candidates([runs[n].oof for n in names], names, corpus.train)

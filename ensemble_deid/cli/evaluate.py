@@ -46,7 +46,7 @@ def evaluate(ctx, gold, system_dir, fmt, criteria, input_format, missing_as_empt
 
     from ..evaluation import EvalOptions
     from ..evaluation import evaluate as run_evaluation
-    from ..formats import load_directory
+    from ..corpus.formats import load_directory
 
     if missing_as_empty and skip_missing:
         raise click.BadParameter("choose one of --missing-as-empty and --skip-missing", param_hint="--skip-missing")

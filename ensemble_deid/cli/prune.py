@@ -37,8 +37,8 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, all_paths, no_p
     import time
 
     from ..ensemble import build_candidates, pruning_search, vote_select
-    from ..summary import strict_prf
-    from ..table import render_table
+    from ..studies.summary import strict_prf
+    from ..studies.table import render_table
     from .ensemble import load_members
 
     t = _threshold(threshold)

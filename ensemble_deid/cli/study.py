@@ -29,7 +29,7 @@ QUICK_METHODS = ["voting", "voting-pruned", "decision-templates", "stacked-svm"]
 
 
 def _available(specs: list[str], log) -> list[str]:
-    from ..registry import UnknownTagger, tagger_class
+    from ..taggers.registry import UnknownTagger, tagger_class
 
     keep = []
     for spec in specs:
@@ -46,7 +46,7 @@ def _available(specs: list[str], log) -> list[str]:
 
 
 def _run_study(ctx, config, out, progress):
-    from ..study import Study
+    from ..studies.study import Study
 
     ws = workspace_of(ctx)
     with fail_on_error():
@@ -78,7 +78,7 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
     """Base-tagger and ensemble tables (with significance marks), plots and a
     manifest, for one corpus or a cross-corpus pair (A, B and A∪B models)."""
     from ..errors import EnsembleDeidError
-    from ..study import StudyConfig
+    from ..studies.study import StudyConfig
     from .cv import _split_specs, parse_tagger_specs
 
     if taggers:
@@ -112,7 +112,7 @@ def demo(ctx, quick, jobs, out, no_progress):
     """The whole cross-corpus study on the embedded synthetic corpora: every
     available tagger trained on synthetic-2014, synthetic-2016 and their union,
     10-fold CV, all six ensembles, significance, tables and plots."""
-    from ..study import ALL_METHODS, StudyConfig
+    from ..studies.study import ALL_METHODS, StudyConfig
 
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     t0 = time.perf_counter()

@@ -42,8 +42,8 @@ def synth(style: str, n_docs: int, seed: int, out: str, split: str, first_id: in
     Prints counts and the category mix against the real corpus the style
     imitates; never note text.
     """
-    from ..synth import REAL_TEST_COUNTS, category_counts, category_mix, synthesize
-    from ..synth.mix import CATEGORIES, proportions
+    from ..corpus.synth import REAL_TEST_COUNTS, category_counts, category_mix, synthesize
+    from ..corpus.synth.mix import CATEGORIES, proportions
 
     try:
         docs = synthesize(style, n_docs, seed, out, split=split, first_id=first_id, overwrite=overwrite)

@@ -7,8 +7,8 @@ import click
 @click.command("taggers")
 def taggers():
     """List registered taggers, their availability and why one is unavailable."""
-    from ..registry import describe_taggers
-    from ..table import render_table
+    from ..taggers.registry import describe_taggers
+    from ..studies.table import render_table
 
     rows = [
         [i.name, "yes" if i.available else "no", "external" if i.external else "trained", i.distribution, i.reason or i.description]

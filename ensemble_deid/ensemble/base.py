@@ -10,7 +10,7 @@ annotations, and predicts from their predictions on other documents.
 
 ``members`` maps a member name to ``{doc_id: DocumentPrediction}``. Parameters
 are the constructor's arguments (``get_params``/``set_params``/``clone``/
-``param_hash`` are those of :class:`~ensemble_deid.tagger.Tagger`); learned
+``param_hash`` are those of :class:`~ensemble_deid.taggers.base.Tagger`); learned
 attributes end in ``_``; ``member_names_`` records the members seen in fit.
 
 Internally a learner works on a *prepared* form of the members' outputs
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ..document import Document
+from ..corpus.document import Document
 from ..errors import EnsembleDeidError
-from ..prediction import DocumentPrediction
-from ..tagger import NotFittedError, Tagger
+from ..taggers.prediction import DocumentPrediction
+from ..taggers.base import NotFittedError, Tagger
 
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 

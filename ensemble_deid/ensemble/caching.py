@@ -1,7 +1,7 @@
 """Members from the prediction cache, and the ensembles' own cache entries.
 
 An ensemble's predictions are stored in the same cache as a tagger's
-(``ensemble_deid.cache``), under the tagger name ``ensemble.<method>``:
+(``ensemble_deid.experiment.cache``), under the tagger name ``ensemble.<method>``:
 
 - ``predict-<test fingerprint>/all``: trained on every training document's
   out-of-fold member predictions, predicting the test split;
@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..cache import EntryKey, PartKey, PredictionCache
-from ..cv import CrossValidation, TaggerSpec
+from ..experiment.cache import EntryKey, PartKey, PredictionCache
+from ..experiment.cv import CrossValidation, TaggerSpec
 from ..errors import EnsembleDeidError
-from ..prediction import DocumentPrediction
+from ..taggers.prediction import DocumentPrediction
 from .base import ENSEMBLE_VERSION
 
 ENSEMBLE_PREFIX = "ensemble."

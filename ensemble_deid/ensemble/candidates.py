@@ -17,7 +17,7 @@ vectorised counting, not re-decoding:
   *contested* candidates (those that overlap another) grouped into the
   connected components that overlap resolution works on.
 
-Spans decode from tags exactly as :func:`ensemble_deid.bio.decode` does (an
+Spans decode from tags exactly as :func:`ensemble_deid.corpus.bio.decode` does (an
 ``I-`` after ``O`` or another label opens a span); this is asserted in tests.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..bio import OUTSIDE
-from ..document import Document
-from ..prediction import DocumentPrediction
+from ..corpus.bio import OUTSIDE
+from ..corpus.document import Document
+from ..taggers.prediction import DocumentPrediction
 
 
 class TagVocab:

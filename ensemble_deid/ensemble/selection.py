@@ -22,9 +22,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..document import Document
-from ..folds import FoldAssignment, assign_folds
-from ..prediction import DocumentPrediction
+from ..corpus.document import Document
+from ..corpus.folds import FoldAssignment, assign_folds
+from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner, Members, check_metric, metric_value, ordered_members
 
 

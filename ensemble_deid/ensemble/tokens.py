@@ -8,9 +8,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..bio import gold_tags
-from ..document import Document
-from ..prediction import DocumentPrediction
+from ..corpus.bio import gold_tags
+from ..corpus.document import Document
+from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner
 from .candidates import TagVocab
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..document import Document
+from ..corpus.document import Document
 from .options import EvaluationError
 
 

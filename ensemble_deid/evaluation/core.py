@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..document import PARENT_CATEGORIES, Annotation, Document
+from ..corpus.document import PARENT_CATEGORIES, Annotation, Document
 from .align import align, check_gold
 from .criteria import ALL, Criterion, parse_criteria
 from .engine import Engine

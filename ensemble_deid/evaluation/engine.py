@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..document import PARENT_CATEGORIES, Document
+from ..corpus.document import PARENT_CATEGORIES, Document
 from .criteria import Criterion
 from .hipaa import hipaa_mask
 from .keys import KeySet, KeySpace, grouped_key_counts, key_counts, token_pieces

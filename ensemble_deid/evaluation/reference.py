@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
-from ..document import Annotation, Document
+from ..corpus.document import Annotation, Document
 from .criteria import Criterion, get_criterion
 from .hipaa import age_over_limit, hipaa_patterns
 from .options import EvalOptions

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 
-from ..document import Annotation, Document
+from ..corpus.document import Annotation, Document
 from .align import align, check_gold
 from .criteria import Criterion, get_criterion
 from .engine import Engine

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from ensemble_deid.bio import gold_tags
-from ensemble_deid.prediction import DocumentPrediction
-from ensemble_deid.tagger import Tagger
+from ensemble_deid.corpus.bio import gold_tags
+from ensemble_deid.taggers.prediction import DocumentPrediction
+from ensemble_deid.taggers.base import Tagger
 
 
 class MemorizeTagger(Tagger):

@@ -21,9 +21,9 @@ from collections import Counter
 
 import numpy as np
 
-from ensemble_deid.bio import OUTSIDE, gold_tags
-from ensemble_deid.prediction import DocumentPrediction
-from ensemble_deid.tagger import Tagger
+from ensemble_deid.corpus.bio import OUTSIDE, gold_tags
+from ensemble_deid.taggers.prediction import DocumentPrediction
+from ensemble_deid.taggers.base import Tagger
 
 __all__ = ["LexiconTagger"]
 __version__ = "0.1.0"

@@ -32,7 +32,7 @@ class TestLexiconTaggerContract(TaggerContract):
 
 
 def test_distribution_registers_the_entry_point():
-    from ensemble_deid.registry import entry_points
+    from ensemble_deid.taggers.registry import entry_points
 
     ep = entry_points()["example-lexicon"]
     assert ep.value == "edeid_example_adapter:LexiconTagger"

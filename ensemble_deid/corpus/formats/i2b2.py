@@ -1,0 +1,189 @@
+"""i2b2 2014 / N-GRID 2016 / MEDDOCAN XML: any root element holding TEXT and TAGS.
+
+Parsing goes through defusedxml, so entity expansion and external entities are
+refused rather than followed.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+import defusedxml
+import defusedxml.ElementTree as SafeET
+
+from ..document import PARENT_CATEGORIES, Annotation, Document
+from ...errors import ERROR, WARNING, Problem
+
+ROOTS = ("deIdi2b2", "MEDDOCAN")
+_ENCODING_DECL = re.compile(rb"^<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']")
+# Characters XML 1.0 cannot carry at all.
+_ATTR_WS = re.compile(r"\r\n|[\t\n\r]")
+_INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document | None, list[Problem]]:
+    """Read one record. Returns the document (None when the file is unusable)
+    and every problem found in it."""
+    path = Path(path)
+    name = str(path)
+    doc_id = doc_id or path.stem
+    problems: list[Problem] = []
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [Problem(ERROR, name, f"cannot read file ({exc.strerror})")]
+    if not raw.strip():
+        return None, [Problem(ERROR, name, "file is empty")]
+    declared = _ENCODING_DECL.match(raw)
+    encoding = declared.group(1).decode("ascii").lower() if declared else "utf-8"
+    if encoding.replace("-", "").replace("_", "") in ("utf8",):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, [Problem(ERROR, name, f"not valid UTF-8 (bad byte at offset {exc.start})")]
+    try:
+        root = SafeET.fromstring(raw, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except defusedxml.EntitiesForbidden as exc:
+        # Every entity declaration is refused here, before any reference to it
+        # is followed, so an external entity (XXE) also lands in this branch.
+        if exc.sysid or exc.pubid:
+            return None, [Problem(ERROR, name, "refused: the file declares an external entity (possible XXE attack)")]
+        return None, [Problem(ERROR, name, "refused: the file declares XML entities (possible entity-expansion attack)")]
+    except defusedxml.ExternalReferenceForbidden:
+        return None, [Problem(ERROR, name, "refused: the file references an external entity")]
+    except defusedxml.DefusedXmlException as exc:
+        return None, [Problem(ERROR, name, f"refused: unsafe XML ({type(exc).__name__})")]
+    except ParseError as exc:
+        line, col = getattr(exc, "position", (None, None))
+        return None, [Problem(ERROR, name, f"malformed XML at line {line}, column {col}")]
+
+    text_el = root.find("TEXT")
+    if text_el is None:
+        return None, [Problem(ERROR, name, "no TEXT element", field="TEXT")]
+    text = text_el.text or ""
+    if not text.strip():
+        problems.append(Problem(WARNING, name, "TEXT is empty", field="TEXT"))
+    for child in root:
+        if child.tag not in ("TEXT", "TAGS"):
+            problems.append(Problem(WARNING, name, f"unknown element <{child.tag}> ignored", field=child.tag))
+
+    annotations: list[Annotation] = []
+    tags_el = root.find("TAGS")
+    seen_ids: set[str] = set()
+    for i, el in enumerate(tags_el if tags_el is not None else ()):
+        tag_id = el.get("id") or f"#{i}"
+        if tag_id in seen_ids:
+            problems.append(Problem(WARNING, name, "duplicate tag id", tag=tag_id, field="id"))
+        seen_ids.add(tag_id)
+        if el.tag not in PARENT_CATEGORIES:
+            problems.append(Problem(WARNING, name, f"unknown category element <{el.tag}>", tag=tag_id))
+        ann = _annotation(el, tag_id, text, name, problems)
+        if ann is not None:
+            annotations.append(ann)
+    problems.extend(overlap_problems(annotations, name))
+    if any(p.severity == ERROR for p in problems):
+        return None, problems
+    return Document(doc_id, text, annotations, {"source": name, "format": "i2b2-xml", "root": root.tag}), problems
+
+
+def _annotation(el, tag_id: str, text: str, file: str, problems: list[Problem]) -> Annotation | None:
+    values: dict[str, int] = {}
+    for attr in ("start", "end"):
+        raw = el.get(attr)
+        if raw is None:
+            problems.append(Problem(ERROR, file, "missing attribute", tag=tag_id, field=attr))
+            continue
+        try:
+            values[attr] = int(raw)
+        except ValueError:
+            problems.append(Problem(ERROR, file, "not an integer", tag=tag_id, field=attr))
+    type_ = el.get("TYPE")
+    if not type_:
+        problems.append(Problem(ERROR, file, "missing attribute", tag=tag_id, field="TYPE"))
+    if len(values) < 2 or not type_:
+        return None
+    start, end = values["start"], values["end"]
+    if not (0 <= start < end <= len(text)):
+        problems.append(Problem(
+            ERROR, file, f"offsets [{start}, {end}) out of range for a text of {len(text)} characters",
+            tag=tag_id, field="start/end",
+        ))
+        return None
+    covered = el.get("text")
+    # An XML parser normalises white space inside attribute values (tab, CR
+    # and LF become spaces), so a tag spanning a line break has a text
+    # attribute with a space where TEXT has the break: compare likewise.
+    if covered is not None and covered != text[start:end] and covered != _ATTR_WS.sub(" ", text[start:end]):
+        problems.append(Problem(ERROR, file, "text attribute differs from the TEXT slice at its offsets", tag=tag_id, field="text"))
+        return None
+    return Annotation(start, end, el.tag.upper(), type_.upper(), covered, tag_id, el.get("comment") or "")
+
+
+def overlap_problems(annotations: list[Annotation], file: str) -> list[Problem]:
+    """One warning for each span that overlaps an earlier one (in offset order).
+
+    Each span is compared with the earlier span reaching furthest right, not
+    just its predecessor: in [0, 10), [2, 3), [5, 8) the third overlaps the first.
+    """
+    problems = []
+    a: Annotation | None = None  # the earlier span reaching furthest right
+    for b in sorted(annotations):
+        if a is not None and a.overlaps(b):
+            problems.append(Problem(
+                WARNING, file, f"gold spans overlap ([{a.start}, {a.end}) and [{b.start}, {b.end}))",
+                tag=f"{a.id}/{b.id}",
+            ))
+        if a is None or b.end > a.end:
+            a = b
+    return problems
+
+
+def _attr(value: str) -> str:
+    return (
+        value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        .replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+    )
+
+
+def _cdata(text: str) -> str:
+    # "]]>" cannot appear inside CDATA and a bare CR would be normalised away
+    # by every XML parser, so both are written outside CDATA sections.
+    body = text.replace("]]>", "]]]]><![CDATA[>").replace("\r", "]]>&#13;<![CDATA[")
+    return f"<![CDATA[{body}]]>"
+
+
+def to_i2b2_xml(document: Document, root: str = "deIdi2b2") -> str:
+    """The record as i2b2 XML text, in the layout the official scorer reads."""
+    bad = _INVALID_XML_CHARS.search(document.text)
+    if bad:
+        raise ValueError(
+            f"document {document.id!r}: character U+{ord(bad.group()):04X} at offset "
+            f"{bad.start()} cannot be written in XML"
+        )
+    lines = ['<?xml version="1.0" encoding="UTF-8" ?>', f"<{root}>", f"<TEXT>{_cdata(document.text)}</TEXT>", "<TAGS>"]
+    for i, ann in enumerate(document.annotations):
+        covered = document.text[ann.start:ann.end]
+        lines.append(
+            f'<{ann.category} id="{_attr(ann.id or f"P{i}")}" start="{ann.start}" end="{ann.end}" '
+            f'text="{_attr(covered)}" TYPE="{_attr(ann.type)}" comment="{_attr(ann.comment)}" />'
+        )
+    lines += ["</TAGS>", f"</{root}>", ""]
+    return "\n".join(lines)
+
+
+def write_i2b2_xml(document: Document, path: str | Path, root: str = "deIdi2b2", mode: int = 0o600) -> Path:
+    """Write atomically (temp file + rename) with owner-only permissions."""
+    path = Path(path)
+    data = to_i2b2_xml(document, root).encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

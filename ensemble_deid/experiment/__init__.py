@@ -1,0 +1,9 @@
+"""The experiment engine: running taggers through cross-validation into the
+prediction cache.
+
+- ``cache``: the checksummed prediction cache (out-of-fold and test parts);
+- ``cv``: patient-grouped k-fold CV of tagger specs, resumable, in parallel;
+- ``shipping``: sending a corpus to parallel workers once per worker.
+
+It sits above corpus and taggers and below ensemble, studies and cli.
+"""

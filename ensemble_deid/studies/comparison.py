@@ -1,0 +1,101 @@
+"""Comparing systems on the same test documents: scores and paired tests.
+
+A comparison takes the predictions of several systems on one gold set,
+scores each by one criterion (strict micro by default), and tests every
+system against a reference (the first given, or the best) with the chosen
+paired tests; p-values of one comparison are Holm-corrected together.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ..corpus.document import Document
+from ..taggers.prediction import DocumentPrediction
+from .significance import TESTS, PairedCounts, TestResult, holm
+from .summary import prediction_spans
+
+
+@dataclass
+class SystemScore:
+    name: str
+    precision: float
+    recall: float
+    f1: float
+    counts: object  # evaluation.DocumentCounts
+
+
+@dataclass
+class Comparison:
+    criterion: str
+    reference: str
+    scores: dict[str, SystemScore]
+    tests: dict[str, dict[str, TestResult]] = field(default_factory=dict)  # system -> test -> result
+    adjusted: dict[str, dict[str, float]] = field(default_factory=dict)  # system -> test -> Holm p
+
+    def not_different_from_reference(self, system: str, test: str, alpha: float = 0.05) -> bool:
+        return system == self.reference or self.adjusted[system][test] >= alpha
+
+
+def compare_systems(
+    gold: Sequence[Document], systems: Mapping[str, Mapping[str, DocumentPrediction]], *,
+    criterion: str = "strict", reference: str | None = "best", tests: Sequence[str] = ("randomization",),
+    trials: int = 10_000, seed: int = 0,
+) -> Comparison:
+    """``reference``: a system name, ``"best"`` (highest F1) or None (the first)."""
+    from ..evaluation import Scorer
+
+    unknown = [t for t in tests if t not in TESTS]
+    if unknown:
+        raise ValueError(f"unknown test(s) {unknown}; choose from {sorted(TESTS)}")
+    if len(systems) < 1:
+        raise ValueError("no systems to compare")
+    scorer = Scorer(gold, criterion=criterion)
+    scores = {}
+    for name, preds in systems.items():
+        counts = scorer.counts(prediction_spans(gold, preds))
+        p, r, f = counts.prf()
+        scores[name] = SystemScore(name, p, r, f, counts)
+    if reference in (None, ""):
+        reference = next(iter(systems))
+    elif reference == "best":
+        reference = max(scores, key=lambda n: scores[n].f1)
+    elif reference not in scores:
+        raise ValueError(f"reference {reference!r} is not among the systems {list(scores)}")
+    comp = Comparison(criterion, reference, scores)
+    others = [n for n in scores if n != reference]
+    for name in others:
+        pc = PairedCounts.from_document_counts(scores[reference].counts, scores[name].counts)
+        comp.tests[name] = {}
+        for test in tests:
+            kwargs = {"trials": trials, "seed": seed} if test == "randomization" else (
+                {"samples": trials, "seed": seed} if test == "bootstrap" else {})
+            comp.tests[name][test] = TESTS[test](pc, **kwargs)
+    for test in tests:
+        adj = holm([comp.tests[n][test].p_value for n in others]) if others else []
+        for name, p in zip(others, adj):
+            comp.adjusted.setdefault(name, {})[test] = p
+    return comp
+
+
+def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[list[str], list[list]]:
+    headers = ["system", "P", "R", "F1", "ΔF1 vs ref"]
+    for t in tests:
+        headers += [f"p {t}", f"p {t} (Holm)"]
+        if t == "bootstrap":
+            headers += ["95% CI of Δ"]
+    rows = []
+    ref_f1 = comp.scores[comp.reference].f1
+    for name, s in comp.scores.items():
+        row = [name + (" (ref)" if name == comp.reference else ""), s.precision, s.recall, s.f1,
+               None if name == comp.reference else s.f1 - ref_f1]
+        for t in tests:
+            if name == comp.reference:
+                row += [None, None] + ([None] if t == "bootstrap" else [])
+                continue
+            res = comp.tests[name][t]
+            row += [res.p_value, comp.adjusted[name][t]]
+            if t == "bootstrap":  # tests give ref - system; show system - ref
+                row += [f"[{-res.ci_high:+.4f}, {-res.ci_low:+.4f}]"]
+        rows.append(row)
+    return headers, rows

@@ -1,0 +1,361 @@
+"""Studies: what a researcher publishes [KIM20 sections 5-7].
+
+One corpus: a Table-4-like table of base taggers (test strict F1) and a
+Table-5-like table of ensembles. Two corpora A and B: every trainable tagger is
+trained on A, on B and on A∪B and scored on both test splits; ensembles are
+built of the A-models, of the B-models and of all models (A and B models plus
+the external systems, included once), each tuned on the test corpus's
+training-set outputs. Cells marked * are not significantly different from the
+best of their column (paired test over test documents, Holm-corrected).
+
+A study writes one results folder: tables (Markdown, CSV, LaTeX), plots and a
+``manifest.json`` of what produced it (corpus and cache fingerprints, member
+cache entries, versions, seeds, timings).
+
+Config (``study.toml``)::
+
+    name = "i2b2-vs-ngrid"
+    corpora = ["i2b2-2014", "ngrid-2016"]     # one or two registered corpora
+    taggers = ["crf", "memm", "rules", "lstm-crf-l:epochs=30"]
+    methods = ["voting", "voting-pruned", "decision-templates", "stacked-svm"]
+    folds = 10
+    seed = 0
+    jobs = 2
+    metric = "f1"                             # what ensembles are tuned for
+    test = "randomization"                    # or "t-test", "bootstrap"
+    trials = 10000
+    union = true                              # also train on A ∪ B
+
+    [method_params.stacked-lstm]              # fixed parameters of a method
+    epochs = 10
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import __version__
+from ..experiment.cache import PredictionCache
+from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
+from ..experiment.cv import TaggerSpec
+from ..errors import EnsembleDeidError
+from .report import Cell, ResultTable
+from ..corpus.workspace import Corpus, Workspace
+
+ALL_METHODS = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
+_CONFIG_KEYS = {"name", "corpora", "taggers", "methods", "folds", "seed", "jobs", "metric", "test", "trials",
+                "union", "method_params", "significance_level"}
+
+
+@dataclass
+class StudyConfig:
+    corpora: list[str]
+    taggers: list[str]
+    methods: list[str] = field(default_factory=lambda: list(ALL_METHODS))
+    name: str = "study"
+    folds: int = 10
+    seed: int = 0
+    jobs: int = 1
+    metric: str = "f1"
+    test: str = "randomization"
+    trials: int = 10_000
+    union: bool = True
+    significance_level: float = 0.05
+    method_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        from ..ensemble import METHODS
+        from .significance import TESTS
+
+        if not 1 <= len(self.corpora) <= 2:
+            raise EnsembleDeidError(f"a study takes one or two corpora, got {len(self.corpora)}")
+        if not self.taggers:
+            raise EnsembleDeidError("a study needs at least one tagger")
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad:
+            raise EnsembleDeidError(f"unknown ensemble method(s) {bad}; known: {', '.join(METHODS)}")
+        if self.test not in TESTS:
+            raise EnsembleDeidError(f"unknown test {self.test!r}; choose from {', '.join(TESTS)}")
+        if self.folds < 2:
+            raise EnsembleDeidError(f"folds={self.folds}: need at least 2")
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> "StudyConfig":
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise EnsembleDeidError(f"{path}: cannot read study config ({exc})") from exc
+        unknown = sorted(set(data) - _CONFIG_KEYS)
+        if unknown:
+            raise EnsembleDeidError(f"{path}: unknown key(s) {unknown}; known: {sorted(_CONFIG_KEYS)}")
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**data)
+
+
+@dataclass
+class StudyResult:
+    directory: Path
+    base_table: ResultTable
+    ensemble_table: ResultTable
+    manifest: dict
+
+
+# --- scoring helpers -----------------------------------------------------------
+
+def _counts(scorer, docs, preds):
+    from .summary import prediction_spans
+
+    return scorer.counts(prediction_spans(docs, preds))
+
+
+def _mark_not_different(table: ResultTable, counts: Mapping[tuple[int, int], Any], test: str, trials: int,
+                        seed: int, alpha: float) -> None:
+    """Asterisk the cells of each column not significantly different from its best."""
+    from .significance import TESTS, PairedCounts, holm
+
+    for j in range(len(table.columns)):
+        cells = [(i, c) for i, c in enumerate(table.column(j)) if isinstance(c.value, float) and (i, j) in counts]
+        if len(cells) < 2:
+            continue
+        best_i, _ = max(cells, key=lambda ic: ic[1].value)
+        others = [(i, c) for i, c in cells if i != best_i]
+        pvals = []
+        for i, _ in others:
+            pc = PairedCounts.from_document_counts(counts[(best_i, j)], counts[(i, j)])
+            kwargs = {"trials": trials, "seed": seed} if test == "randomization" else (
+                {"samples": trials, "seed": seed} if test == "bootstrap" else {})
+            pvals.append(TESTS[test](pc, **kwargs).p_value)
+        for (i, c), p in zip(others, holm(pvals)):
+            if p >= alpha:
+                c.mark = "*"
+
+
+# --- the study ---------------------------------------------------------------------
+
+class Study:
+    def __init__(self, workspace: Workspace, config: StudyConfig, log: Callable[[str], None] = print,
+                 progress: bool = True):
+        self.ws = workspace
+        self.config = config
+        self.log = log
+        self.progress = progress
+
+    def run(self, out_dir: str | Path | None = None) -> StudyResult:
+        from . import plots
+        from ..evaluation import Scorer
+
+        cfg = self.config
+        t_start = time.perf_counter()
+        corpora = [self.ws.load(name) for name in cfg.corpora]
+        specs = [TaggerSpec.parse(t) for t in cfg.taggers]
+        cache = PredictionCache(self.ws.cache_dir)
+        out = Path(out_dir) if out_dir else self.ws.results_dir / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+        self.log(f"[1/3] base taggers: {len(specs)} tagger(s), {cfg.folds}-fold CV, training sets: "
+                 + ", ".join(cfg.corpora + ([f"{cfg.corpora[0]}+{cfg.corpora[1]}"] if cfg.union and len(corpora) == 2 else [])))
+        t0 = time.perf_counter()
+        outputs = collect_cross_corpus(corpora, specs, cache, k=cfg.folds, seed=cfg.seed, jobs=cfg.jobs,
+                                       union=cfg.union, progress=self.progress,
+                                       on_corrupt=lambda m: self.log(f"warning: {m}"))
+        base_seconds = time.perf_counter() - t0
+        scorers = {c.name: Scorer(c.test, criterion="strict") for c in corpora}
+
+        base = self._base_table(corpora, specs, outputs, scorers)
+        self.log("[2/3] ensembles")
+        t0 = time.perf_counter()
+        ens, ens_counts, ens_preds, curves, category = self._ensembles(corpora, outputs, scorers)
+        ens_seconds = time.perf_counter() - t0
+        _mark_not_different(ens, ens_counts, cfg.test, cfg.trials, cfg.seed, cfg.significance_level)
+        ens.mark_best()
+
+        self.log("[3/3] tables, plots, manifest")
+        base.write(out, "table4_base_taggers")
+        ens.write(out, "table5_ensembles")
+        figures = []
+        for corpus in corpora:
+            name = corpus.name
+            if name in curves:
+                figures.append(plots.threshold_curve(curves[name]["curves"], out / f"voting_threshold_{name}.png",
+                                                     title=f"Voting on {name} test ({curves[name]['members']})",
+                                                     best_single=curves[name]["best_single"]))
+            if name in category:
+                figures.append(plots.category_f1(category[name], out / f"category_f1_{name}.png",
+                                                 title=f"Strict F1 by category, {name} test"))
+            agree = self._agreement(corpus, outputs[name])
+            if agree is not None:
+                figures.append(plots.agreement_heatmap(*agree, out / f"agreement_{name}.png",
+                                                       title=f"Member agreement on {name} test (span Jaccard)"))
+        manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, time.perf_counter() - t_start, figures)
+        from .report import _write_private
+
+        _write_private(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
+        _write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown())
+        return StudyResult(out, base, ens, manifest)
+
+    # --- tables ------------------------------------------------------------
+    def _training_sets(self, corpora: Sequence[Corpus]) -> list[str]:
+        names = [c.name for c in corpora]
+        if self.config.union and len(corpora) == 2:
+            names.append(f"{names[0]}+{names[1]}")
+        return names
+
+    def _base_table(self, corpora, specs, outputs: Mapping[str, MemberOutputs], scorers) -> ResultTable:
+        sources = self._training_sets(corpora)
+        columns = [f"{t.name} test: {s} model" if len(corpora) > 1 else f"{t.name} test" for t in corpora for s in
+                   (sources if len(corpora) > 1 else sources[:1])]
+        table = ResultTable("Base taggers, strict micro F1 (%) on the test splits", columns, row_header="tagger",
+                            note="External systems are not trained: one value per test split, in the in-corpus column.")
+        for spec in specs:
+            row = []
+            for t in corpora:
+                mo = outputs[t.name]
+                for s in (sources if len(corpora) > 1 else sources[:1]):
+                    label = spec.label if spec.label in mo.test else f"{spec.label}@{s}"
+                    external = mo.trained_on.get(spec.label) == "external"
+                    if label not in mo.test or (external and s != t.name):
+                        row.append(None)
+                        continue
+                    row.append(float(_counts(scorers[t.name], t.test, mo.test[label]).prf()[2]))
+            table.add(spec.label, row)
+        table.mark_best()
+        return table
+
+    def _member_sets(self, corpus: Corpus, corpora: Sequence[Corpus], mo: MemberOutputs) -> dict[str, list[str]]:
+        names = [c.name for c in corpora]
+        sets = {f"{corpus.name} models": members_trained_on(mo, [corpus.name])}
+        if len(corpora) == 2:
+            other = [n for n in names if n != corpus.name][0]
+            sets[f"{other} models"] = members_trained_on(mo, [other])
+            sets["all models"] = members_trained_on(mo, names)
+        return {k: v for k, v in sets.items() if v}
+
+    def _ensembles(self, corpora, outputs, scorers):
+        from ..ensemble import GridSearch, make_method
+
+        cfg = self.config
+        columns, blocks = [], []
+        for t in corpora:
+            for set_name, members in self._member_sets(t, corpora, outputs[t.name]).items():
+                columns.append(f"{t.name} test: {set_name}")
+                blocks.append((t, set_name, members))
+        table = ResultTable("Ensembles, strict micro F1 (%) on the test splits", columns, row_header="method",
+                            note=f"* not significantly different from the best of its column ({cfg.test}, "
+                                 f"Holm-corrected, {int(100 * (1 - cfg.significance_level))}% level).")
+        # The oracle is a recall bound, not a competing system: a text cell keeps it
+        # out of the best-of-column marks and the significance tests.
+        rows: dict[str, list] = {"best single member": [None] * len(columns), "oracle recall (any member)": [None] * len(columns)}
+        rows.update({m: [None] * len(columns) for m in cfg.methods})
+        counts: dict[tuple[int, int], Any] = {}
+        preds: dict[tuple[str, int], dict] = {}
+        curves: dict[str, dict] = {}
+        category: dict[str, dict[str, dict[str, float]]] = {}
+        row_index = {name: i for i, name in enumerate(rows)}
+        for j, (t, set_name, members) in enumerate(blocks):
+            mo = outputs[t.name]
+            train_members = {m: mo.train[m] for m in members}
+            test_members = {m: mo.test[m] for m in members}
+            member_f1 = {m: _counts(scorers[t.name], t.test, mo.test[m]).prf()[2] for m in members}
+            best_member = max(member_f1, key=member_f1.get)
+            rows["best single member"][j] = Cell(float(member_f1[best_member]), "")
+            counts[(row_index["best single member"], j)] = _counts(scorers[t.name], t.test, mo.test[best_member])
+            rows["oracle recall (any member)"][j] = f"({100 * _oracle_recall(t.test, test_members):.2f})"
+            for method in cfg.methods:
+                self.log(f"  {method} on {t.name} test, {set_name} ({len(members)} members)")
+                est = make_method(method, **cfg.method_params.get(method, {}))
+                search = GridSearch(est, folds=cfg.folds, seed=cfg.seed, metric=cfg.metric)
+                try:
+                    search.fit(train_members, t.train)
+                    pred = {p.doc_id: p for p in search.predict(test_members, t.test)}
+                except ValueError as exc:  # e.g. too few members for a method
+                    self.log(f"    skipped: {exc}")
+                    continue
+                c = _counts(scorers[t.name], t.test, pred)
+                rows[method][j] = float(c.prf()[2])
+                counts[(row_index[method], j)] = c
+                preds[(method, j)] = pred
+            if set_name == "all models" or (len(corpora) == 1):
+                curves[t.name] = self._threshold_curves(t, train_members, test_members, scorers[t.name],
+                                                        member_f1[best_member], set_name)
+                category[t.name] = self._category_scores(t, {best_member: mo.test[best_member], **{
+                    m: preds[(m, j)] for m in ("voting-pruned", "stacked-svm") if (m, j) in preds}})
+        for name, values in rows.items():
+            table.add(name, values)
+        return table, counts, preds, curves, category
+
+    def _threshold_curves(self, corpus, train_members, test_members, scorer, best_single, set_name) -> dict:
+        from ..ensemble import PrunedVoting, Voting
+
+        n = len(train_members)
+        all_pts, pruned_pts = [], []
+        for t in range(1, n + 1):
+            for cls, pts in ((Voting, all_pts), (PrunedVoting, pruned_pts)):
+                model = cls(threshold=t).fit(train_members, corpus.train)
+                pred = {p.doc_id: p for p in model.predict(test_members, corpus.test)}
+                pts.append((t, float(_counts(scorer, corpus.test, pred).prf()[2])))
+        return {"curves": {"all members": all_pts, "pruned at each threshold": pruned_pts},
+                "best_single": best_single, "members": f"{set_name}, {n} members"}
+
+    def _category_scores(self, corpus, systems: Mapping[str, Mapping]) -> dict[str, dict[str, float]]:
+        from ..evaluation import evaluate
+        from .summary import prediction_spans
+
+        out = {}
+        for name, preds in systems.items():
+            report = evaluate(corpus.test, prediction_spans(corpus.test, preds), criteria=("strict",), leak=False)
+            # Only categories the test split has: an absent one would be a 0 bar.
+            out[name] = {cat: s.f1 for cat, s in report["strict"].by_category.items() if s.tp + s.fn > 0}
+        return out
+
+    def _agreement(self, corpus, mo: MemberOutputs):
+        from ..ensemble import build_candidates, pairwise_agreement
+
+        names = list(mo.test)
+        if len(names) < 2:
+            return None
+        table = build_candidates([mo.test[n] for n in names], tuple(names), corpus.test)
+        jaccard, _ = pairwise_agreement(table)
+        return names, jaccard
+
+    def _manifest(self, corpora, outputs, base_s, ens_s, total_s, figures) -> dict:
+        from importlib import metadata
+
+        versions = {}
+        for dist in ("numpy", "scipy", "scikit-learn", "python-crfsuite", "vowpalwabbit", "torch", "pytorch-crf"):
+            try:
+                versions[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
+        members = {}
+        for name, mo in outputs.items():
+            for label, run in mo.runs.items():
+                e = run.entry
+                members[label] = {"tagger": e.tagger, "version": e.version, "param_hash": e.param_hash,
+                                  "train_fingerprint": e.train_fingerprint, "trained_on": mo.trained_on[label]}
+        return {
+            "ensemble_deid": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "libraries": versions, "config": asdict(self.config),
+            "corpora": {c.name: {"fingerprints": c.fingerprints, "documents": {s: len(d) for s, d in c.splits.items()}}
+                        for c in corpora},
+            "cache": str(self.ws.cache_dir), "members": members,
+            "seconds": {"base_taggers": round(base_s, 1), "ensembles": round(ens_s, 1), "total": round(total_s, 1)},
+            "figures": [str(Path(f).name) for f in figures],
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+
+def _oracle_recall(documents, members: Mapping[str, Mapping]) -> float:
+    """Strict recall of the members' pooled spans: a span counts if any member found it."""
+    from ..ensemble import build_candidates, oracle
+
+    names = tuple(members)
+    return float(oracle(build_candidates([members[n] for n in names], names, documents)).recall)

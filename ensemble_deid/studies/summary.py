@@ -1,0 +1,34 @@
+"""Scoring cached predictions and the end-of-run summary tables."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ..corpus.document import Annotation, Document
+from ..taggers.prediction import DocumentPrediction
+from .table import render_table
+
+
+def prediction_spans(
+    documents: Sequence[Document], predictions: Mapping[str, DocumentPrediction]
+) -> dict[str, list[Annotation]]:
+    """doc id -> predicted spans, for every document that has a prediction."""
+    return {d.id: predictions[d.id].spans(d) for d in documents if d.id in predictions}
+
+
+def strict_prf(documents: Sequence[Document], predictions: Mapping[str, DocumentPrediction]) -> tuple[float, float, float]:
+    from ..evaluation import Scorer
+
+    return Scorer(documents, criterion="strict").prf(prediction_spans(documents, predictions))
+
+
+def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Document]) -> str:
+    rows = []
+    for label, run in runs.items():
+        cv_p, cv_r, cv_f = strict_prf(train, run.oof)
+        test_f = strict_prf(test, run.targets["test"])[2] if "test" in run.targets else None
+        rows.append([
+            label, cv_p, cv_r, cv_f, test_f, f"{run.fit_seconds:.1f}", f"{run.predict_seconds:.1f}",
+            round(run.peak_mb), f"{run.computed}/{run.computed + run.reused}",
+        ])
+    headers = ["tagger", "CV P", "CV R", "CV F1", "test F1", "fit s", "predict s", "peak MB", "parts computed"]
+    return render_table(headers, rows)

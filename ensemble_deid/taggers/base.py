@@ -1,0 +1,147 @@
+"""The interface every base tagger adapter implements (scikit-learn style).
+
+    class MyTagger(Tagger):
+        name = "my-tagger"          # registry name (entry point name)
+        version = "1"               # bump when output for the same input changes
+        requires = ("somelib",)     # importable modules the tagger needs
+
+        def __init__(self, c=1.0, random_state=0):
+            self.c = c                              # constructor only stores
+            self.random_state = random_state
+
+        def fit(self, documents):                    # gold in doc.annotations
+            ...; self.model_ = ...; return self      # learned attributes end in _
+
+        def predict(self, documents):
+            self.check_fitted()
+            return [DocumentPrediction(doc.id, tags, confidences) ...]
+
+Predictions are BIO tags on the common tokenization (``doc.tokens``); see
+``ensemble_deid.corpus.bio``. External systems set ``external = True``: they are not
+trained per fold, and ``fit`` may be a no-op.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import platform
+from importlib import metadata
+from typing import Any, ClassVar, Sequence
+
+from ..corpus.document import Document
+from ..errors import EnsembleDeidError
+from .prediction import DocumentPrediction
+
+
+class NotFittedError(EnsembleDeidError, ValueError):
+    """predict() called before fit()."""
+
+
+class TaggerUnavailable(EnsembleDeidError):
+    """A tagger's optional dependency or external tool is missing."""
+
+
+class Tagger:
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    requires: ClassVar[tuple[str, ...]] = ()
+    external: ClassVar[bool] = False
+    description: ClassVar[str] = ""
+
+    # --- parameters (as scikit-learn's BaseEstimator) -------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        names = []
+        for p in sig.parameters.values():
+            if p.name == "self":
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"{cls.__name__}.__init__ must list its parameters explicitly (no *args/**kwargs)")
+            names.append(p.name)
+        return sorted(names)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Tagger":
+        valid = set(self._param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"invalid parameter {key!r} for tagger {self.name or type(self).__name__}; "
+                    f"valid parameters: {sorted(valid)}"
+                )
+            setattr(self, key, value)
+        return self
+
+    def clone(self) -> "Tagger":
+        """An unfitted copy with the same parameters."""
+        return type(self)(**self.get_params())
+
+    def param_hash(self) -> str:
+        """Stable hash of the parameters: part of the cache key."""
+        blob = json.dumps(self.get_params(), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        defaults = {
+            p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
+        }
+        changed = {k: v for k, v in self.get_params().items() if defaults.get(k, inspect._empty) != v}
+        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"{type(self).__name__}({args})"
+
+    # --- learning ---------------------------------------------------------
+    def fit(self, documents: Sequence[Document]) -> "Tagger":
+        raise NotImplementedError(f"{type(self).__name__} must implement fit()")
+
+    def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        raise NotImplementedError(f"{type(self).__name__} must implement predict()")
+
+    def is_fitted(self) -> bool:
+        return any(k.endswith("_") and not k.startswith("_") for k in vars(self))
+
+    def check_fitted(self) -> None:
+        if not self.is_fitted():
+            raise NotFittedError(
+                f"tagger {self.name or type(self).__name__!r} is not fitted: call fit(documents) before predict()"
+            )
+
+    # --- availability and provenance ---------------------------------------
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        """(available, reason): missing optional modules make a tagger unavailable.
+        Adapters of external tools override this to check their configuration."""
+        missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
+        if missing:
+            return False, f"missing optional dependency: {', '.join(missing)} (pip install it)"
+        return True, ""
+
+    @classmethod
+    def check_available(cls) -> None:
+        ok, reason = cls.availability()
+        if not ok:
+            raise TaggerUnavailable(f"tagger {cls.name!r} is unavailable: {reason}")
+
+    def environment(self) -> dict[str, str]:
+        """Library and tool versions that produced the output (cache metadata)."""
+        env = {"python": platform.python_version()}
+        for module in self.requires:
+            dist = _DISTRIBUTIONS.get(module, module)
+            try:
+                env[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                env[dist] = "not installed"
+        return env
+
+
+# Import name -> distribution name where they differ.
+_DISTRIBUTIONS = {
+    "pycrfsuite": "python-crfsuite",
+    "sklearn": "scikit-learn",
+    "torchcrf": "pytorch-crf",
+    "vowpalwabbit": "vowpalwabbit",
+}

@@ -1,0 +1,493 @@
+"""``NeuralTagger``: the Tagger base of the BiLSTM(-CRF) adapters.
+
+Importing this module does not import torch (the registry loads adapter
+classes to list them); torch loads on fit/predict/load.
+
+Fitted state, all picklable without live modules: ``tags_`` (the tag set,
+the column order of marginals), ``words_`` / ``chars_`` (vocabularies),
+``state_dict_`` (CPU tensors), ``history_`` (one dict per epoch) and
+``train_info_``. The network is rebuilt from them on first use.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from ...corpus.bio import OUTSIDE, gold_tags
+from ...corpus.document import Document
+from ..prediction import DocumentPrediction
+from ..base import Tagger
+from .vocab import Vocab
+
+log = logging.getLogger("ensemble_deid.taggers.neural")
+
+CHECKPOINT_FORMAT = "ensemble-deid/neural-checkpoint/1"
+CONTEXTS = ("sentence", "document")
+# Parameters that never change a fitted model's output: left out of the
+# cache key, so showing progress or using more threads reuses cached runs.
+_NOT_HASHED = ("verbose", "num_threads")
+
+
+class NeuralTagger(Tagger):
+    """Character BiLSTM + word BiLSTM, with a CRF or softmax output layer.
+
+    Parameters (the adapters change some defaults):
+      epochs: the most epochs, a ceiling (early stopping usually ends sooner);
+      patience: epochs without a better held-out F1 before stopping (0: never);
+      batch_size: sequences (sentences or notes, see ``context``) per update;
+      lr: learning rate; optimizer: "adam", "amsgrad" (Adam whose steps do not
+        grow back as gradients shrink), "sgd" (plain) or "momentum" (SGD,
+        momentum 0.9). With "sgd"/"momentum" the loss is summed over the
+        sequences of a batch, so ``lr`` keeps the meaning it had for the
+        one-sentence updates of [LAMPLE16]/NeuroNER; with "adam"/"amsgrad" it
+        is averaged per sequence. Each epoch uses ``lr / (1 + lr_decay * (epoch - 1))``;
+      anneal, anneal_patience: after ``anneal_patience`` epochs in a row
+        without a better held-out F1, the learning rate is multiplied by
+        ``anneal`` and training resumes from the weights and optimizer state
+        of the best epoch so far (anneal 1: off);
+      ema_decay: keep an exponential moving average of the weights, updated
+        after every step with this decay (0: off); the averaged weights are
+        the ones scored on the held-out part, kept and returned;
+      clip: gradient norm clipping (0: none); dropout: on the word BiLSTM's
+        inputs and, with ``output_dropout``, on its outputs too;
+      bio_constraints: the CRF never moves to ``I-X`` except from ``B-X`` or
+        ``I-X`` (forbidden moves scored -10000 in training and decoding; the
+        softmax variant ignores it);
+      char_dim, char_lstm_dim (per direction), word_dim, word_lstm_dim (per
+        direction): layer sizes; shape_dim: size of a token shape embedding
+        (casing class x glued to the previous token; 0 = none);
+      embeddings_path: a local GloVe or word2vec *text* file of ``word_dim``-d
+        vectors (None: random vectors; nothing is downloaded);
+      corpus_vectors: start the word embeddings from vectors fitted on the
+        training notes' own text (PPMI + SVD, ``word_vectors.py``): words
+        that share contexts start close together (months, towns, hospital
+        words). Only the training documents are read. An
+        ``embeddings_path`` file takes precedence;
+      unk_prob: chance that a training word seen once is read as unknown;
+      context: "sentence" (one sequence per sentence of the common splitter)
+        or "document" (one per note: the BiLSTM sees across sentences);
+      max_length: with ``context="document"``, notes longer than this many
+        tokens are cut at line breaks into pieces of at most this length (a
+        longer line stays whole; 0: whole notes);
+      device: "auto" (the GPU when torch sees one, else the CPU), "cpu", "cuda";
+      random_state: seeds weights, batch order, dropout and the held-out split;
+      validation_fraction: share of the training documents (whole patient
+        groups) held out for early stopping (0: none, train all epochs);
+      refit: after early stopping, train again from fresh weights on every
+        training note (held-out part included) for the number of epochs
+        early stopping chose, at the learning rates those epochs used; the
+        final model is that one (about twice the training time);
+      num_threads: torch CPU threads during fit/predict (None: leave torch's
+        setting; 1 is fastest on a small shared CPU for networks this size);
+      verbose: a tqdm bar with loss and held-out F1 per epoch (per-epoch lines
+        also go to the ``ensemble_deid.taggers.neural`` logger at INFO level).
+    ``verbose`` and ``num_threads`` do not enter the cache key (param_hash).
+    """
+
+    version: ClassVar[str] = "1"
+    requires: ClassVar[tuple[str, ...]] = ("torch", "torchcrf")
+    use_crf: ClassVar[bool] = True
+    uses_features: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        epochs: int = 100,
+        patience: int = 8,
+        batch_size: int = 4,
+        lr: float = 0.005,
+        optimizer: str = "adam",
+        lr_decay: float = 0.05,
+        anneal: float = 0.5,
+        anneal_patience: int = 3,
+        ema_decay: float = 0.99,
+        clip: float = 5.0,
+        dropout: float = 0.5,
+        output_dropout: bool = True,
+        bio_constraints: bool = True,
+        char_dim: int = 25,
+        char_lstm_dim: int = 25,
+        word_dim: int = 100,
+        word_lstm_dim: int = 100,
+        shape_dim: int = 10,
+        embeddings_path: str | None = None,
+        corpus_vectors: bool = True,
+        unk_prob: float = 0.5,
+        context: str = "document",
+        max_length: int = 200,
+        device: str = "auto",
+        random_state: int = 0,
+        validation_fraction: float = 0.1,
+        refit: bool = True,
+        num_threads: int | None = 1,
+        verbose: bool = False,
+    ):
+        self.epochs = epochs
+        self.patience = patience
+        self.batch_size = batch_size
+        self.lr = lr
+        self.optimizer = optimizer
+        self.lr_decay = lr_decay
+        self.anneal = anneal
+        self.anneal_patience = anneal_patience
+        self.ema_decay = ema_decay
+        self.clip = clip
+        self.dropout = dropout
+        self.output_dropout = output_dropout
+        self.bio_constraints = bio_constraints
+        self.char_dim = char_dim
+        self.char_lstm_dim = char_lstm_dim
+        self.word_dim = word_dim
+        self.word_lstm_dim = word_lstm_dim
+        self.shape_dim = shape_dim
+        self.embeddings_path = embeddings_path
+        self.corpus_vectors = corpus_vectors
+        self.unk_prob = unk_prob
+        self.context = context
+        self.max_length = max_length
+        self.device = device
+        self.random_state = random_state
+        self.validation_fraction = validation_fraction
+        self.refit = refit
+        self.num_threads = num_threads
+        self.verbose = verbose
+
+    # --- parameters ----------------------------------------------------------------
+    def param_hash(self) -> str:
+        import hashlib
+        import json
+
+        params = {k: v for k, v in self.get_params().items() if k not in _NOT_HASHED}
+        blob = json.dumps(params, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def _check_params(self) -> None:
+        from .training import OPTIMIZERS
+
+        problems = []
+        if self.context not in CONTEXTS:
+            problems.append(f"context must be one of {CONTEXTS}, not {self.context!r}")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"optimizer must be one of {OPTIMIZERS}, not {self.optimizer!r}")
+        if not (0 <= self.validation_fraction < 1):
+            problems.append("validation_fraction must lie in [0, 1)")
+        if not (0 <= self.dropout < 1):
+            problems.append("dropout must lie in [0, 1)")
+        if not (0 < self.anneal <= 1):
+            problems.append("anneal must lie in (0, 1]")
+        if not (0 <= self.ema_decay < 1):
+            problems.append("ema_decay must lie in [0, 1)")
+        if not (0 <= self.unk_prob <= 1):
+            problems.append("unk_prob must lie in [0, 1]")
+        if int(self.max_length) < 0:
+            problems.append(f"max_length must be 0 (whole notes) or positive, not {self.max_length!r}")
+        for name in ("epochs", "batch_size", "word_dim", "word_lstm_dim"):
+            if int(getattr(self, name)) < 1:
+                problems.append(f"{name} must be at least 1")
+        if not (self.lr > 0):
+            problems.append("lr must be positive")
+        if problems:
+            raise ValueError(f"{self.name or type(self).__name__}: " + "; ".join(problems))
+
+    # --- hooks for the feature-augmented variant ---------------------------------------
+    def _fit_features(self, documents: Sequence[Document]) -> None:
+        """Fit whatever produces per-token features (lstm-crf-fea)."""
+
+    def _features(self, doc: Document) -> np.ndarray:
+        raise NotImplementedError
+
+    def _network_extra(self) -> dict[str, Any]:
+        """Extra keyword arguments of BiLSTMTagger (feature sizes)."""
+        return {}
+
+    # --- learning -------------------------------------------------------------------------
+    def fit(self, documents: Sequence[Document]) -> "NeuralTagger":
+        self.check_available()
+        self._check_params()
+        documents = list(documents)
+        if not documents:
+            raise ValueError(f"{self.name}: no training documents")
+        from .training import select_device
+
+        self._clear_fitted()
+        train_docs, dev_docs = split_held_out(documents, self.validation_fraction, self.random_state)
+        labels = sorted({a.label for d in documents for a in d.annotations})
+        tags = [OUTSIDE] + [f"{p}-{label}" for label in labels for p in ("B", "I")]
+        vectors = self._word_vectors(documents)
+        device = select_device(self.device)
+
+        model, words, chars, result = self._train(train_docs, dev_docs, tags, vectors, device)
+        self.history_ = [dict(vars(r)) for r in result.history]
+        self.train_info_ = {
+            "epochs_run": len(result.history),
+            "best_epoch": result.best_epoch,
+            "best_held_out_f1": result.best_dev_f1,
+            "stopped_early": result.stopped_early,
+            "seconds": result.seconds,
+            "train_documents": len(train_docs),
+            "held_out_documents": len(dev_docs),
+            "train_tokens": result.train_tokens,
+            "device": str(device),
+        }
+        if self.refit and dev_docs and result.best_epoch > 0:
+            # Early stopping chose the number of epochs; the final model learns
+            # from every note for that many, at the rates those epochs used.
+            schedule = [r.lr for r in result.history[: result.best_epoch]]
+            model, words, chars, again = self._train(documents, [], tags, vectors, device, schedule)
+            self.train_info_["refit"] = {
+                "epochs": len(again.history), "documents": len(documents),
+                "train_tokens": again.train_tokens, "seconds": again.seconds,
+                "loss": again.history[-1].loss if again.history else None,
+            }
+            self.train_info_["seconds"] += again.seconds
+
+        self.tags_ = tags
+        self.words_ = words
+        self.chars_ = chars
+        self.state_dict_ = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        self._model = model.eval()
+        self._model_device = device
+        return self
+
+    def _word_vectors(self, documents: Sequence[Document]) -> dict[str, np.ndarray]:
+        if self.embeddings_path:
+            from .vocab import load_embeddings
+
+            return load_embeddings(self.embeddings_path, self.word_dim)
+        if self.corpus_vectors:
+            from .vocab import normalize_word
+            from .word_vectors import fit_word_vectors
+
+            # Every training note, held-out part included: no labels are read.
+            return fit_word_vectors(
+                [[normalize_word(w) for w in d.tokens.words] for d in documents],
+                dim=self.word_dim, random_state=self.random_state,
+            )
+        return {}
+
+    def _train(self, train_docs, dev_docs, tags, vectors, device, lr_schedule=None):
+        """One training run from fresh weights: the network, its vocabularies
+        (from ``train_docs``) and the TrainResult."""
+        import torch
+
+        from .training import TrainConfig, encode_documents, seed_everything, train_model
+        from .vocab import build_char_vocab, build_word_vocab
+
+        tag_index = {t: i for i, t in enumerate(tags)}
+        train_words = [w for d in train_docs for w in d.tokens.words]
+        words = build_word_vocab(train_words, extra=vectors.keys())
+        chars = build_char_vocab(train_words)
+        pretrained = None
+        if vectors:
+            pretrained = np.zeros((len(words), self.word_dim), dtype=np.float32)
+            for i, w in enumerate(words.itos):
+                vec = vectors.get(w)
+                if vec is not None:
+                    pretrained[i] = vec
+
+        self._fit_features(train_docs)
+        features = self._features if self.uses_features else None
+        cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+        with self._threads(), torch.random.fork_rng(devices=cuda):
+            seed_everything(self.random_state)
+            model = self._network(len(words), len(chars), tags, pretrained)
+            train = encode_documents(
+                train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length,
+                start_with_begin=self._constrained,
+            )
+            dev = None
+            if dev_docs:
+                dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length)
+            config = TrainConfig(
+                epochs=len(lr_schedule) if lr_schedule else int(self.epochs), patience=int(self.patience),
+                batch_size=int(self.batch_size), lr=float(self.lr), optimizer=self.optimizer,
+                clip=float(self.clip or 0), lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob),
+                anneal=float(self.anneal), anneal_patience=int(self.anneal_patience),
+                ema_decay=float(self.ema_decay), lr_schedule=lr_schedule, seed=int(self.random_state),
+                verbose=bool(self.verbose), name=(self.name or type(self).__name__) + (" refit" if lr_schedule else ""),
+            )
+            result = train_model(model, train, dev, dev_docs, tags, words.singletons(), config, device)
+        return model, words, chars, result
+
+    def _network(self, n_words: int, n_chars: int, tags: Sequence[str], pretrained=None):
+        from .network import BiLSTMTagger
+
+        return BiLSTMTagger(
+            n_words, n_chars, len(tags),
+            word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
+            word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
+            output_dropout=self.output_dropout, use_crf=self.use_crf, pretrained=pretrained,
+            allowed=self._allowed(tags), **self._network_extra(),
+        )
+
+    @property
+    def _constrained(self) -> bool:
+        """Whether the CRF forbids invalid BIO moves (``bio_constraints``)."""
+        return bool(self.use_crf and self.bio_constraints)
+
+    def _allowed(self, tags):
+        if not self._constrained:
+            return None
+        from .network import bio_constraints
+
+        return bio_constraints(tags)
+
+    def _clear_fitted(self) -> None:
+        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, key)
+        self.__dict__.pop("_model", None)
+
+    # --- inference ------------------------------------------------------------------------------
+    def network(self):
+        """The live torch module (built from the fitted state on first use)."""
+        self.check_fitted()
+        from .training import select_device
+
+        device = select_device(self.device)
+        model = self.__dict__.get("_model")
+        if model is None:
+            model = self._network(len(self.words_), len(self.chars_), self.tags_)
+            model.load_state_dict(self.state_dict_)
+            self._model = model.eval()
+            self._model_device = None
+        if self.__dict__.get("_model_device") != device:
+            self._model.to(device)
+            self._model_device = device
+        return self._model
+
+    def _run(self, documents: Sequence[Document], marginals: bool) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        self.check_fitted()
+        from .training import encode_documents, predict_encoded
+
+        documents = list(documents)
+        with self._threads():
+            model = self.network()
+            features = self._features if self.uses_features else None
+            data = encode_documents(documents, self.words_, self.chars_, self.context, features=features, max_length=self.max_length)
+            return predict_encoded(
+                model, data, len(documents), [len(d.tokens) for d in documents], self._model_device, marginals
+            )
+
+    def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        """BIO tags; confidence = marginal probability of each predicted tag
+        (CRF forward-backward, or the softmax)."""
+        documents = list(documents)
+        ids, probs = self._run(documents, marginals=True)
+        out = []
+        for doc, tag_ids, p in zip(documents, ids, probs):
+            conf = p[np.arange(len(tag_ids)), tag_ids].astype(np.float64)
+            out.append(DocumentPrediction(doc.id, tuple(self.tags_[i] for i in tag_ids), np.clip(conf, 0.0, 1.0)))
+        return out
+
+    def predict_marginals(self, documents: Sequence[Document]) -> list[np.ndarray]:
+        """Per document, an array (n_tokens, len(tags_)) of per-token tag
+        probabilities (rows sum to 1): features for stacking."""
+        return self._run(documents, marginals=True)[1]
+
+    @contextmanager
+    def _threads(self):
+        if not self.num_threads:
+            yield
+            return
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(int(self.num_threads))
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    # --- persistence ----------------------------------------------------------------------------
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_model", None)  # rebuilt from state_dict_ on first use
+        state.pop("_model_device", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_state(self, extra: dict[str, Any]) -> None:
+        pass
+
+    def save(self, path: str | Path) -> Path:
+        """A checkpoint of the fitted tagger (torch.save of plain data only:
+        loads back with ``weights_only=True``)."""
+        self.check_fitted()
+        import torch
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "tagger": self.name,
+                "class": f"{type(self).__module__}:{type(self).__qualname__}",
+                "version": self.version,
+                "params": self.get_params(),
+                "tags": list(self.tags_),
+                "words": self.words_.to_state(),
+                "chars": self.chars_.to_state(),
+                "state_dict": self.state_dict_,
+                "history": self.history_,
+                "train_info": self.train_info_,
+                "extra": self._extra_state(),
+            },
+            path,
+        )
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "NeuralTagger":
+        """A fitted tagger from ``save``'s checkpoint. Called on the base
+        class, the registry name stored in the checkpoint picks the adapter."""
+        import torch
+
+        ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
+        if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path}: not an ensemble-deid neural checkpoint")
+        target = cls
+        if not cls.name:
+            from ..registry import tagger_class
+
+            target = tagger_class(ckpt["tagger"])
+        elif ckpt["tagger"] != cls.name:
+            raise ValueError(f"{path}: a checkpoint of {ckpt['tagger']!r}, not {cls.name!r}")
+        if ckpt["version"] != target.version:
+            log.warning("%s: checkpoint of version %s loaded by version %s", path, ckpt["version"], target.version)
+        tagger = target(**ckpt["params"])
+        tagger.tags_ = list(ckpt["tags"])
+        tagger.words_ = Vocab.from_state(ckpt["words"])
+        tagger.chars_ = Vocab.from_state(ckpt["chars"])
+        tagger.state_dict_ = ckpt["state_dict"]
+        tagger.history_ = ckpt["history"]
+        tagger.train_info_ = ckpt["train_info"]
+        tagger._load_extra_state(ckpt["extra"])
+        return tagger
+
+
+def split_held_out(
+    documents: Sequence[Document], fraction: float, seed: int
+) -> tuple[list[Document], list[Document]]:
+    """Training and held-out documents, split by patient group (the
+    ``group`` metadata, else the document id) so no patient is on both sides."""
+    if fraction <= 0:
+        return list(documents), []
+    groups = sorted({str(d.metadata.get("group", d.id)) for d in documents})
+    if len(groups) < 2:
+        return list(documents), []
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(groups))
+    n_held = min(max(1, math.ceil(fraction * len(groups))), len(groups) - 1)
+    held = {groups[i] for i in order[:n_held]}
+    train = [d for d in documents if str(d.metadata.get("group", d.id)) not in held]
+    dev = [d for d in documents if str(d.metadata.get("group", d.id)) in held]
+    return train, dev

@@ -1,0 +1,72 @@
+"""Tagger registry: ``importlib.metadata`` entry points in the group
+``ensemble_deid.taggers``. Built-in adapters register the same way a third
+party's package would:
+
+    [project.entry-points."ensemble_deid.taggers"]
+    my-tagger = "my_package.module:MyTagger"
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from ..errors import EnsembleDeidError
+from .base import Tagger
+
+GROUP = "ensemble_deid.taggers"
+
+
+class UnknownTagger(EnsembleDeidError, KeyError):
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class TaggerInfo:
+    name: str
+    target: str  # "module:Class"
+    distribution: str
+    available: bool
+    reason: str  # why unavailable (or the load error)
+    external: bool
+    description: str
+
+
+def entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+
+
+def tagger_class(name: str) -> type[Tagger]:
+    eps = entry_points()
+    if name not in eps:
+        raise UnknownTagger(f"unknown tagger {name!r}; registered taggers: {', '.join(sorted(eps)) or 'none'}")
+    cls = eps[name].load()
+    if not (isinstance(cls, type) and issubclass(cls, Tagger)):
+        raise EnsembleDeidError(f"entry point {name!r} ({eps[name].value}) is not a Tagger subclass")
+    return cls
+
+
+def make_tagger(name: str, **params: Any) -> Tagger:
+    """An unfitted tagger, its availability checked (an external tool's on the
+    instance, at fit and predict: its parameters may configure it)."""
+    cls = tagger_class(name)
+    if not cls.external:
+        cls.check_available()
+    tagger = cls()
+    if params:
+        tagger.set_params(**params)
+    return tagger
+
+
+def describe_taggers() -> list[TaggerInfo]:
+    infos = []
+    for name, ep in sorted(entry_points().items()):
+        dist = ep.dist.name if ep.dist is not None else "?"
+        try:
+            cls = ep.load()
+            ok, reason = cls.availability()
+            infos.append(TaggerInfo(name, ep.value, dist, ok, reason, cls.external, cls.description))
+        except Exception as exc:  # a broken third-party plugin must not break the listing
+            infos.append(TaggerInfo(name, ep.value, dist, False, f"failed to load: {type(exc).__name__}: {exc}", False, ""))
+    return infos
