@@ -26,47 +26,11 @@ class LstmCrfFeaTagger(NeuralTagger):
     use_crf = True
     uses_features = True
 
-    def __init__(
-        self,
-        epochs: int = 100,
-        patience: int = 8,
-        batch_size: int = 4,
-        lr: float = 0.005,
-        optimizer: str = "adam",
-        lr_decay: float = 0.05,
-        anneal: float = 0.5,
-        anneal_patience: int = 3,
-        ema_decay: float = 0.99,
-        clip: float = 5.0,
-        dropout: float = 0.5,
-        output_dropout: bool = True,
-        bio_constraints: bool = True,
-        char_dim: int = 25,
-        char_lstm_dim: int = 25,
-        word_dim: int = 100,
-        word_lstm_dim: int = 100,
-        shape_dim: int = 10,
-        embeddings_path: str | None = None,
-        corpus_vectors: bool = True,
-        unk_prob: float = 0.5,
-        context: str = "document",
-        max_length: int = 200,
-        device: str = "auto",
-        random_state: int = 0,
-        validation_fraction: float = 0.1,
-        refit: bool = True,
-        num_threads: int | None = 1,
-        verbose: bool = False,
-        feature_dim: int = 32,
-        features: dict[str, Any] | None = None,
-        ehr_names_path: str | None = None,
-    ):
-        params = dict(locals())
-        del params["self"], params["__class__"]
-        self.feature_dim = params.pop("feature_dim")
-        self.features = params.pop("features")
-        self.ehr_names_path = params.pop("ehr_names_path")
-        super().__init__(**params)
+    # lstm-crf-n's settings, plus the feature layer's parameters: feature_dim
+    # (size of the dense projection of the binary features), features
+    # (FeatureExtractor options) and ehr_names_path (a local EHR name list).
+    defaults = {"epochs": 80, "lr": 0.01,
+                "feature_dim": 32, "features": None, "ehr_names_path": None}
 
     # --- features -----------------------------------------------------------------
     def _extractor(self):

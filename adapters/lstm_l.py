@@ -22,38 +22,4 @@ class LstmLTagger(NeuralTagger):
     description = "BiLSTM + softmax, Lample et al. 2016 settings (SGD lr 0.05, <= 100 epochs) [KIM20]"
     use_crf = False
 
-    def __init__(
-        self,
-        epochs: int = 100,
-        patience: int = 8,
-        batch_size: int = 16,
-        lr: float = 0.05,
-        optimizer: str = "sgd",
-        lr_decay: float = 0.05,
-        anneal: float = 0.5,
-        anneal_patience: int = 3,
-        ema_decay: float = 0.99,
-        clip: float = 5.0,
-        dropout: float = 0.5,
-        output_dropout: bool = True,
-        bio_constraints: bool = True,
-        char_dim: int = 25,
-        char_lstm_dim: int = 25,
-        word_dim: int = 100,
-        word_lstm_dim: int = 100,
-        shape_dim: int = 10,
-        embeddings_path: str | None = None,
-        corpus_vectors: bool = True,
-        unk_prob: float = 0.5,
-        context: str = "sentence",
-        max_length: int = 200,
-        device: str = "auto",
-        random_state: int = 0,
-        validation_fraction: float = 0.1,
-        refit: bool = True,
-        num_threads: int | None = 1,
-        verbose: bool = False,
-    ):
-        params = dict(locals())
-        del params["self"], params["__class__"]
-        super().__init__(**params)
+    defaults = {"batch_size": 16, "lr": 0.05, "optimizer": "sgd", "context": "sentence"}

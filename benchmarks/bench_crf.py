@@ -28,25 +28,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Clock  # noqa: E402
-
-
-def strict_counts(docs, predictions, types=None):
-    """Exact (category, start, end, type) matches pooled over documents."""
-    tp = fp = fn = 0
-    for doc, pred in zip(docs, predictions):
-        gold = {a.key for a in doc.annotations if types is None or a.type in types}
-        found = {s.key for s in pred.spans(doc) if types is None or s.type in types}
-        tp += len(gold & found)
-        fp += len(found - gold)
-        fn += len(gold - found)
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4)}
+from common import MEDDOCAN, ROOT, Clock, score_predictions  # noqa: E402
 
 
 def main() -> None:
@@ -140,21 +123,9 @@ def main() -> None:
     print(f"feature extraction / CRFsuite training time (inside fit): {feature_ratio:.1%}")
 
     # --- 3. accuracy -------------------------------------------------------------------------
-    own = strict_counts(dev, preds)
-    scored = {"strict_micro_own": own}
-    try:
-        from ensemble_deid.evaluation import evaluate
-
-        report = evaluate(dev, {p.doc_id: p.spans(d) for p, d in zip(preds, dev)},
-                          criteria=["strict", "token"], leak=False)
-        scored["strict_micro"] = report["strict"].micro.to_dict()
-        scored["token_micro"] = report["token"].micro.to_dict()
-        scored["strict_by_subtype"] = {k: round(v.f1, 4) for k, v in report["strict"].by_subtype.items()}
-        f1 = report["strict"].micro.f1
-    except ImportError:  # pragma: no cover - the evaluation package is optional here
-        f1 = own["f1"]
-    print(f"CRF strict micro F1 on dev: {f1:.4f} (P {own['precision']:.4f}, R {own['recall']:.4f}; "
-          f"own exact-match count F1 {own['f1']:.4f})")
+    scored = score_predictions(dev, preds)
+    f1, own = scored["f1"], scored["strict_micro"]
+    print(f"CRF strict micro F1 on dev: {f1:.4f} (P {own['precision']:.4f}, R {own['recall']:.4f})")
     for k, v in sorted(scored.get("strict_by_subtype", {}).items()):
         print(f"    {k:45s} F1 {v:.3f}")
 
@@ -165,8 +136,8 @@ def main() -> None:
     rule_types = {"CORREO_ELECTRONICO", "EDAD_SUJETO_ASISTENCIA", "FECHAS", "ID_ASEGURAMIENTO",
                   "ID_CONTACTO_ASISTENCIAL", "ID_SUJETO_ASISTENCIA", "ID_TITULACION_PERSONAL_SANITARIO",
                   "NUMERO_FAX", "NUMERO_TELEFONO", "URL_WEB", "DIREC_PROT_INTERNET", "OTRO_NUMERO_IDENTIF"}
-    rules_known = strict_counts(dev, rpreds, rule_types)
-    rules_all = strict_counts(dev, rpreds)
+    rules_known = score_predictions(dev, rpreds, rule_types)["strict_micro"]
+    rules_all = score_predictions(dev, rpreds)["strict_micro"]
     print(f"rule tagger on dev: {c_rules.wall:.1f}s; its own types (TERRITORIO/ZIP aside) strict P {rules_known['precision']:.3f} "
           f"R {rules_known['recall']:.3f} F1 {rules_known['f1']:.3f}; all PHI: P {rules_all['precision']:.3f} "
           f"R {rules_all['recall']:.3f}")

@@ -29,37 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 TAGGERS = ("memm", "searn", "mira", "svm", "ogd", "struct-svm")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Clock  # noqa: E402
-
-
-def strict_counts(docs, predictions) -> dict:
-    """Exact (category, start, end, type) matches pooled over documents."""
-    tp = fp = fn = 0
-    for doc, pred in zip(docs, predictions):
-        gold = {a.key for a in doc.annotations}
-        found = {s.key for s in pred.spans(doc)}
-        tp += len(gold & found)
-        fp += len(found - gold)
-        fn += len(gold - found)
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4)}
-
-
-def scorer_prf(dev, predictions):
-    """Strict micro P/R/F1 from the evaluation module's Scorer (None if absent)."""
-    try:
-        from ensemble_deid.evaluation import Scorer
-    except ImportError:
-        return None
-    system = {p.doc_id: p.spans(d) for p, d in zip(predictions, dev)}
-    p, r, f = Scorer(dev, criterion="strict").prf(system)
-    return {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4)}
+from common import MEDDOCAN, ROOT, Clock, score_predictions  # noqa: E402
 
 
 def vw_only(tagger, dev) -> dict:
@@ -98,8 +70,7 @@ def run_one(spec_text: str, train, dev) -> dict:
     tagger.predict(dev[:1])  # warm-up: lazy imports, caches
     with Clock() as pred:
         predictions = tagger.predict(dev)
-    own = strict_counts(dev, predictions)
-    official = scorer_prf(dev, predictions)
+    scored = score_predictions(dev, predictions)
     has_conf = all(p.confidences is not None for p in predictions)
     vw = vw_only(tagger, dev) if tagger.name in ("searn", "ogd") else None
     return {
@@ -110,9 +81,8 @@ def run_one(spec_text: str, train, dev) -> dict:
         "fit": fit.as_dict(),
         "predict": {**pred.as_dict(), "tokens": n_dev,
                     "tokens_per_s": round(n_dev / pred.wall), "tokens_per_cpu_s": round(n_dev / max(pred.cpu, 1e-9))},
-        "strict_micro_f1": (official or own)["f1"],
-        "strict_micro": official,
-        "strict_micro_own": own,
+        "strict_micro_f1": scored["f1"],
+        "strict_micro": scored["strict_micro"],
         "confidences": has_conf,
         "vw_predict_only": vw,
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -124,7 +94,7 @@ def table(results: dict) -> str:
     rows = ["| tagger | strict P | strict R | strict F1 | train wall s | train CPU s | predict tokens/s (wall) | predict tokens/CPU s |",
             "|---|---|---|---|---|---|---|---|"]
     for label, r in results.items():
-        s = r["strict_micro"] or r["strict_micro_own"]
+        s = r["strict_micro"]
         rows.append(
             f"| {label} | {s['precision']:.4f} | {s['recall']:.4f} | {s['f1']:.4f} | {r['fit']['wall_s']:.0f} | "
             f"{r['fit']['cpu_s']:.0f} | {r['predict']['tokens_per_s']:,} | {r['predict']['tokens_per_cpu_s']:,} |"
@@ -161,7 +131,7 @@ def main() -> None:
     for spec in args.taggers:
         r = run_one(spec, train, dev)
         r["data"] = data
-        s = r["strict_micro"] or r["strict_micro_own"]
+        s = r["strict_micro"]
         print(f"{spec}: P={s['precision']:.4f} R={s['recall']:.4f} F1={s['f1']:.4f} "
               f"fit {r['fit']['wall_s']:.0f} s wall / {r['fit']['cpu_s']:.0f} s CPU, "
               f"predict {r['predict']['tokens_per_s']:,} tokens/s"

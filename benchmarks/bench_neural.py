@@ -30,11 +30,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 VARIANTS = ("lstm-crf-n", "lstm-crf-l", "lstm-l", "lstm-crf-fea")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Clock  # noqa: E402
+from common import MEDDOCAN, ROOT, Clock, score_predictions  # noqa: E402
 
 
 def parse_value(text: str):
@@ -42,30 +40,6 @@ def parse_value(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return text
-
-
-def score(dev, preds) -> dict:
-    """Strict micro P/R/F1 (exact category, start, end, type; pooled)."""
-    try:
-        from ensemble_deid.evaluation import evaluate
-    except ImportError:  # pragma: no cover
-        evaluate = None
-    if evaluate is not None:
-        report = evaluate(dev, {p.doc_id: p.spans(d) for p, d in zip(preds, dev)},
-                          criteria=["strict", "token"], leak=False)
-        strict = report["strict"]
-        return {
-            "strict_micro": strict.micro.to_dict(),
-            "token_micro": report["token"].micro.to_dict(),
-            "strict_by_subtype": {k: round(v.f1, 4) for k, v in sorted(strict.by_subtype.items())},
-            "f1": round(strict.micro.f1, 4),
-        }
-    tp = n_sys = n_gold = 0
-    for doc, pred in zip(dev, preds):
-        gold = {a.key for a in doc.annotations}
-        found = {s.key for s in pred.spans(doc)}
-        tp, n_sys, n_gold = tp + len(gold & found), n_sys + len(found), n_gold + len(gold)
-    return {"f1": round(2 * tp / (n_sys + n_gold), 4) if n_sys + n_gold else 0.0}
 
 
 def run_variant(name: str, params: dict, train, dev, checkpoint_dir: Path | None) -> dict:
@@ -82,7 +56,7 @@ def run_variant(name: str, params: dict, train, dev, checkpoint_dir: Path | None
     with Clock() as c_pred:
         preds = tagger.predict(dev)
     n_dev_tok = sum(len(d.tokens) for d in dev)
-    scored = score(dev, preds)
+    scored = score_predictions(dev, preds)
     if checkpoint_dir is not None:
         tagger.save(checkpoint_dir / f"{name}.pt")
     result = {

@@ -172,6 +172,28 @@ def machine_lines(machine: dict) -> list[str]:
 _T0 = time.perf_counter()
 
 
+def score_predictions(docs, predictions, types=None) -> dict:
+    """Strict and token micro scores by the evaluation module (the official
+    i2b2 rules), strict F1 per subtype, and ``f1`` (strict micro). ``types``
+    keeps only spans of those subtypes, gold and system alike."""
+    from ensemble_deid.corpus.document import Document
+    from ensemble_deid.evaluation import evaluate
+
+    def keep(spans):
+        return list(spans) if types is None else [s for s in spans if s.type in types]
+
+    gold = docs if types is None else [Document(d.id, d.text, keep(d.annotations), d.metadata) for d in docs]
+    system = {p.doc_id: keep(p.spans(d)) for p, d in zip(predictions, docs)}
+    report = evaluate(gold, system, criteria=["strict", "token"], leak=False)
+    strict = report["strict"]
+    return {
+        "strict_micro": strict.micro.to_dict(),
+        "token_micro": report["token"].micro.to_dict(),
+        "strict_by_subtype": {k: round(v.f1, 4) for k, v in sorted(strict.by_subtype.items())},
+        "f1": round(strict.micro.f1, 4),
+    }
+
+
 def progress(message: str) -> None:
     """A progress line on stderr, with the seconds since the script started."""
     print(f"[{time.perf_counter() - _T0:7.1f}s] {message}", file=sys.stderr, flush=True)

@@ -414,6 +414,24 @@ def test_adapters_share_the_base_parameters():
     assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [80, 100, 100]
 
 
+def test_adapters_derive_their_constructor_from_the_base():
+    # One signature (NeuralTagger.__init__); adapters state only what they change.
+    for name in NAMES:
+        cls = tagger_class(name)
+        assert "__init__" not in vars(cls) or vars(cls)["__init__"].__qualname__.endswith(".__init__"), name
+    fea = tagger_class("lstm-crf-fea")
+    tagger = fea(feature_dim=8)
+    assert tagger.get_params()["feature_dim"] == 8 and tagger.get_params()["ehr_names_path"] is None
+    assert tagger.epochs == 80 and tagger.lr == 0.01
+    assert tagger.clone().get_params() == tagger.get_params()
+    assert repr(tagger) == "LstmCrfFeaTagger(feature_dim=8)"
+    lstm = tagger_class("lstm-l")(0)  # positional as in the signature: epochs
+    assert lstm.epochs == 0 and lstm.optimizer == "sgd" and lstm.context == "sentence"
+    assert tagger_class("lstm-l")().set_params(lr=0.1).lr == 0.1
+    with pytest.raises(TypeError):
+        fea(no_such_parameter=1)
+
+
 def test_importing_the_adapters_does_not_import_torch():
     code = (
         "import sys\n"

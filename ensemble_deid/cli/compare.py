@@ -29,7 +29,7 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     from ..experiment.cache import PredictionCache
     from ..studies.comparison import compare_systems, comparison_rows
     from ..experiment.cv import CrossValidation
-    from ..ensemble.caching import is_ensemble_spec, load_ensemble_test
+    from ..ensemble.caching import is_ensemble_spec, load_ensemble_member
     from ..studies.table import render_table
     from .cv import parse_tagger_specs
 
@@ -48,7 +48,7 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
         runs = engine.run(specs, jobs=jobs, progress=True) if specs else {}
         predictions = {label: run.targets["test"] for label, run in runs.items()}
         for text in ensembles:
-            predictions[text] = load_ensemble_test(engine, text)
+            predictions[text] = load_ensemble_member(engine, text, oof=False).test
         try:
             comp = compare_systems(corpus.test, {label: predictions[label] for label in labels},
                                    criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed)

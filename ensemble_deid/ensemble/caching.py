@@ -84,12 +84,18 @@ def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: st
     return found[0]
 
 
-def load_ensemble_member(engine: CrossValidation, text: str) -> MemberRun:
+def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True) -> MemberRun:
+    """A cached ensemble's predictions: out-of-fold on the training set and on
+    the test split, or (``oof=False``) the test split only, so that ``--no-oof``
+    ensembles can be compared too."""
     entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint)
-    parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)]
+    parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)] if oof else []
     parts.append(PartKey.predict(entry, engine.target_fingerprints["test"]))
     missing = [p for p in parts if engine.cache.part_status(p) != "valid"]
     if missing:
+        if not oof:
+            raise EnsembleDeidError(f"system {text!r}: its cached test predictions are missing or corrupt; "
+                                    "rerun 'ensemble'")
         raise EnsembleDeidError(
             f"member {text!r}: {len(missing)} cached part(s) missing or corrupt for these folds "
             f"(e.g. {missing[0].kind}-{missing[0].scope}/{missing[0].name}); rerun 'ensemble' with the "
@@ -101,16 +107,6 @@ def load_ensemble_member(engine: CrossValidation, text: str) -> MemberRun:
         run.records.append(record)
         (run.oof if part.kind == "oof" else run.test).update(preds)
     return run
-
-
-def load_ensemble_test(engine: CrossValidation, text: str) -> dict[str, DocumentPrediction]:
-    """A cached ensemble's test-split predictions (its out-of-fold ones are
-    not needed, so ``--no-oof`` ensembles can be compared too)."""
-    entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint)
-    part = PartKey.predict(entry, engine.target_fingerprints["test"])
-    if engine.cache.part_status(part) != "valid":
-        raise EnsembleDeidError(f"system {text!r}: its cached test predictions are missing or corrupt; rerun 'ensemble'")
-    return engine.cache.read_part(part)[0]
 
 
 def ensemble_entry(method: str, settings: Mapping[str, Any], members: Mapping[str, MemberRun],

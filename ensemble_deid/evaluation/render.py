@@ -4,8 +4,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import TYPE_CHECKING
 
-from .report import EvaluationReport
+if TYPE_CHECKING:  # report.py imports this module lazily; a type name only here
+    from .report import EvaluationReport
 
 FORMATS = ("table", "json", "csv")
 

@@ -91,6 +91,10 @@ class NeuralTagger(Tagger):
 
     version: ClassVar[str] = "1"
     requires: ClassVar[tuple[str, ...]] = ("torch", "torchcrf")
+    # An adapter states only the defaults it changes and the parameters it adds
+    # (name -> default); its constructor is derived from this class's, so the
+    # full signature is written once (see ``__init_subclass__``).
+    defaults: ClassVar[dict[str, Any]] = {}
     use_crf: ClassVar[bool] = True
     uses_features: ClassVar[bool] = False
 
@@ -155,6 +159,11 @@ class NeuralTagger(Tagger):
         self.refit = refit
         self.num_threads = num_threads
         self.verbose = verbose
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = _derived_init(cls)
 
     # --- parameters ----------------------------------------------------------------
     def param_hash(self) -> str:
@@ -491,3 +500,31 @@ def split_held_out(
     train = [d for d in documents if str(d.metadata.get("group", d.id)) not in held]
     dev = [d for d in documents if str(d.metadata.get("group", d.id)) in held]
     return train, dev
+
+
+def _derived_init(cls: type[NeuralTagger]):
+    """A constructor for ``cls`` with its parent's parameters, ``cls.defaults``
+    applied (new names become new parameters), and an explicit signature, so
+    scikit-learn style ``get_params``/``set_params``/``clone`` see every
+    parameter with this adapter's own default."""
+    import inspect
+
+    parent = inspect.signature(cls.__mro__[1].__init__)
+    params = list(parent.parameters.values())
+    known = {p.name for p in params}
+    overrides = dict(cls.__dict__.get("defaults", {}))
+    params = [p.replace(default=overrides[p.name]) if p.name in overrides else p for p in params]
+    params += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value)
+               for name, value in overrides.items() if name not in known]
+    signature = parent.replace(parameters=params)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for name, value in list(bound.arguments.items())[1:]:
+            setattr(self, name, value)
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = f"Parameters as NeuralTagger; defaults changed or added here: {overrides or 'none'}."
+    return __init__

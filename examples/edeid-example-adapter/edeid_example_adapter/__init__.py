@@ -21,9 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from ensemble_deid.corpus.bio import OUTSIDE, gold_tags
-from ensemble_deid.taggers.prediction import DocumentPrediction
-from ensemble_deid.taggers.base import Tagger
+from ensemble_deid.taggers import OUTSIDE, DocumentPrediction, Tagger, gold_tags
 
 __all__ = ["LexiconTagger"]
 __version__ = "0.1.0"
