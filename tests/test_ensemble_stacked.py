@@ -9,7 +9,7 @@ import pytest
 
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.ensemble import StackedLSTM, StackedSEARN, StackedSVM, build_candidates
-from ensemble_deid.ensemble.stacked_svm import span_features
+from ensemble_deid.ensemble.stacked_svm import confidence_features, span_features
 from ensemble_deid.evaluation import Scorer
 from ensemble_deid.taggers.prediction import DocumentPrediction
 
@@ -79,6 +79,35 @@ def test_span_features_by_hand(svm_table):
     assert f(k4, "record_span", "record_text") == pytest.approx([np.log1p(2), np.log1p(3)])
     assert f(k2, "tokens", "single_token", "conj_prep") == pytest.approx([np.log1p(4), 0, 1])  # "de"
     assert f(k3, "tokens", "single_token", "conj_prep") == pytest.approx([np.log1p(1), 1, 0])
+
+
+def test_confidence_features_by_hand(svm_table):
+    d, members, table = svm_table
+    # Member A is sure of its tokens except "de la" (0.5 each); B has no
+    # confidences (counted as 1.0); C is 0.8 everywhere.
+    conf_a = np.ones(len(WORDS))
+    conf_a[1:3] = 0.5
+    members["A"][d.id] = DocumentPrediction(d.id, members["A"][d.id].tags, conf_a)
+    members["C"][d.id] = DocumentPrediction(d.id, members["C"][d.id].tags, np.full(len(WORDS), 0.8))
+    X, names = confidence_features(table, list(members.values()), [d])
+    col = {n: i for i, n in enumerate(names)}
+    r = _row(table, 0, 4, NAME)  # "Juan de la Cruz": A voted for it
+    # A: (1 + 0.5 + 0.5 + 1) / 4 = 0.75 where it voted; B and C did not vote.
+    assert [X[r, col[f"confidence_voted[{j}]"]] for j in range(3)] == pytest.approx([0.75, 0, 0])
+    assert [X[r, col[f"confidence_other[{j}]"]] for j in range(3)] == pytest.approx([0, 1.0, 0.8])
+    r = _row(table, 6, 7, DATE)  # "Madrid" as DATE: C only
+    assert [X[r, col[f"confidence_voted[{j}]"]] for j in range(3)] == pytest.approx([0, 0, 0.8])
+    assert [X[r, col[f"confidence_other[{j}]"]] for j in range(3)] == pytest.approx([1.0, 1.0, 0])
+
+
+def test_stacked_svm_confidences_switch_changes_the_design(svm_table):
+    d, members, table = svm_table
+    svm = StackedSVM(confidences=True)
+    prepared = svm._prepare(list(members.values()), tuple(members), [d])
+    svm.labels_ = tuple(sorted(prepared.labels))
+    with_conf = svm._design(prepared).shape[1]
+    svm.confidences = False
+    assert with_conf - svm._design(prepared).shape[1] == 2 * 3
 
 
 def test_svm_overlaps_go_to_the_higher_confidence(svm_table, monkeypatch):

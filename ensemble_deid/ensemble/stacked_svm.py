@@ -18,7 +18,11 @@ outputs and the note itself:
 - ``tokens``: log(1 + number of tokens) and whether it is a single token;
 - ``conj_prep``: the span contains a conjunction or a preposition (a short
   English and Spanish list, :data:`CONJ_PREP`);
-- ``label``: the span's label (one-hot over the labels seen in fit).
+- ``label``: the span's label (one-hot over the labels seen in fit);
+- ``confidence`` (with ``confidences=True``): per member, its mean token
+  confidence over the span's tokens, split by whether that member produced
+  the span (sure of this span) or not (sure of something else, often ``O``);
+  a member without confidences counts as sure (1.0).
 
 Kept spans: SVM decision value > 0. Overlapping kept spans: the higher
 decision value wins; equal values fall back to the voting tie-breaks.
@@ -87,6 +91,27 @@ def span_features(table: CandidateTable) -> tuple[np.ndarray, list[str]]:
     return X, names
 
 
+def confidence_features(table: CandidateTable, members, documents) -> tuple[np.ndarray, list[str]]:
+    """Per member, the mean of its token confidences over each candidate's
+    tokens, in two blocks: where it voted for the candidate, and where not."""
+    n, m = table.votes.shape
+    voted = np.zeros((n, m))
+    other = np.zeros((n, m))
+    width = np.maximum(table.stop - table.first, 1).astype(np.float64)
+    for j, preds in enumerate(members):
+        conf = np.concatenate([
+            np.ones(len(d.tokens)) if preds[d.id].confidences is None
+            else np.asarray(preds[d.id].confidences, dtype=np.float64)
+            for d in documents
+        ]) if documents else np.zeros(0)
+        cum = np.concatenate(([0.0], np.cumsum(conf)))
+        mean = (cum[table.stop] - cum[table.first]) / width
+        voted[:, j] = np.where(table.votes[:, j], mean, 0.0)
+        other[:, j] = np.where(table.votes[:, j], 0.0, mean)
+    names = [f"confidence_voted[{j}]" for j in range(m)] + [f"confidence_other[{j}]" for j in range(m)]
+    return np.hstack([voted, other]), names
+
+
 class StackedSVM(SpanMetaLearner):
     """Linear SVM over span agreement features.
 
@@ -96,6 +121,9 @@ class StackedSVM(SpanMetaLearner):
         LIBLINEAR regularisation (chosen by cross-validation over
         0.01, 0.1, 1, 10 through ``GridSearch``).
     class_weight : None or "balanced"
+    confidences : bool
+        Add the members' token confidences as features (see the module
+        docstring); False gives the agreement features of [LIU17] alone.
     max_iter : int
     random_state : int
     """
@@ -103,9 +131,10 @@ class StackedSVM(SpanMetaLearner):
     name = "stacked-svm"
     description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
 
-    def __init__(self, C=0.1, class_weight=None, max_iter=5000, random_state=0):
+    def __init__(self, C=0.1, class_weight=None, confidences=True, max_iter=5000, random_state=0):
         self.C = C
         self.class_weight = class_weight
+        self.confidences = confidences
         self.max_iter = max_iter
         self.random_state = random_state
 
@@ -115,6 +144,9 @@ class StackedSVM(SpanMetaLearner):
     def _prepare(self, members, names, documents):
         table = build_candidates(members, names, documents)
         table.columns["X"] = span_features(table)[0]
+        # Computed whatever ``confidences`` says: preparation is shared by
+        # every parameter setting a grid search tries.
+        table.columns["confidence"] = confidence_features(table, members, table.documents)[0]
         return table
 
     def _design(self, table: CandidateTable) -> np.ndarray:
@@ -123,7 +155,10 @@ class StackedSVM(SpanMetaLearner):
         cols = np.array([index.get(table.labels[i], -1) for i in table.label.tolist()], dtype=np.int64)
         known = cols >= 0
         onehot[np.flatnonzero(known), cols[known]] = 1.0
-        return np.hstack([table.columns["X"], onehot])
+        blocks = [table.columns["X"], onehot]
+        if self.confidences:
+            blocks.append(table.columns["confidence"])
+        return np.hstack(blocks)
 
     def _fit_prepared(self, table: CandidateTable) -> None:
         from sklearn.svm import LinearSVC
