@@ -123,7 +123,8 @@ class StackedSVM(SpanMetaLearner):
     class_weight : None or "balanced"
     confidences : bool
         Add the members' token confidences as features (see the module
-        docstring); False gives the agreement features of [LIU17] alone.
+        docstring). Off by default: on MEDDOCAN (CRF, MEMM, MIRA, SEARN)
+        they gave 0.9633 strict F1 on dev against 0.9640 without.
     max_iter : int
     random_state : int
     """
@@ -131,7 +132,7 @@ class StackedSVM(SpanMetaLearner):
     name = "stacked-svm"
     description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
 
-    def __init__(self, C=0.1, class_weight=None, confidences=True, max_iter=5000, random_state=0):
+    def __init__(self, C=0.1, class_weight=None, confidences=False, max_iter=5000, random_state=0):
         self.C = C
         self.class_weight = class_weight
         self.confidences = confidences
