@@ -45,12 +45,16 @@ class Grouping:
 
 
 class Engine:
-    def __init__(self, gold_documents: Sequence[Document], options: EvalOptions):
+    def __init__(self, gold_documents: Sequence[Document], options: EvalOptions, extents: Sequence[int] | None = None):
+        """``extents``: per document, the furthest tag end of either side when
+        tags may reach past the end of the text (files scored as the official
+        program does); zero-length tags are then accepted too."""
         self.options = options
+        self.lenient = extents is not None
         self.doc_ids = [d.id for d in gold_documents]
-        self.corpus = CorpusText([d.text for d in gold_documents], self.doc_ids)
+        self.corpus = CorpusText([d.text for d in gold_documents], self.doc_ids, extents)
         self.vocab = LabelVocab()
-        self.gold = build_table([d.annotations for d in gold_documents], self.corpus, self.vocab, "gold")
+        self.gold = build_table([d.annotations for d in gold_documents], self.corpus, self.vocab, "gold", self.lenient)
         self._frozen = False
         self._upper_cache: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
         self._masks: dict[int, tuple[SpanTable, np.ndarray]] = {}
@@ -62,7 +66,7 @@ class Engine:
         return len(self.doc_ids)
 
     def table(self, per_doc: Sequence[Sequence[Any]]) -> SpanTable:
-        return build_table(per_doc, self.corpus, self.vocab, "system")
+        return build_table(per_doc, self.corpus, self.vocab, "system", self.lenient)
 
     def freeze(self) -> None:
         """Fix the key spaces for the labels seen so far (with room to grow)."""
@@ -82,9 +86,9 @@ class Engine:
         self.spaces = {
             "raw": KeySpace.for_corpus(c, self.n_raw),
             "upper": KeySpace.for_corpus(c, self.n_upper),
-            "binary": KeySpace.for_corpus(c, 1),
+            "binary": KeySpace.for_corpus(c, self.n_upper + 1),  # label 0, or a <PHI> tag's own
             "relaxed_upper": KeySpace.for_corpus(c, self.n_upper, pad=PAD),
-            "relaxed_binary": KeySpace.for_corpus(c, 1, pad=PAD),
+            "relaxed_binary": KeySpace.for_corpus(c, self.n_upper + 1, pad=PAD),
         }
         self._frozen = True
 
@@ -103,12 +107,20 @@ class Engine:
             return "binary"
         return "raw" if criterion.match == "token" else "upper"
 
+    def _binary_labels(self) -> np.ndarray:
+        """Raw label -> binary label: 0, except that a ``<PHI>`` tag keeps its
+        (upper-cased) name and TYPE, as the official binary strict key does."""
+        upper = self._to_upper()
+        is_phi = np.fromiter((c == "PHI" for c, _ in self.vocab.upper_pairs), dtype=bool, count=len(self.vocab.upper_pairs))
+        return np.where(is_phi[upper], upper + 1, 0) if len(upper) else upper
+
     def labels(self, table: SpanTable, criterion: Criterion) -> np.ndarray | int:
         """Key-space labels: raw (case-sensitive) for token criteria,
-        upper-cased for strict and relaxed, none for binary criteria."""
+        upper-cased for strict and relaxed; for binary criteria none (tokens)
+        or only a <PHI> tag's (strict, relaxed)."""
         assert len(self.vocab) <= self.n_raw and len(self.vocab.upper_pairs) <= self.n_upper, "ensure_capacity() first"
         if criterion.binary:
-            return 0
+            return 0 if criterion.match == "token" else self._binary_labels()[table.label]
         if criterion.match == "token":
             return table.label
         return self._to_upper()[table.label]
@@ -123,7 +135,8 @@ class Engine:
         """(token start, token end, tag index) of every tag of the table."""
         cached = self._tokens.get(id(table))
         if cached is None or cached[0] is not table:
-            pieces = token_pieces(table.gstart, table.gend, self.corpus.runs(self.options.ascii_token_regex))
+            text_end = self.corpus.bases[table.doc] + self.corpus.lengths[table.doc]
+            pieces = token_pieces(table.gstart, table.gend, self.corpus.runs(self.options.ascii_token_regex), text_end)
             cached = _remember(self._tokens, table, (table, pieces))
         return cached[1]
 

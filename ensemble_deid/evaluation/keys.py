@@ -68,10 +68,13 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def token_pieces(gstart: np.ndarray, gend: np.ndarray, runs: tuple[np.ndarray, np.ndarray]):
+def token_pieces(gstart: np.ndarray, gend: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
+                 text_end: np.ndarray | None = None):
     """Tokens of each span: its intersections with the alphanumeric runs (so a
     tag cut inside a word yields a partial token). A span with no alphanumeric
-    character yields one empty token at its start.
+    character yields one empty token where the official program puts it:
+    after the text it covers, at ``start + len(TEXT[start:end])`` (its end,
+    unless it reaches past ``text_end``, the global end of its text).
 
     Returns (token_start, token_end, index of the parent span)."""
     run_start, run_end = runs
@@ -93,8 +96,10 @@ def token_pieces(gstart: np.ndarray, gend: np.ndarray, runs: tuple[np.ndarray, n
         te = ts.copy()
     e = empty[parent]
     if e.any():
-        ts[e] = gstart[parent][e]
-        te[e] = ts[e]
+        p = parent[e]
+        at = gend[p] if text_end is None else np.maximum(gstart[p], np.minimum(gend[p], text_end[p]))
+        ts[e] = at
+        te[e] = at
     return ts, te, parent
 
 
