@@ -54,15 +54,16 @@ def evaluate(
         g, s = prepared_gold[key]
         tp, fp, fn = engine.compare(c, g, s)
         counts = DocumentCounts(ids, tp, fp, fn)
-        by_category = by_subtype = {}
+        by_category = by_subtype = category_macro = {}
         if breakdowns and c.labelled:
-            by_category = engine.breakdown(c, g, s, "category")
-            by_subtype = engine.breakdown(c, g, s, "subtype")
+            by_category, category_macro = engine.breakdown(c, g, s, "category")
+            by_subtype, _ = engine.breakdown(c, g, s, "subtype", macro=False)
         outcomes = None
         if c.match == "semeval":
             totals = engine.semeval_outcomes(c, g, s).sum(axis=0)
             outcomes = {k: int(v) for k, v in zip(OUTCOMES, totals.tolist())}
-        results[c.name] = CriterionResult(c.name, counts.micro(), counts.macro(), counts, by_category, by_subtype, outcomes)
+        results[c.name] = CriterionResult(c.name, counts.micro(), counts.macro(), counts, by_category, by_subtype, outcomes,
+                                          category_macro)
 
     leak_report = None
     if leak:

@@ -16,7 +16,7 @@ from ..corpus.document import PARENT_CATEGORIES, Document
 from .criteria import Criterion
 from .hipaa import hipaa_mask
 from .keys import KeySet, KeySpace, grouped_key_counts, key_counts, token_pieces
-from .metrics import Scores
+from .metrics import DocumentCounts, MacroScores, Scores
 from .options import EvalOptions
 from .relaxed import PAD, relaxed_counts, relaxed_keys
 from .semeval import outcome_counts, scheme_outcomes, situations
@@ -209,22 +209,26 @@ class Engine:
         of_label += [len(names)] * (n - len(of_label))
         return Grouping(tuple(names), np.array(of_label, dtype=np.int64))
 
-    def breakdown(self, criterion: Criterion, gold, system, by: str) -> dict[str, Scores]:
-        """Micro scores per parent category or per subtype, as if the tags
-        were filtered to the group before matching (the official filters)."""
+    def breakdown(self, criterion: Criterion, gold, system, by: str, macro: bool = True) -> tuple[dict[str, Scores], dict[str, MacroScores]]:
+        """Micro and macro scores per parent category or per subtype, as if the
+        tags were filtered to the group before matching (the official filters;
+        a document with nothing of a group scores P = R = 0 in its macro)."""
         grouping = self.grouping(criterion, by)
         n_groups = len(grouping.names) + 1
         if criterion.match == "relaxed":
             space = self.spaces[self._space_name(criterion)]
             tp, fp, fn = relaxed_counts(gold, system, space, self.corpus.doc_of, self.n_docs,
                                         self.options.relaxed_many_to_one, grouping.of_label, n_groups)
-            tp, fp, fn = tp.sum(axis=0), fp.sum(axis=0), fn.sum(axis=0)
         else:
             _, _, _, found = key_counts(gold, system, self.n_docs)
-            tp, fp, fn = grouped_key_counts(gold, system, found, grouping.of_label, n_groups)
-        out = {}
+            tp, fp, fn = grouped_key_counts(gold, system, found, grouping.of_label, n_groups, self.n_docs)
+        micro, macros = {}, {}
+        t, f, n = tp.sum(axis=0), fp.sum(axis=0), fn.sum(axis=0)
+        ids = tuple(self.doc_ids)
         for i, name in enumerate(grouping.names):
-            if by == "subtype" and tp[i] + fp[i] + fn[i] == 0:
+            if by == "subtype" and t[i] + f[i] + n[i] == 0:
                 continue
-            out[name] = Scores.from_counts(tp[i], fp[i], fn[i])
-        return out
+            micro[name] = Scores.from_counts(t[i], f[i], n[i])
+            if macro:
+                macros[name] = DocumentCounts(ids, tp[:, i], fp[:, i], fn[:, i]).macro()
+        return micro, macros

@@ -121,11 +121,15 @@ def key_counts(gold: KeySet, system: KeySet, n_docs: int):
     return tp, fp, fn, found
 
 
-def grouped_key_counts(gold: KeySet, system: KeySet, found: np.ndarray, group_of_label: np.ndarray, n_groups: int):
-    """Micro TP, FP, FN per group of labels (category or subtype)."""
-    g_sys = group_of_label[system.label]
-    g_gold = group_of_label[gold.label]
-    tp = np.bincount(g_sys[found], minlength=n_groups)
-    fp = np.bincount(g_sys, minlength=n_groups) - tp
-    fn = np.bincount(g_gold, minlength=n_groups) - tp
-    return tp, fp, fn
+def grouped_key_counts(gold: KeySet, system: KeySet, found: np.ndarray, group_of_label: np.ndarray, n_groups: int,
+                       n_docs: int):
+    """TP, FP, FN per document and group of labels (category or subtype),
+    each of shape (n_docs, n_groups)."""
+    c_sys = system.doc * n_groups + group_of_label[system.label]
+    c_gold = gold.doc * n_groups + group_of_label[gold.label]
+    size = n_docs * n_groups
+    tp = np.bincount(c_sys[found], minlength=size)
+    fp = np.bincount(c_sys, minlength=size) - tp
+    fn = np.bincount(c_gold, minlength=size) - tp
+    shape = (n_docs, n_groups)
+    return tp.reshape(shape), fp.reshape(shape), fn.reshape(shape)

@@ -67,11 +67,19 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
             groups = res.by_category if breakdown == "category" else res.by_subtype
             if not groups:
                 continue
-            lines += ["", f"{name} by {breakdown}", f"{breakdown:<26}{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}"]
+            macros = res.category_macro if breakdown == "category" else {}
+            head = f"{breakdown:<26}{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}"
+            if macros:
+                head += f"  | {'macro P (SD)':>16}{'macro R (SD)':>17}{'F1':>8}"
+            lines += ["", f"{name} by {breakdown}", head]
             for g, s in groups.items():
                 if s.tp + s.fp + s.fn == 0:
                     continue
-                lines.append(f"{g:<26}{_count(s.tp):>8}{_count(s.fp):>8}{_count(s.fn):>8}  {_f(s.precision):>7}{_f(s.recall):>8}{_f(s.f1):>8}")
+                row = f"{g:<26}{_count(s.tp):>8}{_count(s.fp):>8}{_count(s.fn):>8}  {_f(s.precision):>7}{_f(s.recall):>8}{_f(s.f1):>8}"
+                M = macros.get(g)
+                if M is not None:
+                    row += f"  | {f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>8}"
+                lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -85,7 +93,8 @@ def render_csv(report: EvaluationReport) -> str:
             w.writerow(["micro", name, "all", measure, value])
         for measure, value in res.macro.to_dict().items():
             w.writerow(["macro", name, "all", measure, value])
-        for section, groups in (("category", res.by_category), ("subtype", res.by_subtype)):
+        for section, groups in (("category", res.by_category), ("category_macro", res.category_macro),
+                                ("subtype", res.by_subtype)):
             for g, s in groups.items():
                 for measure, value in s.to_dict().items():
                     w.writerow([section, name, g, measure, value])
