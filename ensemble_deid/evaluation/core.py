@@ -14,6 +14,10 @@ from .report import CriterionResult, EvaluationReport
 from .semeval import OUTCOMES
 
 
+def _end(tag) -> int:
+    return tag[1] if isinstance(tag, tuple) else tag.end
+
+
 def evaluate(
     gold: Sequence[Document],
     system: Mapping[str, Sequence[Annotation]] | Sequence[Document] | Sequence[Sequence[Any]],
@@ -22,6 +26,7 @@ def evaluate(
     options: EvalOptions = EvalOptions(),
     breakdowns: bool = True,
     leak: bool = True,
+    lenient: bool = False,
 ) -> EvaluationReport:
     """Score system output against gold documents.
 
@@ -30,6 +35,8 @@ def evaluate(
     ``criteria`` are names from ``criteria.CRITERIA`` (or "all", "official",
     "semeval"). Per-category and per-subtype breakdowns are given for the
     labelled criteria (token, strict, relaxed and their HIPAA variants).
+    ``lenient`` scores what the official program scores from files:
+    zero-length tags and tags ending past the end of their text.
     """
     chosen = parse_criteria(criteria)
     gold = list(gold)
@@ -40,7 +47,11 @@ def evaluate(
         keep = aligned.present.tolist()
         gold = [g for g, k in zip(gold, keep) if k]
         per_doc = [p for p, k in zip(per_doc, keep) if k]
-    engine = Engine(gold, options)
+    extents = None
+    if lenient:  # room past each text for the furthest tag end of either side
+        extents = [max([len(g.text)] + [_end(t) for t in g.annotations] + [_end(t) for t in tags])
+                   for g, tags in zip(gold, per_doc)]
+    engine = Engine(gold, options, extents)
     sys_table = engine.table(per_doc)
     engine.freeze()  # after both sides: every label has its id
     ids = tuple(engine.doc_ids)

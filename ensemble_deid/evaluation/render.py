@@ -9,12 +9,32 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # report.py imports this module lazily; a type name only here
     from .report import EvaluationReport
 
-FORMATS = ("table", "json", "csv")
+FORMATS = ("table", "json", "csv", "i2b2", "ngrid")
+
+# The official programs' blocks: (criterion, label); per category, labels with
+# "{}" for the element name. The N-GRID 2016 program spells some labels
+# differently ("HIPPA"), and names its per-category HIPAA strict block
+# "Binary HIPAA Strict" although it is not binary.
+_I2B2_2014_BLOCKS = (
+    ("token", "Token"), ("strict", "Strict"), ("relaxed", "Relaxed"),
+    ("hipaa_token", "HIPAA Token"), ("hipaa_strict", "HIPAA Strict"), ("hipaa_relaxed", "HIPAA Relaxed"),
+    ("binary_token", "Binary Token"), ("binary_strict", "Binary Strict"),
+    ("hipaa_binary_token", "Binary HIPAA Token"), ("hipaa_binary_strict", "Binary HIPAA Strict"),
+)
+_I2B2_2014_CATEGORY_BLOCKS = (
+    ("token", "{} Token"), ("strict", "{} Strict"), ("hipaa_token", "{} HIPAA Token"), ("hipaa_strict", "{} HIPAA Strict"),
+)
+_NGRID_2016_LABELS = {"HIPAA Token": "HIPPA Token", "Binary HIPAA Token": "Binary HIPPA Token",
+                      "{} HIPAA Token": "{} HIPPA Token", "{} HIPAA Strict": "{} Binary HIPAA Strict"}
+# The elements of the per-category blocks (every PHI element but <PHI>).
+OFFICIAL_CATEGORIES = ("NAME", "PROFESSION", "LOCATION", "AGE", "DATE", "CONTACT", "ID", "OTHER")
 
 
 def render(report: EvaluationReport, fmt: str = "table", **kwargs) -> str:
     if fmt == "table":
         return render_table(report, **kwargs)
+    if fmt in ("i2b2", "ngrid"):
+        return render_official(report, fmt)
     if fmt == "json":
         return json.dumps(report.to_dict(documents=kwargs.get("documents", False)), indent=2) + "\n"
     if fmt == "csv":
@@ -80,6 +100,45 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
                 if M is not None:
                     row += f"  | {f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>8}"
                 lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def _official_block(label: str, n_docs: int, micro, macro) -> list[str]:
+    """One summary block, laid out and rounded as the official program prints
+    it ("{:.4}" figures, "{:.2}" standard deviations, 25/15/15/20 columns)."""
+    row = "{:<25}{:<15}{:<15}{:<20}"
+    return [
+        row.format(f"{label} ({n_docs})", "Measure", "Macro (SD)", "Micro (Primary)"),
+        "{:-<25}{:-<15}{:-<15}{:-<20}".format("", "", "", ""),
+        row.format("Total", "Precision", f"{macro.precision:.4} ({macro.precision_sd:.2})", f"{micro.precision:.4}"),
+        row.format("", "Recall", f"{macro.recall:.4} ({macro.recall_sd:.2})", f"{micro.recall:.4}"),
+        row.format("", "F1", f"{macro.f1:.4}", f"{micro.f1:.4}"),
+        "",
+        "",
+    ]
+
+
+def render_official(report: EvaluationReport, program: str = "i2b2") -> str:
+    """The blocks the official program prints: ``"i2b2"`` (2014 ``evaluate.py
+    phi``) or ``"ngrid"`` (2016 N-GRID ``evaluate.py track1``): the ten
+    criteria, then token, strict, HIPAA token and HIPAA strict per element,
+    each with macro (SD) and micro figures."""
+    rename = _NGRID_2016_LABELS if program == "ngrid" else {}
+    missing = [c for c, _ in _I2B2_2014_BLOCKS if c not in report.results]
+    if missing:
+        raise ValueError(f"the official layout needs every official criterion; missing: {', '.join(missing)}")
+    n = report.n_documents
+    lines: list[str] = []
+    for criterion, label in _I2B2_2014_BLOCKS:
+        res = report.results[criterion]
+        lines += _official_block(rename.get(label, label), n, res.micro, res.macro)
+    for category in OFFICIAL_CATEGORIES:
+        for criterion, label in _I2B2_2014_CATEGORY_BLOCKS:
+            res = report.results[criterion]
+            micro, macro = res.by_category.get(category), res.category_macro.get(category)
+            if micro is None or macro is None:
+                raise ValueError(f"{criterion}: no per-category figures (evaluate with breakdowns=True)")
+            lines += _official_block(rename.get(label, label).format(category), n, micro, macro)
     return "\n".join(lines) + "\n"
 
 
