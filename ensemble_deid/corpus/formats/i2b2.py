@@ -200,6 +200,7 @@ def write_i2b2_xml(document: Document, path: str | Path, root: str = "deIdi2b2",
 # this way and warns about each of those.
 
 PHI_ELEMENTS = ("NAME", "PROFESSION", "LOCATION", "AGE", "DATE", "CONTACT", "ID", "OTHER", "PHI")
+_PHI_ELEMENT_SET = frozenset(PHI_ELEMENTS)
 _SHOWN_IDS = 5
 
 
@@ -270,25 +271,31 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
     ignored: dict[str, int] = {}
     odd: dict[str, list[str]] = {"zero": [], "past": [], "text": [], "type": []}
     tags_el = root.find("TAGS")
+    known = _PHI_ELEMENT_SET
+    append = tags.append
     for i, el in enumerate(tags_el if tags_el is not None else ()):
         element = el.tag
-        if element not in PHI_ELEMENTS:
+        if element not in known:
             ignored[element] = ignored.get(element, 0) + 1
             continue
         attrib = el.attrib
-        tag_id = attrib.get("id") or f"#{i}"
         try:
             start, end = int(attrib["start"]), int(attrib["end"])
         except KeyError as exc:
-            problems.append(Problem(ERROR, name, "missing attribute", tag=tag_id, field=exc.args[0]))
+            problems.append(Problem(ERROR, name, "missing attribute", tag=attrib.get("id") or f"#{i}", field=exc.args[0]))
             continue
         except ValueError:
-            problems.append(Problem(ERROR, name, "offset is not an integer", tag=tag_id, field="start/end"))
+            problems.append(Problem(ERROR, name, "offset is not an integer", tag=attrib.get("id") or f"#{i}", field="start/end"))
             continue
+        type_ = attrib.get("TYPE")
+        covered = attrib.get("text")
+        if 0 <= start < end <= n and type_ is not None and (covered is None or covered == text[start:end]):
+            append((start, end, element, type_))  # the common case, checked at once
+            continue
+        tag_id = attrib.get("id") or f"#{i}"
         if start < 0 or end < start:
             problems.append(Problem(ERROR, name, f"offsets [{start}, {end}) negative or reversed", tag=tag_id, field="start/end"))
             continue
-        type_ = attrib.get("TYPE")
         if type_ is None:
             odd["type"].append(tag_id)
             type_ = ""
@@ -296,10 +303,9 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
             odd["zero"].append(tag_id)
         if end > n:
             odd["past"].append(tag_id)
-        covered = attrib.get("text")
         if covered is not None and covered != text[start:end] and covered != _ATTR_WS.sub(" ", text[start:end]):
             odd["text"].append(tag_id)
-        tags.append((start, end, element, type_))
+        append((start, end, element, type_))
     for element, count in sorted(ignored.items()):
         problems.append(Problem(WARNING, name, f"{count} <{element}> element(s) ignored: not a PHI element the official "
                                 f"program reads ({', '.join(PHI_ELEMENTS)}, exact spelling)", field=element))
