@@ -22,8 +22,18 @@ def _criteria(ctx, param, value):
 
 
 @click.command("evaluate")
-@click.option("--gold", required=True, type=click.Path(exists=True, file_okay=False), help="Folder of gold documents (i2b2 XML or BRAT).")
-@click.option("--system", "system_dir", required=True, type=click.Path(exists=True, file_okay=False), help="Folder of system output, same file names and TEXT as gold.")
+@click.option("--gold", type=click.Path(exists=True, file_okay=False), default=None, help="Folder of gold documents (i2b2 XML or BRAT).")
+@click.option("--system", "system_dir", required=True,
+              help="Folder of system output, same file names and TEXT as gold; with --corpus, a cached system instead: "
+                   "a tagger spec (crf, memm:c=0.5) or a cached ensemble (ensemble.voting[:hash=PREFIX]).")
+@click.option("--corpus", "corpus_name", default=None,
+              help="Score the cached predictions of --system on this registered corpus (no export needed; replaces --gold).")
+@click.option("--trained-on", default=None, help="With --corpus: the corpus the system was trained on (default: the same), "
+                                                 "for cross-corpus predictions made by 'cv --target' or 'study'.")
+@click.option("--split", type=click.Choice(["test", "train"]), default="test", show_default=True,
+              help="With --corpus: the test split (full-training model) or the training split (out-of-fold predictions).")
+@click.option("--folds", "k", type=click.IntRange(min=2), default=10, show_default=True, help="With --corpus: folds of the cached cross-validation.")
+@click.option("--seed", type=int, default=0, show_default=True, help="With --corpus: seed of the cached fold assignment.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "i2b2", "ngrid"]), default="table", show_default=True,
               help="Output format: i2b2 and ngrid print the blocks of the official i2b2 2014 (evaluate.py phi) and "
                    "N-GRID 2016 (evaluate.py track1) programs, with the official criteria.")
@@ -45,7 +55,7 @@ def _criteria(ctx, param, value):
 @click.option("--documents", is_flag=True, help="Include per-document counts in the JSON output.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to this file (owner-only; missing folders are created) instead of standard output.")
 @click.pass_context
-def evaluate(ctx, gold, system_dir, fmt, criteria, input_format, label_map, missing_as_empty, skip_missing, hipaa_exclude_idnum,
+def evaluate(ctx, gold, system_dir, corpus_name, trained_on, split, k, seed, fmt, criteria, input_format, label_map, missing_as_empty, skip_missing, hipaa_exclude_idnum,
              hipaa_all_ages, relaxed_many_to_one, ascii_token_regex, no_quirks, breakdown, documents, output):
     """Score the system folder against the gold folder (micro, macro, per category and subtype, leak rates).
 
@@ -57,6 +67,10 @@ def evaluate(ctx, gold, system_dir, fmt, criteria, input_format, label_map, miss
     from ..evaluation.files import evaluate_folders
     from ..evaluation.options import EvalOptions
 
+    if (gold is None) == (corpus_name is None):
+        raise click.UsageError("give either --gold (a folder) or --corpus (a registered corpus, scoring cached predictions)")
+    if corpus_name is None and not os.path.isdir(system_dir):
+        raise click.BadParameter(f"folder {system_dir!r} does not exist (a cached system needs --corpus)", param_hint="--system")
     if missing_as_empty and skip_missing:
         raise click.BadParameter("choose one of --missing-as-empty and --skip-missing", param_hint="--skip-missing")
     quirks = dict(hipaa_exclude_idnum=hipaa_exclude_idnum, hipaa_all_ages=hipaa_all_ages,
@@ -78,7 +92,15 @@ def evaluate(ctx, gold, system_dir, fmt, criteria, input_format, label_map, miss
             from ..corpus.labelmap import LabelMap
 
             lmap = LabelMap.load(label_map)
-        report = evaluate_folders(gold, system_dir, fmt=input_format, label_map=lmap, criteria=criteria, options=options)
+        if corpus_name is not None:
+            from ..evaluation import evaluate as score
+
+            gold_docs, system = cached_system(ctx, system_dir, corpus_name, trained_on or corpus_name, split, k, seed)
+            if lmap is not None:
+                gold_docs = [lmap.apply_document(d) for d in gold_docs]
+            report = score(gold_docs, system, criteria=criteria, options=options)
+        else:
+            report = evaluate_folders(gold, system_dir, fmt=input_format, label_map=lmap, criteria=criteria, options=options)
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     kwargs = {"documents": documents}
@@ -89,6 +111,53 @@ def evaluate(ctx, gold, system_dir, fmt, criteria, input_format, label_map, miss
         write_report(output, text)
     else:
         click.echo(text, nl=False)
+
+
+def cached_system(ctx, spec: str, corpus_name: str, trained_on: str, split: str, k: int, seed: int):
+    """Gold documents of ``corpus_name``'s split and the cached predictions of
+    ``spec`` on them (trained on ``trained_on``'s training split). Nothing is
+    computed: predictions missing from the cache are an error saying which
+    command makes them."""
+    from ..ensemble.caching import is_ensemble_spec, load_ensemble_member
+    from ..errors import EnsembleDeidError
+    from ..experiment.cache import PartKey, PredictionCache
+    from ..experiment.cv import CrossValidation
+    from ..studies.summary import prediction_spans
+    from .common import workspace_of
+    from .cv import parse_tagger_specs
+
+    ws = workspace_of(ctx)
+    corpus = ws.load(corpus_name)
+    source = corpus if trained_on == corpus_name else ws.load(trained_on)
+    if split == "train" and trained_on != corpus_name:
+        raise click.BadParameter("out-of-fold predictions (--split train) exist only on the training corpus itself",
+                                 param_hint="--split")
+    gold = corpus.splits[split]
+    engine = CrossValidation(source.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
+    how = (f"run 'ensemble-deid cv --corpus {trained_on} --taggers {spec}'"
+           + (f" with --target {corpus_name}" if trained_on != corpus_name else "") + f" (--folds {k} --seed {seed})")
+    if is_ensemble_spec(spec):
+        if trained_on != corpus_name:
+            raise click.BadParameter("cached ensembles are scored on their own corpus only", param_hint="--trained-on")
+        member = load_ensemble_member(engine, spec.strip(), oof=split == "train")
+        predictions = member.oof if split == "train" else member.test
+    else:
+        (tagger,) = parse_tagger_specs(spec, param_hint="--system")
+        entry, external = engine.entry_key(tagger)
+        if split == "test":
+            parts = [PartKey.predict(entry, engine.target_fingerprints["test"])]
+        elif external:
+            parts = [PartKey.predict(entry, engine.train_fingerprint)]
+        else:
+            parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(k)]
+        bad = [p for p in parts if engine.cache.part_status(p) != "valid"]
+        if bad:
+            raise EnsembleDeidError(f"system {spec!r}: {len(bad)} of {len(parts)} cached part(s) of the {split} split of "
+                                    f"{corpus_name!r} missing or corrupt (e.g. {bad[0]}); {how} first")
+        predictions = {}
+        for part in parts:
+            predictions.update(engine.cache.read_part(part)[0])
+    return gold, prediction_spans(gold, predictions)
 
 
 def write_report(path: str, text: str) -> None:
