@@ -265,3 +265,34 @@ def test_disk_full_is_one_clean_line_and_leaves_nothing(tmp_path, monkeypatch):
         evaluate_cmd.write_report(str(target), "figures")
     assert "Traceback" not in str(err.value) and "nothing written" in str(err.value)
     assert list(tmp_path.iterdir()) == []  # neither the report nor its temp file
+
+
+def test_fuzzed_files_give_a_record_or_problems_never_an_exception(tmp_path):
+    """Seeded byte and attribute mutations of a real fixture, bounded in count:
+    the scoring reader returns a record or named problems, and no problem
+    message carries text from the file."""
+    import random
+    import time
+
+    rng = random.Random(20)
+    base = (DATA / "oddities" / "system" / "odd-01.xml").read_bytes()
+    edits = [b'start="-4"', b'end="x"', b'TYPE="', b"<FOO/>", b"<!DOCTYPE a>", b"\x00", b"\xff\xfe", b"]]>", b"<TEXT>",
+             b'start="999999"', b"&amp;", b"</TAGS>"]
+    secret = "Ann Lee"
+    deadline = time.monotonic() + 20
+    for i in range(300):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            pos = rng.randrange(len(data))
+            if rng.random() < 0.5:
+                data[pos:pos + rng.randint(0, 6)] = rng.choice(edits)
+            else:
+                data[pos] = rng.randrange(256)
+        path = tmp_path / f"f{i}.xml"
+        path.write_bytes(bytes(data))
+        record, problems = read_scoring_xml(path)
+        assert record is not None or problems
+        for p in problems:
+            assert secret not in str(p)
+        if time.monotonic() > deadline:
+            break

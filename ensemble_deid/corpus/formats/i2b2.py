@@ -237,6 +237,8 @@ def _parse_for_scoring(raw: bytes):
     except ParseError as exc:
         line, col = getattr(exc, "position", (None, None))
         return None, f"malformed XML at line {line}, column {col}"
+    except (LookupError, ValueError, UnicodeError):
+        return None, "the XML declaration names an unknown or unusable encoding"
 
 
 def _ids(ids: list[str]) -> str:
