@@ -1,6 +1,7 @@
 """``evaluate``: every criterion, micro and macro, breakdowns and leak rates."""
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..corpus.document import PARENT_CATEGORIES, Annotation, Document
@@ -14,8 +15,10 @@ from .report import CriterionResult, EvaluationReport
 from .semeval import OUTCOMES
 
 
-def _end(tag) -> int:
-    return tag[1] if isinstance(tag, tuple) else tag.end
+def _furthest_end(tags) -> int:
+    if not tags:
+        return 0
+    return max(map(itemgetter(1) if isinstance(tags[0], tuple) else attrgetter("end"), tags))
 
 
 def evaluate(
@@ -49,8 +52,7 @@ def evaluate(
         per_doc = [p for p, k in zip(per_doc, keep) if k]
     extents = None
     if lenient:  # room past each text for the furthest tag end of either side
-        extents = [max([len(g.text)] + [_end(t) for t in g.annotations] + [_end(t) for t in tags])
-                   for g, tags in zip(gold, per_doc)]
+        extents = [max(len(g.text), _furthest_end(g.annotations), _furthest_end(tags)) for g, tags in zip(gold, per_doc)]
     engine = Engine(gold, options, extents)
     sys_table = engine.table(per_doc)
     engine.freeze()  # after both sides: every label has its id

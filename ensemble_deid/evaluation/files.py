@@ -7,6 +7,7 @@ fatal problem reported at once, before any scoring starts.
 """
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
@@ -18,10 +19,10 @@ from .criteria import ALL, Criterion
 from .options import EvalOptions
 
 
-def detect(directory: Path) -> str:
-    """"xml" when the folder holds any .xml file, else "brat" (decided per folder)."""
-    with_xml = next(directory.glob("*.xml"), None) is not None
-    return "xml" if with_xml else "brat"
+def _xml_files(directory: Path) -> list[Path]:
+    # names sorted as strings: sorting Path objects costs more than parsing a file
+    names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".xml") and e.is_file())
+    return [directory / n for n in names]
 
 
 def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None) -> tuple[list[ScoringRecord], list[Problem]]:
@@ -33,11 +34,13 @@ def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None)
     directory = Path(directory)
     if not directory.is_dir():
         raise CorpusError(f"{directory}: not a directory")
-    fmt = detect(directory) if fmt == "auto" else fmt
+    xml_files = _xml_files(directory) if fmt in ("auto", "xml") else []
+    if fmt == "auto":
+        fmt = "xml" if xml_files else "brat"
     records: list[ScoringRecord] = []
     problems: list[Problem] = []
     if fmt == "xml":
-        for path in sorted(directory.glob("*.xml")):
+        for path in xml_files:
             record, found = read_scoring_xml(path)
             problems += found
             if record is not None:
