@@ -104,7 +104,8 @@ def main() -> None:
     ap.add_argument("--corpus", default=str(MEDDOCAN / "train" / "xml"), help="folder with >= 500 documents")
     ap.add_argument("--dev", default=str(MEDDOCAN / "dev" / "xml"), help="folder for the end-to-end run")
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "scorer.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "scorer.json"),
+                    help="results file (the docs table is updated only for the default one)")
     args = ap.parse_args()
 
     gold = load_directory(args.corpus)[:500]
@@ -192,6 +193,23 @@ def main() -> None:
     table = out.with_suffix(".md")
     table.write_text(markdown_table(figures))
     print(f"wrote {table}")
+    if out.resolve() == DEFAULT_OUT.resolve():
+        print(f"updated {copy_into_docs(table.read_text())}")
+
+
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "scorer.json"
+DOCS = ROOT / "docs" / "evaluation.md"
+BEGIN, END = "<!-- scorer-table:begin (benchmarks/results/scorer.md) -->", "<!-- scorer-table:end -->"
+
+
+def copy_into_docs(table: str) -> Path:
+    """Put the table between the markers of docs/evaluation.md (the docs show
+    the results file, never figures typed by hand)."""
+    text = DOCS.read_text(encoding="utf-8")
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    DOCS.write_text(f"{head}{BEGIN}\n{table.rstrip()}\n{END}{tail}", encoding="utf-8")
+    return DOCS
 
 
 def markdown_table(f: dict) -> str:

@@ -1,7 +1,6 @@
 """Rendering a report: a text table, JSON, or tidy CSV (one number a row)."""
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import TYPE_CHECKING
@@ -144,6 +143,8 @@ def render_official(report: EvaluationReport, program: str = "i2b2") -> str:
 
 def render_csv(report: EvaluationReport) -> str:
     """Tidy rows: section, criterion, group, measure, value."""
+    import csv  # only this format needs it (start-up time of the other formats)
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["section", "criterion", "group", "measure", "value"])
