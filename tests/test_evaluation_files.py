@@ -318,3 +318,12 @@ def test_engine_agrees_with_the_reference_loop_on_every_fixture(case):
         want = [tuple(reference.document_counts(d, tags.get(d.id, ()), CRITERIA[name], report.options)) for d in docs]
         got = report[name].documents
         assert list(zip(got.tp.tolist(), got.fp.tolist(), got.fn.tolist())) == want, name
+
+
+def test_entities_hidden_in_utf16_are_refused(tmp_path):
+    bomb = tmp_path / "b.xml"
+    text = ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE r [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+            "<deIdi2b2><TEXT>&b;</TEXT><TAGS/></deIdi2b2>")
+    bomb.write_bytes(text.encode("utf-16"))
+    record, problems = read_scoring_xml(bomb)
+    assert record is None and "refused" in str(problems[0])

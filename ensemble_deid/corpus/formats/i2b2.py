@@ -216,14 +216,28 @@ class ScoringRecord:
     source: str = ""
 
 
+_PLAIN_ENCODINGS = {b"utf-8", b"utf8", b"us-ascii", b"ascii", b"iso-8859-1", b"latin-1", b"latin1"}
+
+
+def _plainly_without_entities(raw: bytes) -> bool:
+    """Whether the bytes visibly declare no entities: an ASCII-compatible
+    encoding (so a DOCTYPE could not hide in UTF-16 or UTF-7) and no DOCTYPE."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw[:4]:
+        return False
+    declared = _ENCODING_DECL.match(raw)
+    if declared and declared.group(1).lower() not in _PLAIN_ENCODINGS:
+        return False
+    return b"<!DOCTYPE" not in raw and b"<!doctype" not in raw
+
+
 def _parse_for_scoring(raw: bytes):
     """The XML tree, or a reason it cannot be read (no text from the file).
 
-    A file without a DOCTYPE cannot declare entities, so the C parser is safe
-    and fast there; anything with a DOCTYPE goes through defusedxml, which
-    refuses entity declarations and external references."""
+    A file that plainly has no DOCTYPE cannot declare entities, so the C
+    parser is safe and fast there; anything else goes through defusedxml,
+    which refuses entity declarations and external references."""
     try:
-        if b"<!DOCTYPE" not in raw and b"<!doctype" not in raw:
+        if _plainly_without_entities(raw):
             import xml.etree.ElementTree as ET
 
             return ET.fromstring(raw), None
