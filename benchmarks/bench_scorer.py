@@ -18,6 +18,10 @@ runs (the best is printed too: the machine is shared).
 
     .venv/bin/python benchmarks/bench_scorer.py [--corpus DIR] [--dev DIR] [--repeat N]
 
+Data: MEDDOCAN (Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H,
+Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638;
+CC BY 4.0), read from ../shared/corpora/meddocan, never copied.
+
 Besides the JSON, it writes benchmarks/results/scorer.md, the table that
 docs/evaluation.md shows (copied there between its scorer-table markers).
 """
