@@ -327,3 +327,39 @@ def test_entities_hidden_in_utf16_are_refused(tmp_path):
     bomb.write_bytes(text.encode("utf-16"))
     record, problems = read_scoring_xml(bomb)
     assert record is None and "refused" in str(problems[0])
+
+
+def test_label_map_on_meddocan_brat_gold(meddocan_dir, tmp_path):
+    """Real files: predictions exported in i2b2 labels (here MEDDOCAN's own dev
+    annotations mapped by labelmaps/meddocan-to-i2b2.toml, as a corpus
+    registered with that map exports them) against the user's MEDDOCAN BRAT
+    gold (Marimon et al., IberLEF@SEPLN 2019, CC BY 4.0). With the map the
+    labels agree and every span matches (strict P = R = 1); without it only
+    spans whose label happens to coincide can match."""
+    import shutil
+
+    from ensemble_deid.corpus.formats import read_i2b2_xml, write_i2b2_xml
+    from ensemble_deid.corpus.labelmap import LabelMap
+
+    label_map = Path(__file__).resolve().parent.parent / "ensemble_deid" / "labelmaps" / "meddocan-to-i2b2.toml"
+    ids = sorted(p.stem for p in (meddocan_dir / "dev" / "brat").glob("*.txt"))[:15]
+    gold, system = tmp_path / "gold", tmp_path / "system"
+    gold.mkdir()
+    system.mkdir()
+    for i in ids:
+        for ext in (".txt", ".ann"):
+            shutil.copy(meddocan_dir / "dev" / "brat" / f"{i}{ext}", gold / f"{i}{ext}")
+    mapping = LabelMap.load(label_map)
+    for i in ids:
+        doc, _ = read_i2b2_xml(meddocan_dir / "dev" / "xml" / f"{i}.xml")
+        write_i2b2_xml(mapping.apply_document(doc), system / f"{i}.xml")
+    runner = CliRunner()
+    args = ["evaluate", "--gold", str(gold), "--system", str(system), "--criteria", "strict", "--format", "csv"]
+    mapped = runner.invoke(main, args + ["--label-map", str(label_map)])
+    assert mapped.exit_code == 0, mapped.output
+    rows = {tuple(line.split(",")[1:4]): line.split(",")[4] for line in mapped.output.splitlines()[1:]}
+    assert float(rows[("strict", "all", "precision")]) == 1.0 and float(rows[("strict", "all", "recall")]) == 1.0
+    plain = runner.invoke(main, args)
+    assert plain.exit_code == 0, plain.output
+    rows = {tuple(line.split(",")[1:4]): line.split(",")[4] for line in plain.output.splitlines()[1:]}
+    assert float(rows[("strict", "all", "f1")]) < 0.5
