@@ -363,3 +363,11 @@ def test_label_map_on_meddocan_brat_gold(meddocan_dir, tmp_path):
     assert plain.exit_code == 0, plain.output
     rows = {tuple(line.split(",")[1:4]): line.split(",")[4] for line in plain.output.splitlines()[1:]}
     assert float(rows[("strict", "all", "f1")]) < 0.5
+
+
+def test_report_under_a_file_is_one_clean_line(tmp_path):
+    (tmp_path / "afile").write_text("")
+    out = CliRunner().invoke(main, ["evaluate", "--gold", str(DATA / "case" / "gold"), "--system",
+                                    str(DATA / "case" / "system"), "-o", str(tmp_path / "afile" / "sub" / "r.txt")])
+    assert out.exit_code != 0 and "is not a folder" in out.output and "Traceback" not in out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

@@ -171,6 +171,8 @@ def write_report(path: str, text: str) -> None:
         missing = []
         d = folder
         while not os.path.isdir(d):
+            if os.path.exists(d):
+                raise click.ClickException(f"cannot write the report to {path}: {d} is not a folder (nothing written)")
             missing.append(d)
             d = os.path.dirname(d)
         for d in reversed(missing):

@@ -88,8 +88,8 @@ def read_pair(gold_dir: str | Path, system_dir: str | Path, fmt: str = "auto", l
                                     field="TEXT"))
     if any(p.severity == ERROR for p in problems):
         raise CorpusError(problems)
-    for p in problems:
-        warnings.warn(str(p), EvaluationWarning, stacklevel=2)
+    for p in problems:  # only warnings are left: "file [tag ids] field: message"
+        warnings.warn(str(p).removeprefix(f"{p.severity}: "), EvaluationWarning, stacklevel=2)
     return gold, {s.id: s.annotations for s in system}
 
 
