@@ -118,3 +118,85 @@ def test_text_mismatch_is_an_error(folders, tmp_path):
         write_i2b2_xml(Document(f"doc-{i}", TEXT.replace("today", "Today"), []), other / f"doc-{i}.xml")
     result = run("--gold", gold, "--system", other)
     assert result.exit_code == 1 and "doc-0" in result.output and "TEXT" in result.output
+
+
+# -- cached systems: --corpus C --system SPEC, no export ----------------------
+
+@pytest.fixture(scope="module")
+def cached_rules(tmp_path_factory):
+    """The rule tagger cross-validated on synthetic-2014 (2 folds), with its
+    full-training model also predicting synthetic-2016's test split."""
+    from ensemble_deid.corpus.workspace import Workspace
+    from ensemble_deid.experiment.cache import PredictionCache
+    from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+
+    root = tmp_path_factory.mktemp("workspace")
+    ws = Workspace(root)
+    a, b = ws.load("synthetic-2014"), ws.load("synthetic-2016")
+    engine = CrossValidation(a.train, {"test": a.test, "other": b.test}, PredictionCache(ws.cache_dir), k=2, seed=0)
+    run = engine.run([TaggerSpec.parse("rules")], progress=False)["rules"]
+    return root, run, a, b
+
+
+def _export(tmp_path, docs, predictions, name):
+    folder = tmp_path / name
+    folder.mkdir()
+    for d in docs:
+        if d.id in predictions:
+            write_i2b2_xml(d.with_annotations(predictions[d.id].spans(d)), folder / f"{d.id}.xml")
+    gold = tmp_path / f"{name}-gold"
+    gold.mkdir()
+    for d in docs:
+        write_i2b2_xml(d, gold / f"{d.id}.xml")
+    return gold, folder
+
+
+def _csv_micro(output: str) -> dict:
+    rows = csv.DictReader(io.StringIO(output))
+    return {(r["criterion"], r["measure"]): r["value"] for r in rows if r["section"] == "micro"}
+
+
+@pytest.mark.parametrize("target", ["same", "cross"])
+def test_cached_system_scores_as_its_export(cached_rules, tmp_path, target):
+    from ensemble_deid.cli import main
+
+    root, run, a, b = cached_rules
+    if target == "same":
+        docs, preds, args = a.test, run.targets["test"], ["--corpus", "synthetic-2014"]
+    else:  # trained on synthetic-2014, scored on synthetic-2016 (issue 24)
+        docs, preds, args = b.test, run.targets["other"], ["--corpus", "synthetic-2016", "--trained-on", "synthetic-2014"]
+    runner = CliRunner()
+    common = ["--criteria", "official", "--format", "csv"]
+    cached = runner.invoke(main, ["--workspace", str(root), "evaluate", "--system", "rules", *args, *common])
+    assert cached.exit_code == 0, cached.output
+    gold, system = _export(tmp_path, docs, preds, "export")
+    exported = runner.invoke(main, ["evaluate", "--gold", str(gold), "--system", str(system), *common])
+    assert exported.exit_code == 0, exported.output
+    got, want = _csv_micro(cached.output), _csv_micro(exported.output)
+    assert got == want and float(got[("strict", "tp")]) > 0
+
+
+def test_cached_out_of_fold_predictions(cached_rules):
+    from ensemble_deid.cli import main
+    from ensemble_deid.evaluation import Scorer
+
+    root, run, a, _ = cached_rules
+    out = CliRunner().invoke(main, ["--workspace", str(root), "evaluate", "--corpus", "synthetic-2014", "--system", "rules",
+                                    "--split", "train", "--folds", "2", "--criteria", "strict", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    micro = json.loads(out.output)["criteria"]["strict"]["micro"]
+    p, r, f1 = Scorer(a.train, "strict").prf({d.id: run.oof[d.id].spans(d) for d in a.train})
+    assert (micro["precision"], micro["recall"], micro["f1"]) == pytest.approx((p, r, f1))
+
+
+def test_uncached_system_says_what_to_run(cached_rules):
+    from ensemble_deid.cli import main
+
+    root, *_ = cached_rules
+    out = CliRunner().invoke(main, ["--workspace", str(root), "evaluate", "--corpus", "synthetic-2014",
+                                    "--system", "crf", "--split", "train", "--folds", "3"])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    assert "missing or corrupt" in out.output and "cv --corpus synthetic-2014" in out.output
+    both = CliRunner().invoke(main, ["--workspace", str(root), "evaluate", "--corpus", "synthetic-2014",
+                                     "--gold", str(root), "--system", "rules"])
+    assert both.exit_code != 0 and "either --gold" in both.output

@@ -1,6 +1,7 @@
 """``evaluate``: every criterion, micro and macro, breakdowns and leak rates."""
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..corpus.document import PARENT_CATEGORIES, Annotation, Document
@@ -14,6 +15,12 @@ from .report import CriterionResult, EvaluationReport
 from .semeval import OUTCOMES
 
 
+def _furthest_end(tags) -> int:
+    if not tags:
+        return 0
+    return max(map(itemgetter(1) if isinstance(tags[0], tuple) else attrgetter("end"), tags))
+
+
 def evaluate(
     gold: Sequence[Document],
     system: Mapping[str, Sequence[Annotation]] | Sequence[Document] | Sequence[Sequence[Any]],
@@ -22,6 +29,7 @@ def evaluate(
     options: EvalOptions = EvalOptions(),
     breakdowns: bool = True,
     leak: bool = True,
+    lenient: bool = False,
 ) -> EvaluationReport:
     """Score system output against gold documents.
 
@@ -30,6 +38,8 @@ def evaluate(
     ``criteria`` are names from ``criteria.CRITERIA`` (or "all", "official",
     "semeval"). Per-category and per-subtype breakdowns are given for the
     labelled criteria (token, strict, relaxed and their HIPAA variants).
+    ``lenient`` scores what the official program scores from files:
+    zero-length tags and tags ending past the end of their text.
     """
     chosen = parse_criteria(criteria)
     gold = list(gold)
@@ -40,7 +50,10 @@ def evaluate(
         keep = aligned.present.tolist()
         gold = [g for g, k in zip(gold, keep) if k]
         per_doc = [p for p, k in zip(per_doc, keep) if k]
-    engine = Engine(gold, options)
+    extents = None
+    if lenient:  # room past each text for the furthest tag end of either side
+        extents = [max(len(g.text), _furthest_end(g.annotations), _furthest_end(tags)) for g, tags in zip(gold, per_doc)]
+    engine = Engine(gold, options, extents)
     sys_table = engine.table(per_doc)
     engine.freeze()  # after both sides: every label has its id
     ids = tuple(engine.doc_ids)
@@ -54,15 +67,16 @@ def evaluate(
         g, s = prepared_gold[key]
         tp, fp, fn = engine.compare(c, g, s)
         counts = DocumentCounts(ids, tp, fp, fn)
-        by_category = by_subtype = {}
+        by_category = by_subtype = category_macro = {}
         if breakdowns and c.labelled:
-            by_category = engine.breakdown(c, g, s, "category")
-            by_subtype = engine.breakdown(c, g, s, "subtype")
+            by_category, category_macro = engine.breakdown(c, g, s, "category")
+            by_subtype, _ = engine.breakdown(c, g, s, "subtype", macro=False)
         outcomes = None
         if c.match == "semeval":
             totals = engine.semeval_outcomes(c, g, s).sum(axis=0)
             outcomes = {k: int(v) for k, v in zip(OUTCOMES, totals.tolist())}
-        results[c.name] = CriterionResult(c.name, counts.micro(), counts.macro(), counts, by_category, by_subtype, outcomes)
+        results[c.name] = CriterionResult(c.name, counts.micro(), counts.macro(), counts, by_category, by_subtype, outcomes,
+                                          category_macro)
 
     leak_report = None
     if leak:

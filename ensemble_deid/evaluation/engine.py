@@ -16,7 +16,7 @@ from ..corpus.document import PARENT_CATEGORIES, Document
 from .criteria import Criterion
 from .hipaa import hipaa_mask
 from .keys import KeySet, KeySpace, grouped_key_counts, key_counts, token_pieces
-from .metrics import Scores
+from .metrics import DocumentCounts, MacroScores, Scores
 from .options import EvalOptions
 from .relaxed import PAD, relaxed_counts, relaxed_keys
 from .semeval import outcome_counts, scheme_outcomes, situations
@@ -45,12 +45,16 @@ class Grouping:
 
 
 class Engine:
-    def __init__(self, gold_documents: Sequence[Document], options: EvalOptions):
+    def __init__(self, gold_documents: Sequence[Document], options: EvalOptions, extents: Sequence[int] | None = None):
+        """``extents``: per document, the furthest tag end of either side when
+        tags may reach past the end of the text (files scored as the official
+        program does); zero-length tags are then accepted too."""
         self.options = options
+        self.lenient = extents is not None
         self.doc_ids = [d.id for d in gold_documents]
-        self.corpus = CorpusText([d.text for d in gold_documents], self.doc_ids)
+        self.corpus = CorpusText([d.text for d in gold_documents], self.doc_ids, extents)
         self.vocab = LabelVocab()
-        self.gold = build_table([d.annotations for d in gold_documents], self.corpus, self.vocab, "gold")
+        self.gold = build_table([d.annotations for d in gold_documents], self.corpus, self.vocab, "gold", self.lenient)
         self._frozen = False
         self._upper_cache: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))
         self._masks: dict[int, tuple[SpanTable, np.ndarray]] = {}
@@ -62,7 +66,7 @@ class Engine:
         return len(self.doc_ids)
 
     def table(self, per_doc: Sequence[Sequence[Any]]) -> SpanTable:
-        return build_table(per_doc, self.corpus, self.vocab, "system")
+        return build_table(per_doc, self.corpus, self.vocab, "system", self.lenient)
 
     def freeze(self) -> None:
         """Fix the key spaces for the labels seen so far (with room to grow)."""
@@ -82,9 +86,9 @@ class Engine:
         self.spaces = {
             "raw": KeySpace.for_corpus(c, self.n_raw),
             "upper": KeySpace.for_corpus(c, self.n_upper),
-            "binary": KeySpace.for_corpus(c, 1),
+            "binary": KeySpace.for_corpus(c, self.n_upper + 1),  # label 0, or a <PHI> tag's own
             "relaxed_upper": KeySpace.for_corpus(c, self.n_upper, pad=PAD),
-            "relaxed_binary": KeySpace.for_corpus(c, 1, pad=PAD),
+            "relaxed_binary": KeySpace.for_corpus(c, self.n_upper + 1, pad=PAD),
         }
         self._frozen = True
 
@@ -103,12 +107,20 @@ class Engine:
             return "binary"
         return "raw" if criterion.match == "token" else "upper"
 
+    def _binary_labels(self) -> np.ndarray:
+        """Raw label -> binary label: 0, except that a ``<PHI>`` tag keeps its
+        (upper-cased) name and TYPE, as the official binary strict key does."""
+        upper = self._to_upper()
+        is_phi = np.fromiter((c == "PHI" for c, _ in self.vocab.upper_pairs), dtype=bool, count=len(self.vocab.upper_pairs))
+        return np.where(is_phi[upper], upper + 1, 0) if len(upper) else upper
+
     def labels(self, table: SpanTable, criterion: Criterion) -> np.ndarray | int:
         """Key-space labels: raw (case-sensitive) for token criteria,
-        upper-cased for strict and relaxed, none for binary criteria."""
+        upper-cased for strict and relaxed; for binary criteria none (tokens)
+        or only a <PHI> tag's (strict, relaxed)."""
         assert len(self.vocab) <= self.n_raw and len(self.vocab.upper_pairs) <= self.n_upper, "ensure_capacity() first"
         if criterion.binary:
-            return 0
+            return 0 if criterion.match == "token" else self._binary_labels()[table.label]
         if criterion.match == "token":
             return table.label
         return self._to_upper()[table.label]
@@ -123,7 +135,8 @@ class Engine:
         """(token start, token end, tag index) of every tag of the table."""
         cached = self._tokens.get(id(table))
         if cached is None or cached[0] is not table:
-            pieces = token_pieces(table.gstart, table.gend, self.corpus.runs(self.options.ascii_token_regex))
+            text_end = self.corpus.bases[table.doc] + self.corpus.lengths[table.doc]
+            pieces = token_pieces(table.gstart, table.gend, self.corpus.runs(self.options.ascii_token_regex), text_end)
             cached = _remember(self._tokens, table, (table, pieces))
         return cached[1]
 
@@ -196,22 +209,26 @@ class Engine:
         of_label += [len(names)] * (n - len(of_label))
         return Grouping(tuple(names), np.array(of_label, dtype=np.int64))
 
-    def breakdown(self, criterion: Criterion, gold, system, by: str) -> dict[str, Scores]:
-        """Micro scores per parent category or per subtype, as if the tags
-        were filtered to the group before matching (the official filters)."""
+    def breakdown(self, criterion: Criterion, gold, system, by: str, macro: bool = True) -> tuple[dict[str, Scores], dict[str, MacroScores]]:
+        """Micro and macro scores per parent category or per subtype, as if the
+        tags were filtered to the group before matching (the official filters;
+        a document with nothing of a group scores P = R = 0 in its macro)."""
         grouping = self.grouping(criterion, by)
         n_groups = len(grouping.names) + 1
         if criterion.match == "relaxed":
             space = self.spaces[self._space_name(criterion)]
             tp, fp, fn = relaxed_counts(gold, system, space, self.corpus.doc_of, self.n_docs,
                                         self.options.relaxed_many_to_one, grouping.of_label, n_groups)
-            tp, fp, fn = tp.sum(axis=0), fp.sum(axis=0), fn.sum(axis=0)
         else:
             _, _, _, found = key_counts(gold, system, self.n_docs)
-            tp, fp, fn = grouped_key_counts(gold, system, found, grouping.of_label, n_groups)
-        out = {}
+            tp, fp, fn = grouped_key_counts(gold, system, found, grouping.of_label, n_groups, self.n_docs)
+        micro, macros = {}, {}
+        t, f, n = tp.sum(axis=0), fp.sum(axis=0), fn.sum(axis=0)
+        ids = tuple(self.doc_ids)
         for i, name in enumerate(grouping.names):
-            if by == "subtype" and tp[i] + fp[i] + fn[i] == 0:
+            if by == "subtype" and t[i] + f[i] + n[i] == 0:
                 continue
-            out[name] = Scores.from_counts(tp[i], fp[i], fn[i])
-        return out
+            micro[name] = Scores.from_counts(t[i], f[i], n[i])
+            if macro:
+                macros[name] = DocumentCounts(ids, tp[:, i], fp[:, i], fn[:, i]).macro()
+        return micro, macros

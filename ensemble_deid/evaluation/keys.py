@@ -68,10 +68,13 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def token_pieces(gstart: np.ndarray, gend: np.ndarray, runs: tuple[np.ndarray, np.ndarray]):
+def token_pieces(gstart: np.ndarray, gend: np.ndarray, runs: tuple[np.ndarray, np.ndarray],
+                 text_end: np.ndarray | None = None):
     """Tokens of each span: its intersections with the alphanumeric runs (so a
     tag cut inside a word yields a partial token). A span with no alphanumeric
-    character yields one empty token at its start.
+    character yields one empty token where the official program puts it:
+    after the text it covers, at ``start + len(TEXT[start:end])`` (its end,
+    unless it reaches past ``text_end``, the global end of its text).
 
     Returns (token_start, token_end, index of the parent span)."""
     run_start, run_end = runs
@@ -93,8 +96,10 @@ def token_pieces(gstart: np.ndarray, gend: np.ndarray, runs: tuple[np.ndarray, n
         te = ts.copy()
     e = empty[parent]
     if e.any():
-        ts[e] = gstart[parent][e]
-        te[e] = ts[e]
+        p = parent[e]
+        at = gend[p] if text_end is None else np.maximum(gstart[p], np.minimum(gend[p], text_end[p]))
+        ts[e] = at
+        te[e] = at
     return ts, te, parent
 
 
@@ -116,11 +121,15 @@ def key_counts(gold: KeySet, system: KeySet, n_docs: int):
     return tp, fp, fn, found
 
 
-def grouped_key_counts(gold: KeySet, system: KeySet, found: np.ndarray, group_of_label: np.ndarray, n_groups: int):
-    """Micro TP, FP, FN per group of labels (category or subtype)."""
-    g_sys = group_of_label[system.label]
-    g_gold = group_of_label[gold.label]
-    tp = np.bincount(g_sys[found], minlength=n_groups)
-    fp = np.bincount(g_sys, minlength=n_groups) - tp
-    fn = np.bincount(g_gold, minlength=n_groups) - tp
-    return tp, fp, fn
+def grouped_key_counts(gold: KeySet, system: KeySet, found: np.ndarray, group_of_label: np.ndarray, n_groups: int,
+                       n_docs: int):
+    """TP, FP, FN per document and group of labels (category or subtype),
+    each of shape (n_docs, n_groups)."""
+    c_sys = system.doc * n_groups + group_of_label[system.label]
+    c_gold = gold.doc * n_groups + group_of_label[gold.label]
+    size = n_docs * n_groups
+    tp = np.bincount(c_sys[found], minlength=size)
+    fp = np.bincount(c_sys, minlength=size) - tp
+    fn = np.bincount(c_gold, minlength=size) - tp
+    shape = (n_docs, n_groups)
+    return tp.reshape(shape), fp.reshape(shape), fn.reshape(shape)

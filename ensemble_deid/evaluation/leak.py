@@ -131,7 +131,11 @@ def leak_rates(
     width = corpus.max_length + 2
     tok_total, tok_leaked = _unique_count(groups[member], ts[tok] * width + (te[tok] - ts[tok]), leaked[tok], n_groups)
 
-    pos, owner = _expand(gold.gstart[rows], gold.gend[rows])
+    # characters past the end of a text (tags of lenient files) do not exist
+    text_end = corpus.bases[gold.doc] + corpus.lengths[gold.doc]
+    g_end = np.minimum(gold.gend, text_end)
+    g_start = np.minimum(gold.gstart, g_end)
+    pos, owner = _expand(g_start[rows], g_end[rows])
     keep = corpus.nonspace_at(pos)
     pos, owner = pos[keep], owner[keep]
     chr_total, chr_leaked = _unique_count(groups[owner], pos, ~cover.covers(pos), n_groups)

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 from ..corpus.document import Annotation, Document
 from .criteria import Criterion, get_criterion
-from .hipaa import age_over_limit, hipaa_patterns
+from .hipaa import age_only, age_over_limit, pair_passes
 from .options import EvalOptions
 
 ASCII_TOKEN = re.compile(r"[a-zA-Z0-9]+")
@@ -21,18 +21,17 @@ UNICODE_TOKEN = re.compile(r"[^\W_]+")
 
 def tokens(text: str, start: int, end: int, ascii_only: bool = True) -> list[tuple[int, int]]:
     regex = ASCII_TOKEN if ascii_only else UNICODE_TOKEN
-    found = [(start + m.start(), start + m.end()) for m in regex.finditer(text[start:end])]
-    return found or [(start, start)]
+    covered = text[start:end]
+    found = [(start + m.start(), start + m.end()) for m in regex.finditer(covered)]
+    # no letter or digit: one empty token after the covered text (the official split)
+    return found or [(start + len(covered), start + len(covered))]
 
 
 def hipaa_keeps(ann: Annotation, text: str, options: EvalOptions) -> bool:
-    patterns = hipaa_patterns(options)
-    if not ann.type.startswith(patterns):
+    if not pair_passes(ann.category, ann.type, options):
         return False
-    if not options.hipaa_all_ages:
-        others = tuple(p for p in patterns if p != "AGE")
-        if ann.type.startswith("AGE") and not ann.type.startswith(others):
-            return age_over_limit(text[ann.start:ann.end])
+    if not options.hipaa_all_ages and age_only(ann.category, ann.type, options):
+        return age_over_limit(text[ann.start:ann.end])
     return True
 
 
@@ -63,14 +62,18 @@ def key_set(anns: Sequence[Annotation], text: str, criterion: Criterion, options
             for ts, te in tokens(text, a.start, a.end, options.ascii_token_regex):
                 keys.add((ts, te) if criterion.binary else (a.category, a.type, ts, te))
         else:
-            keys.add((a.start, a.end) if criterion.binary else (a.category.upper(), a.start, a.end, a.type.upper()))
+            labelled = (a.category.upper(), a.start, a.end, a.type.upper())
+            # binary: (start, end), but a <PHI> tag keeps its name and TYPE
+            keys.add(labelled if not criterion.binary or labelled[0] == "PHI" else (a.start, a.end))
     return keys
 
 
 def _relaxed_tags(anns, text, criterion, options):
     out = []
-    for a in sorted(_scope(anns, text, criterion, options), key=lambda a: (a.start, a.end, a.category.upper(), a.type.upper())):
-        head = (a.start,) if criterion.binary else (a.category.upper(), a.start, a.type.upper())
+    for a in _scope(anns, text, criterion, options):  # given order: set building depends on it
+        head = (a.category.upper(), a.start, a.type.upper())
+        if criterion.binary and head[0] != "PHI":
+            head = (a.start,)
         out.append(FuzzyTag(head, a.end))
     return out
 

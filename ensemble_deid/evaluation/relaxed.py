@@ -5,8 +5,10 @@ The official program does this with Python sets whose equality ignores up to
 consequences reproduced here (``relaxed_many_to_one=True``):
 
 1. Building a set drops a tag equal to one already in it: within one side,
-   tags sharing (name, start, TYPE) are taken in order of end offset and a tag
-   whose end is within 2 of the last one kept is dropped.
+   tags sharing (name, start, TYPE) are inserted in the order they were given
+   (the file's order for files) and a tag whose end is within 2 of any tag
+   already kept is dropped. So the result can depend on that order: ends
+   12, 10, 14 keep only 12, while 10, 12, 14 keep 10 and 14.
 2. FP = system tags with no gold tag within 2; FN = gold tags with no system
    tag within 2.
 3. TP = ``len(gold & system)``, and Python's set intersection walks the smaller
@@ -17,11 +19,9 @@ consequences reproduced here (``relaxed_many_to_one=True``):
 
 These are Python 2.7 semantics, the official program's (under Python 3 a set
 difference with one set over 4 times the other discards instead of
-filtering, which changes FP or FN in rare cases). Which of two close tags of
-one side survives (1.) depends on insertion order: the official program
-inserts tags in file order, here they are taken in (start, end) order, the
-order of ``Document.annotations`` and of the files this toolkit writes. Files
-listing such tags in another order can score differently, in rare cases.
+filtering, which changes FP or FN in rare cases). The insertion order (1.) is
+the row order of the tags: file order when scoring files (``evaluate`` on
+folders), (start, end) order for ``Document.annotations``.
 
 With ``relaxed_many_to_one=False`` tags are matched one to one (a maximum
 matching within each (name, start, TYPE) group): TP = pairs, FP and FN = the
@@ -29,9 +29,11 @@ rest.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from .keys import KeySpace, sorted_unique
+from .keys import KeySpace
 
 TOLERANCE = 2
 
@@ -39,26 +41,51 @@ TOLERANCE = 2
 PAD = 2 * TOLERANCE + 1  # KeySpace.for_corpus(..., pad=PAD): groups stay > 2*TOLERANCE apart
 
 
-def relaxed_keys(gstart: np.ndarray, length: np.ndarray, label: np.ndarray, space: KeySpace) -> np.ndarray:
-    """Sorted unique keys ordered by (start, label, length): a group (same
-    start and label) is contiguous and ordered by end. ``space`` must have been
-    made with ``pad=PAD``."""
-    return sorted_unique((gstart * space.n_labels + label) * space.width + length)
+@dataclass(frozen=True)
+class RelaxedKeys:
+    """One side's relaxed keys, sorted and unique, with the input position of
+    each key's first occurrence (the set-building order)."""
+
+    keys: np.ndarray
+    rank: np.ndarray
 
 
-def collapse(keys: np.ndarray) -> np.ndarray:
-    """Drop each key within TOLERANCE of the last kept key (set building)."""
-    close = np.flatnonzero(np.diff(keys) <= TOLERANCE) + 1
-    if not len(close):
+def relaxed_keys(gstart: np.ndarray, length: np.ndarray, label: np.ndarray, space: KeySpace) -> RelaxedKeys:
+    """Keys ordered by (start, label, length): a group (same start and label)
+    is contiguous and ordered by end. ``space`` must have been made with
+    ``pad=PAD``."""
+    keys = (gstart * space.n_labels + label) * space.width + length
+    order = np.argsort(keys, kind="stable")  # equal keys: the earliest first
+    keys = keys[order]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return RelaxedKeys(keys[first], order[first])
+
+
+def collapse(side: RelaxedKeys) -> np.ndarray:
+    """Set building: insert the keys in input order, dropping each key within
+    TOLERANCE of a key already kept. Only chains of keys linked by gaps of at
+    most TOLERANCE can interact, so only those are walked in Python."""
+    keys = side.keys
+    close = np.diff(keys) <= TOLERANCE
+    if not close.any():
         return keys
     keep = np.ones(len(keys), dtype=bool)
-    last_kept: dict[int, int] = {}
-    vals = keys.tolist()
-    for i in close.tolist():
-        prev = vals[i - 1] if keep[i - 1] else last_kept[i - 1]
-        if vals[i] - prev <= TOLERANCE:
-            keep[i] = False
-            last_kept[i] = prev
+    vals, ranks = keys.tolist(), side.rank.tolist()
+    links = np.flatnonzero(close).tolist()
+    chains: list[list[int]] = []
+    for i in links:
+        if chains and chains[-1][-1] == i:
+            chains[-1].append(i + 1)
+        else:
+            chains.append([i, i + 1])
+    for chain in chains:
+        kept: list[int] = []
+        for m in sorted(chain, key=ranks.__getitem__):
+            if any(abs(vals[m] - vals[k]) <= TOLERANCE for k in kept):
+                keep[m] = False
+            else:
+                kept.append(m)
     return keys[keep]
 
 
@@ -112,6 +139,8 @@ def relaxed_counts(
     w = space.width
     if many_to_one:
         gold, system = collapse(gold), collapse(system)
+    else:
+        gold, system = gold.keys, system.keys
 
     def cells(keys):
         doc = doc_of(keys // w // space.n_labels)

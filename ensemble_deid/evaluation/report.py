@@ -18,12 +18,14 @@ class CriterionResult:
     by_category: dict[str, Scores] = field(default_factory=dict)
     by_subtype: dict[str, Scores] = field(default_factory=dict)
     outcomes: dict[str, float] | None = None  # SemEval: correct, incorrect, partial, missed, spurious
+    category_macro: dict[str, MacroScores] = field(default_factory=dict)  # the official per-category macro figures
 
     def to_dict(self, documents: bool = False) -> dict:
         out = {
             "micro": self.micro.to_dict(),
             "macro": self.macro.to_dict(),
             "by_category": {k: v.to_dict() for k, v in self.by_category.items()},
+            "by_category_macro": {k: v.to_dict() for k, v in self.category_macro.items()},
             "by_subtype": {k: v.to_dict() for k, v in self.by_subtype.items()},
         }
         if self.outcomes is not None:

@@ -45,25 +45,31 @@ def gc_paused():
 
 
 class CorpusText:
-    """The texts of the scored documents, in a fixed order, end to end."""
+    """The texts of the scored documents, in a fixed order, end to end.
 
-    def __init__(self, texts: Sequence[str], doc_ids: Sequence[str]):
+    ``extents`` (optional, per document) reserve room past the end of a text
+    for tags that reach beyond it (files the official program scores): the
+    room is NUL-filled, so such tags get no tokens and keys of their own."""
+
+    def __init__(self, texts: Sequence[str], doc_ids: Sequence[str], extents: Sequence[int] | None = None):
         self.texts = list(texts)
         self.doc_ids = list(doc_ids)
         self.lengths = np.fromiter((len(t) for t in self.texts), dtype=np.int64, count=len(self.texts))
+        self.extents = self.lengths if extents is None else np.maximum(self.lengths, np.asarray(extents, dtype=np.int64))
         # bases[d] = global offset of document d's first character; one NUL after each.
         self.bases = np.zeros(len(self.texts), dtype=np.int64)
         if len(self.texts) > 1:
-            np.cumsum(self.lengths[:-1] + 1, out=self.bases[1:])
-        self.total = int(self.lengths.sum() + len(self.texts))
-        self.max_length = int(self.lengths.max()) if len(self.texts) else 0
+            np.cumsum(self.extents[:-1] + 1, out=self.bases[1:])
+        self.total = int(self.extents.sum() + len(self.texts))
+        self.max_length = int(self.extents.max()) if len(self.texts) else 0
 
     def __len__(self) -> int:
         return len(self.texts)
 
     @cached_property
     def codepoints(self) -> np.ndarray:
-        joined = "\x00".join(self.texts) + "\x00" if self.texts else ""
+        pads = (self.extents - self.lengths + 1).tolist()
+        joined = "".join(t + "\x00" * n for t, n in zip(self.texts, pads))
         return np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
     @cached_property
@@ -174,9 +180,15 @@ class SpanTable:
         return out
 
 
-def build_table(per_doc: Sequence[Sequence[Any]], corpus: CorpusText, vocab: LabelVocab, side: str) -> SpanTable:
+def build_table(per_doc: Sequence[Sequence[Any]], corpus: CorpusText, vocab: LabelVocab, side: str,
+                lenient: bool = False) -> SpanTable:
     """A SpanTable from per-document sequences of Annotation (or of
-    ``(start, end, category, type)`` tuples), in corpus order."""
+    ``(start, end, category, type)`` tuples), in corpus order; row order
+    within a document is the order given (relaxed set building depends on it).
+
+    ``lenient`` accepts what the official program scores from files:
+    zero-length tags and tags reaching past the end of the text (within the
+    corpus's extents)."""
     counts = list(map(len, per_doc))
     flat = list(chain.from_iterable(per_doc))
     n = len(flat)
@@ -191,11 +203,14 @@ def build_table(per_doc: Sequence[Sequence[Any]], corpus: CorpusText, vocab: Lab
         raise EvaluationError(f"{side}: tags must be Annotations or (start, end, category, type) tuples ({exc})") from None
     del flat
     doc = np.repeat(np.arange(len(per_doc), dtype=np.int64), counts)
-    bad = (start < 0) | (end <= start) | (end > corpus.lengths[doc])
+    if lenient:
+        bad = (start < 0) | (end < start) | (end > corpus.extents[doc])
+    else:
+        bad = (start < 0) | (end <= start) | (end > corpus.lengths[doc])
     if bad.any():
         ids = sorted({corpus.doc_ids[i] for i in doc[bad].tolist()})
         raise EvaluationError(
-            f"{side}: {int(bad.sum())} tag(s) with offsets outside their text or empty, "
+            f"{side}: {int(bad.sum())} tag(s) with offsets outside their text or {'reversed' if lenient else 'empty'}, "
             f"in document(s) {', '.join(map(repr, ids[:10]))}{' ...' if len(ids) > 10 else ''}"
         )
     return SpanTable(doc, start, end, label, corpus)

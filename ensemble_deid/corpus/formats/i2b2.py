@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
@@ -187,3 +188,154 @@ def write_i2b2_xml(document: Document, path: str | Path, root: str = "deIdi2b2",
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+# -- Reading for scoring: the official program's view of a file --------------
+#
+# Kept apart from read_i2b2_xml (the strict reader corpora are loaded with):
+# the official i2b2 2014 / N-GRID 2016 program reads only these elements,
+# spelled exactly so, keeps names and TYPE as written, and scores tags a
+# training corpus must not contain (zero-length, past the end of TEXT, a
+# `text` attribute that disagrees with TEXT, no TYPE). `evaluate` reads files
+# this way and warns about each of those.
+
+PHI_ELEMENTS = ("NAME", "PROFESSION", "LOCATION", "AGE", "DATE", "CONTACT", "ID", "OTHER", "PHI")
+_PHI_ELEMENT_SET = frozenset(PHI_ELEMENTS)
+_SHOWN_IDS = 5
+
+
+@dataclass(frozen=True)
+class ScoringRecord:
+    """A record as the official scorer sees it: TEXT and the PHI tags in file
+    order, as ``(start, end, element name, TYPE)`` with name and TYPE exactly
+    as written. Its repr shows no text."""
+
+    id: str
+    text: str = field(repr=False)
+    annotations: tuple = field(repr=False)
+    source: str = ""
+
+
+_PLAIN_ENCODINGS = {b"utf-8", b"utf8", b"us-ascii", b"ascii", b"iso-8859-1", b"latin-1", b"latin1"}
+
+
+def _plainly_without_entities(raw: bytes) -> bool:
+    """Whether the bytes visibly declare no entities: an ASCII-compatible
+    encoding (so a DOCTYPE could not hide in UTF-16 or UTF-7) and no DOCTYPE."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw[:4]:
+        return False
+    declared = _ENCODING_DECL.match(raw)
+    if declared and declared.group(1).lower() not in _PLAIN_ENCODINGS:
+        return False
+    return b"<!DOCTYPE" not in raw and b"<!doctype" not in raw
+
+
+def _parse_for_scoring(raw: bytes):
+    """The XML tree, or a reason it cannot be read (no text from the file).
+
+    A file that plainly has no DOCTYPE cannot declare entities, so the C
+    parser is safe and fast there; anything else goes through defusedxml,
+    which refuses entity declarations and external references."""
+    try:
+        if _plainly_without_entities(raw):
+            import xml.etree.ElementTree as ET
+
+            return ET.fromstring(raw), None
+        import defusedxml
+        import defusedxml.ElementTree as SafeET
+
+        try:
+            return SafeET.fromstring(raw, forbid_dtd=False, forbid_entities=True, forbid_external=True), None
+        except defusedxml.DefusedXmlException as exc:
+            return None, f"refused: unsafe XML ({type(exc).__name__}: entity declarations or external references)"
+    except ParseError as exc:
+        line, col = getattr(exc, "position", (None, None))
+        return None, f"malformed XML at line {line}, column {col}"
+    except (LookupError, ValueError, UnicodeError):
+        return None, "the XML declaration names an unknown or unusable encoding"
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids[:_SHOWN_IDS]) + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
+
+
+def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[ScoringRecord | None, list[Problem]]:
+    """Read one record the way the official scorer does (see above).
+
+    Errors (the record cannot be scored): unreadable or malformed file, no
+    TEXT, a tag whose start or end is missing, not an integer, negative, or
+    reversed (the official program crashes or slices from the other end).
+    Warnings, one per kind and file, naming tag ids: ignored elements,
+    zero-length tags, tags past the end of TEXT, a `text` attribute that
+    differs from TEXT, a missing TYPE (scored as TYPE "", as officially)."""
+    path = Path(path)
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [Problem(ERROR, name, f"cannot read file ({exc.strerror})")]
+    root, reason = _parse_for_scoring(raw)
+    if root is None:
+        return None, [Problem(ERROR, name, reason)]
+    text_el = root.find("TEXT")
+    if text_el is None:
+        return None, [Problem(ERROR, name, "no TEXT element", field="TEXT")]
+    text = text_el.text or ""
+    n = len(text)
+    problems: list[Problem] = []
+    tags: list[tuple[int, int, str, str]] = []
+    ignored: dict[str, int] = {}
+    odd: dict[str, list[str]] = {"zero": [], "past": [], "text": [], "type": []}
+    tags_el = root.find("TAGS")
+    known = _PHI_ELEMENT_SET
+    append = tags.append
+    for i, el in enumerate(tags_el if tags_el is not None else ()):
+        element = el.tag
+        if element not in known:
+            ignored[element] = ignored.get(element, 0) + 1
+            continue
+        attrib = el.attrib
+        try:
+            start, end = int(attrib["start"]), int(attrib["end"])
+        except KeyError as exc:
+            problems.append(Problem(ERROR, name, "missing attribute", tag=attrib.get("id") or f"#{i}", field=exc.args[0]))
+            continue
+        except ValueError:
+            problems.append(Problem(ERROR, name, "offset is not an integer", tag=attrib.get("id") or f"#{i}", field="start/end"))
+            continue
+        type_ = attrib.get("TYPE")
+        covered = attrib.get("text")
+        if 0 <= start < end <= n and type_ is not None and (covered is None or covered == text[start:end]):
+            append((start, end, element, type_))  # the common case, checked at once
+            continue
+        tag_id = attrib.get("id") or f"#{i}"
+        if start < 0 or end < start:
+            problems.append(Problem(ERROR, name, f"offsets [{start}, {end}) negative or reversed", tag=tag_id, field="start/end"))
+            continue
+        if type_ is None:
+            odd["type"].append(tag_id)
+            type_ = ""
+        if end == start:
+            odd["zero"].append(tag_id)
+        if end > n:
+            odd["past"].append(tag_id)
+        if covered is not None and covered != text[start:end] and covered != _ATTR_WS.sub(" ", text[start:end]):
+            odd["text"].append(tag_id)
+        append((start, end, element, type_))
+    for element, count in sorted(ignored.items()):
+        problems.append(Problem(WARNING, name, f"{count} <{element}> element(s) ignored: not a PHI element the official "
+                                f"program reads ({', '.join(PHI_ELEMENTS)}, exact spelling)", field=element))
+    what = {
+        "zero": ("zero-length tag(s)", "start/end"),
+        "past": (f"tag(s) ending past the end of TEXT ({n} characters)", "end"),
+        "text": ("tag(s) whose text attribute differs from TEXT at their offsets (the attribute is ignored)", "text"),
+        "type": ("tag(s) without TYPE (scored with TYPE \"\")", "TYPE"),
+    }
+    for kind, ids in odd.items():
+        if ids:
+            message, attr = what[kind]
+            problems.append(Problem(WARNING, name, f"{len(ids)} {message}; scored as the official program does",
+                                    tag=_ids(ids), field=attr))
+    if any(p.severity == ERROR for p in problems):
+        return None, problems
+    return ScoringRecord(doc_id or path.stem, text, tuple(tags), name), problems

@@ -1,0 +1,13 @@
+"""The speed table of docs/evaluation.md is the benchmark's results file,
+copied by benchmarks/bench_scorer.py, never typed by hand."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_docs_table_is_the_results_file():
+    docs = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    table = (ROOT / "benchmarks" / "results" / "scorer.md").read_text(encoding="utf-8").rstrip()
+    begin = "<!-- scorer-table:begin (benchmarks/results/scorer.md) -->"
+    inside = docs.split(begin, 1)[1].split("<!-- scorer-table:end -->", 1)[0].strip()
+    assert inside == table
