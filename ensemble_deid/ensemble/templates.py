@@ -134,7 +134,7 @@ class DecisionTemplates(SpanMetaLearner):
             return {"min_similarity": [0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8]}
         return {}
 
-    def _check(self) -> None:
+    def check_params(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"{self.name}: variant must be one of {', '.join(VARIANTS)}, not {self.variant!r}")
         check_overlap(self.overlap, self.name)
@@ -143,7 +143,7 @@ class DecisionTemplates(SpanMetaLearner):
             raise ValueError(f"{self.name}: min_similarity must be a number in [0, 1), not {s!r}")
 
     def _fit_prepared(self, table: CandidateTable) -> None:
-        self._check()
+        self.check_params()
         self._member_ranks(table)
         if self.variant == "authors":
             self._fit_authors(table)
@@ -153,7 +153,7 @@ class DecisionTemplates(SpanMetaLearner):
         self.template_false_ = prof[~table.gold].mean(axis=0) if (~table.gold).any() else None
 
     def _predict_raw(self, table: CandidateTable):
-        self._check()
+        self.check_params()
         if self.variant == "authors":
             return self._predict_authors(table)
         d_true, d_false = self.distances(table)

@@ -127,9 +127,12 @@ class Voting(SpanMetaLearner):
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"threshold": list(range(1, n_members + 1))}
 
-    def _fit_prepared(self, table: CandidateTable) -> None:
+    def check_params(self) -> None:
         check_threshold(self.threshold, self.name)
         check_overlap(self.overlap, self.name)
+
+    def _fit_prepared(self, table: CandidateTable) -> None:
+        self.check_params()
         self._member_ranks(table)
 
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
