@@ -196,3 +196,29 @@ def test_variants_are_parameters_in_the_hash_and_checked():
                        ({"overlap": "x"}, "overlap must be one of")):
         with pytest.raises(ValueError, match=match):
             DecisionTemplates(**bad).fit(members, docs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("overlap", ["greedy", "chain"])
+def test_authors_variant_on_random_members_scores_like_the_scorer(seed, overlap):
+    """Seeded random members: the output never overlaps (to_predictions
+    refuses overlapping spans) and its CV counts are the strict scorer's."""
+    from ensemble_deid.evaluation import Scorer
+
+    docs, members = random_case(seed, n_docs=5, n_members=4)
+    learner = DecisionTemplates(variant="authors", min_similarity=0.2, overlap=overlap).fit(members, docs[:3])
+    table = build_candidates([members[n] for n in members], tuple(members), docs[3:])
+    raw = learner._predict_raw(table)
+    preds = learner._raw_to_predictions(table, raw)
+    counts = Scorer(docs[3:], "strict").counts({d.id: p.spans(d) for d, p in zip(docs[3:], preds)})
+    assert learner._raw_counts(table, raw) == (counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
+
+
+def test_authors_variant_without_gold_or_member_spans_predicts_nothing():
+    train = doc("t", 10)
+    members = members_of([train], {"A": {"t": [(0, 1, NAME)]}, "B": {"t": []}})
+    learner = DecisionTemplates(variant="authors").fit(members, [train])
+    assert learner.classes_ == ["NONE"]
+    assert spans_of(train, learner.predict(members, [train])[0]) == set()
+    empty = members_of([train], {"A": {"t": []}, "B": {"t": []}})
+    assert spans_of(train, learner.predict(empty, [train])[0]) == set()

@@ -239,7 +239,7 @@ class DecisionTemplates(SpanMetaLearner):
         similarities to the templates (-1 for a template without features)."""
         self.check_fitted()
         spans = Spans.of(table)
-        feats = self._features(table, spans).reshape(len(spans), -1)
+        feats = self._features(table, spans).reshape(len(spans), self.templates_.shape[1])
         norm_profile = np.sqrt(2.0 * spans.voters.sum(axis=1))  # each voter sets a subtype and a category
         norm_template = np.linalg.norm(self.templates_, axis=1)
         dot = feats @ self.templates_.T
