@@ -53,13 +53,18 @@ def _bits(columns) -> np.uint64:
     return out
 
 
+def _greedy_contested(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, primary: np.ndarray) -> np.ndarray:
+    """``resolve_contested`` called like ``resolve_chain_contested`` (greedy needs no primary key)."""
+    return resolve_contested(table, keep, priority)
+
+
 class SubsetScorer:
     """Scores of voting over member subsets at a threshold, many at once."""
 
     def __init__(self, table: CandidateTable, rank: np.ndarray, metric: str = "f1", overlap: str = "greedy"):
         self.metric = check_metric(metric)
         self.resolve = resolve_chain_contested if check_overlap(overlap, "voting-pruned") == "chain" \
-            else resolve_contested
+            else _greedy_contested
         self.m = table.n_members
         self.rank = np.asarray(rank, dtype=np.int64)
         self.table = table
@@ -97,7 +102,7 @@ class SubsetScorer:
             x = self.c_masks[:, None] & subsets[None, :]
             votes = np.bitwise_count(x)
             keep = votes >= threshold
-            chosen = self.resolve(self.table, keep, self._priority(x, votes))
+            chosen = self.resolve(self.table, keep, self._priority(x, votes), votes)
             tp = tp + np.count_nonzero(chosen[self.c_gold_rows], axis=0)
             n_sel = n_sel + np.count_nonzero(chosen, axis=0)
         tp = np.asarray(tp, dtype=np.int64)

@@ -160,7 +160,7 @@ class DecisionTemplates(SpanMetaLearner):
         keep = d_true < d_false
         count = table.vote_count
         priority = voting_priority(count, best_voter_rank(table.votes, self.member_rank_), table.n_members)
-        return resolve(table, keep, priority, self.overlap)
+        return resolve(table, keep, priority, self.overlap, count)
 
     def _raw_to_predictions(self, table, raw):
         if self.variant == "authors":
@@ -260,7 +260,7 @@ class DecisionTemplates(SpanMetaLearner):
         order = np.lexsort((-voter_rank, similarity))
         priority = np.empty(len(order), dtype=np.int64)
         priority[order] = np.arange(len(order))
-        selected = resolve(kept, np.ones(len(kept), dtype=bool), priority, self.overlap)
+        selected = resolve(kept, np.ones(len(kept), dtype=bool), priority, self.overlap, similarity)
         return kept, selected, similarity
 
     def _relabelled(self, table: CandidateTable, spans: Spans, keep: np.ndarray, best: np.ndarray) -> CandidateTable:

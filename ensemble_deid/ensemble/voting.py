@@ -16,15 +16,22 @@ Rules, exactly:
 ``overlap="chain"`` is the sweep of the [KIM20] authors' code (vote.java,
 voteSearch.java, DTM.java): visit the kept candidates in (start, end, type)
 order (here (start, end, CATEGORY:TYPE): the order among one span's labels
-cannot change the outcome, as they share their neighbours and the priority
-order is total); a candidate still undecided is dropped when an undecided overlapping
-candidate outranks it (same priority as above), else accepted, and every
-undecided candidate overlapping it is dropped. A span can so lose to a
-neighbour that is itself dropped later (X < Y < Z in a chain keeps only Z,
-where greedy keeps X and Z). Their code also leaves undecided the weaker
-neighbours of a span that won a tie, so that two overlapping spans (even two
-labels on one span) can both be kept; here every neighbour of an accepted span
-is dropped, so the output never overlaps.
+cannot change the outcome, as they share their neighbours). A candidate is
+compared with its overlapping candidates not yet decided:
+
+- one has more votes: the candidate is dropped;
+- else one has as many votes and a better best voter: the candidate is not
+  kept but stays undecided, so it still outvotes its weaker neighbours
+  visited later (until a neighbour that beats it is accepted);
+- else it is accepted, and every undecided candidate overlapping it is
+  dropped.
+
+A span can so lose to a neighbour that is itself dropped later (X < Y < Z in
+a chain keeps only Z, where greedy keeps X and Z). The authors' code drops
+only the tied neighbours of a span that won a tie, leaving the weaker ones
+undecided, so that two overlapping spans (even two labels on one span) can
+both be kept; here every neighbour of an accepted span is dropped, so the
+output never overlaps.
 """
 from __future__ import annotations
 
@@ -42,24 +49,27 @@ def check_overlap(overlap, who: str) -> str:
     return overlap
 
 
-def resolve_chain(table: CandidateTable, keep: np.ndarray, priority: np.ndarray) -> np.ndarray:
-    """The chain sweep (module docstring) over kept candidates: like
-    :func:`~ensemble_deid.ensemble.candidates.resolve_overlaps`, ``keep`` and
-    ``priority`` are (n,) or (n, k) for k settings at once."""
+def resolve_chain(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, primary: np.ndarray) -> np.ndarray:
+    """The chain sweep (module docstring) over kept candidates. ``primary`` is
+    the first key of ``priority`` (votes, or a similarity): losing on it drops
+    a candidate, losing only on the rest of ``priority`` leaves it undecided.
+    Like :func:`~ensemble_deid.ensemble.candidates.resolve_overlaps`, the
+    arrays are (n,) or (n, k) for k settings at once."""
     selected = keep.copy()
     c = table.contested
     if len(c):
-        selected[c] = resolve_chain_contested(table, keep[c], priority[c])
+        selected[c] = resolve_chain_contested(table, keep[c], priority[c], primary[c])
     return selected
 
 
-def resolve_chain_contested(table: CandidateTable, keep: np.ndarray, priority: np.ndarray) -> np.ndarray:
+def resolve_chain_contested(table: CandidateTable, keep: np.ndarray, priority: np.ndarray,
+                            primary: np.ndarray) -> np.ndarray:
     """:func:`resolve_chain` on the contested rows only (indexed like
     ``table.contested``), vectorised over the components of each size."""
     comp = table.components
     flat = keep.ndim == 1
     if flat:
-        keep, priority = keep[:, None], priority[:, None]
+        keep, priority, primary = keep[:, None], priority[:, None], primary[:, None]
     chosen = np.zeros_like(keep)
     at = 0
     for size, count, adj in comp.blocks:
@@ -67,24 +77,29 @@ def resolve_chain_contested(table: CandidateTable, keep: np.ndarray, priority: n
         at += size * count
         undecided = keep[block].reshape(count, size, -1).copy()
         prio = priority[block].reshape(count, size, -1)
+        first = primary[block].reshape(count, size, -1)
         won = chosen[block].reshape(count, size, -1)  # a view: filled in place
         if adj is None:  # two rows: they overlap
             adj = np.ones((count, 2, 2), dtype=bool)
             adj[:, [0, 1], [0, 1]] = False
         # A component's rows are consecutive and in (start, end, label) order: the sweep's.
         for q in range(size):
-            near = adj[:, q, :, None]  # (count, size, 1): overlaps row q
-            beaten = (near & undecided & (prio > prio[:, q, None, :])).any(axis=1)
+            rivals = adj[:, q, :, None] & undecided  # (count, size, k): undecided neighbours of row q
+            outvoted = (rivals & (first > first[:, q, None, :])).any(axis=1)
+            beaten = (rivals & (prio > prio[:, q, None, :])).any(axis=1)
             accept = undecided[:, q] & ~beaten
             won[:, q] = accept
-            undecided &= ~(near & accept[:, None, :])
-            undecided[:, q] = False
+            undecided &= ~(adj[:, q, :, None] & accept[:, None, :])
+            undecided[:, q] &= ~(accept | outvoted)  # beaten on the tie-break only: stays undecided
     return chosen[:, 0] if flat else chosen
 
 
-def resolve(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, overlap: str = "greedy") -> np.ndarray:
-    """Overlap resolution by the named rule."""
-    return resolve_chain(table, keep, priority) if overlap == "chain" else resolve_overlaps(table, keep, priority)
+def resolve(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, overlap: str = "greedy",
+            primary: np.ndarray | None = None) -> np.ndarray:
+    """Overlap resolution by the named rule (``primary``: see :func:`resolve_chain`)."""
+    if overlap == "chain":
+        return resolve_chain(table, keep, priority, priority if primary is None else primary)
+    return resolve_overlaps(table, keep, priority)
 
 
 def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
@@ -95,7 +110,7 @@ def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
     count = votes.sum(axis=1)
     keep = count >= threshold
     priority = voting_priority(count, best_voter_rank(votes, sub_rank), table.n_members)
-    return resolve(table, keep, priority, overlap)
+    return resolve(table, keep, priority, overlap, count)
 
 
 def check_threshold(threshold, who: str) -> int:
