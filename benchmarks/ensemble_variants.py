@@ -8,7 +8,8 @@ breaks removal ties by), and for each method and variant: chooses the
 hyperparameters by k-fold CV on the out-of-fold predictions (GridSearch),
 scores the ensemble's own out-of-fold predictions (the choice refitted on
 each fold's complement) and its test predictions (strict micro P/R/F1), and
-times fit + predict. Writes benchmarks/results/ensemble-variants.json and
+times fit + predict; it also counts the test spans a variant adds or
+removes against the method's default. Writes benchmarks/results/ensemble-variants.json and
 .md (the table docs/ensembles.md shows).
 
     ENSEMBLE_DEID_HOME=<workspace with MEDDOCAN registered as meddocan> \\
@@ -78,6 +79,7 @@ def run(corpus, runs, k: int, seed: int) -> dict:
         rows.append({"system": n, "params": None, "cv": [round(x, 4) for x in strict_prf(corpus.train, oof[n])],
                      "test": [round(x, 4) for x in strict_prf(corpus.test, test[n])]})
     fold_assignment = make_folds(corpus.train, k, seed)  # the selection's folds, for the ensembles' own OOF
+    default_spans: dict[str, set] = {}
     for method, params in CONFIGS:
         label = method + "".join(f" {key}={value}" for key, value in params.items())
         progress(f"{label}")
@@ -92,32 +94,69 @@ def run(corpus, runs, k: int, seed: int) -> dict:
         chosen = dict(search.best_params_)
         if hasattr(model, "subset_"):
             chosen.update(threshold=model.threshold_, kept=list(model.subset_))
+        if hasattr(model, "search_"):
+            chosen["path"] = [name for name, _ in model.search_.paths[model.threshold_].steps]
+        # How much the variant changes: test spans (with labels) not in the default's output, and back.
+        spans = {(d.id, a.start, a.end, a.label) for d in corpus.test for a in preds[d.id].spans(d)}
+        default_spans.setdefault(method, spans)
         rows.append({"system": label, "method": method, "params": params, "chosen": chosen,
                      "cv": [round(x, 4) for x in strict_prf(corpus.train, own_oof)],
                      "test": [round(x, 4) for x in strict_prf(corpus.test, preds)],
+                     "test_spans_changed": len(spans ^ default_spans[method]),
                      "fit_predict_s": round(seconds, 1)})
-    return {"members_best_first": order, "member_oof_f1": {n: round(f1[n], 4) for n in order}, "rows": rows}
+    return {"members_best_first": order, "member_oof_f1": {n: round(f1[n], 4) for n in order}, "rows": rows,
+            "where_variants_differ": where_variants_differ(corpus, runs, order)}
+
+
+def where_variants_differ(corpus, runs, order) -> dict:
+    """Candidates on which greedy and chain voting differ at each threshold
+    (training out-of-fold and test), and the thresholds whose elimination
+    path differs between the two removal-tie rules (on the training OOF)."""
+    from ensemble_deid.ensemble import build_candidates, pruning_search, vote_select
+
+    train = build_candidates([runs[n].oof for n in order], tuple(order), corpus.train)
+    test = build_candidates([runs[n].targets["test"] for n in order], tuple(order), corpus.test)
+    rank = train.member_rank()
+    overlap = {}
+    for name, table in (("train_oof", train), ("test", test)):
+        overlap[name] = {"candidates": len(table), "contested": len(table.contested), "differ_by_threshold": {
+            t: int((vote_select(table, t, rank) != vote_select(table, t, rank, overlap="chain")).sum())
+            for t in range(1, len(order) + 1)}}
+    worse, earliest = (pruning_search(train, rank, removal_ties=r) for r in ("worse", "earliest"))
+    paths_differ = [t for t in worse.paths if worse.paths[t].steps != earliest.paths[t].steps]
+    return {"overlap_greedy_vs_chain": overlap, "removal_ties_paths_differ_at": paths_differ}
 
 
 def markdown(result: dict) -> str:
     best = max((r for r in result["rows"] if r["params"] is None), key=lambda r: r["cv"][2])
-    lines = ["| system | CV F1 (train) | test P | test R | test F1 | vs best member | chosen | fit + predict (wall) |",
-             "|---|---:|---:|---:|---:|---:|---|---:|"]
+    lines = ["| system | CV F1 (train) | test P | test R | test F1 | vs best member | test spans changed | chosen "
+             "| fit + predict (wall) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in result["rows"]:
         if r["params"] is None and r is not best:
             continue
         p, rr, f = r["test"]
         if r["params"] is None:
-            lines.append(f"| {r['system']} (best single member) | {r['cv'][2]:.4f} | {p:.4f} | {rr:.4f} | {f:.4f} | | | |")
+            lines.append(f"| {r['system']} (best single member) | {r['cv'][2]:.4f} | {p:.4f} | {rr:.4f} | {f:.4f} "
+                         "| | | | |")
             continue
         chosen = r["chosen"]
-        text = ", ".join(f"{k} = {v}" for k, v in chosen.items() if k != "kept")
+        text = ", ".join(f"{k} = {v}" for k, v in chosen.items() if k not in ("kept", "path"))
         if "kept" in chosen:
             text += f"; {len(chosen['kept'])} members" + (
                 f" ({', '.join(n for n in result['members_best_first'] if n not in chosen['kept'])} eliminated)"
                 if len(chosen["kept"]) < len(result["members_best_first"]) else "")
+        changed = "(default)" if not r["params"] else r["test_spans_changed"]
         lines.append(f"| {r['system']} | {r['cv'][2]:.4f} | {p:.4f} | {rr:.4f} | {f:.4f} | {f - best['test'][2]:+.4f} "
-                     f"| {text} | {r['fit_predict_s']:.0f} s |")
+                     f"| {changed} | {text} | {r['fit_predict_s']:.0f} s |")
+    diff = result["where_variants_differ"]
+    for name, d in diff["overlap_greedy_vs_chain"].items():
+        per_t = ", ".join(f"t = {t}: {n}" for t, n in d["differ_by_threshold"].items())
+        lines.append(f"\nVoting, greedy vs chain on {name.replace('_', ' ')} ({d['candidates']:,} candidates, "
+                     f"{d['contested']:,} overlapping another): candidates decided differently at {per_t}.")
+    at = diff["removal_ties_paths_differ_at"]
+    lines.append(f"\nPruning, worse vs earliest removal ties: elimination paths differ at "
+                 f"{'thresholds ' + ', '.join(map(str, at)) if at else 'no threshold'}.")
     return "\n".join(lines)
 
 
