@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 from common import RESULTS, machine_description, progress, shown, write_json, write_markdown
 
@@ -166,6 +167,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--members", default=DEFAULT_MEMBERS)
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out-dir", type=Path, default=RESULTS, help="Where the .json and .md go (default benchmarks/results).")
     args = ap.parse_args(argv)
     corpus, runs, cache = load_members(args.corpus, args.members, args.folds, args.seed)
     progress(f"{len(runs)} members from {cache}")
@@ -173,8 +175,8 @@ def main(argv=None) -> dict:
               **run(corpus, runs, args.folds, args.seed), "machine": machine_description()}
     table = markdown(result)
     print(table)
-    json_path = write_json(RESULTS / "ensemble-variants.json", result)
-    md_path = write_markdown(RESULTS / "ensemble-variants.md", table)
+    json_path = write_json(args.out_dir / "ensemble-variants.json", result)
+    md_path = write_markdown(args.out_dir / "ensemble-variants.md", table)
     progress(f"wrote {shown(json_path)} and {shown(md_path)}")
     return result
 

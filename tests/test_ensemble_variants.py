@@ -80,3 +80,26 @@ def test_study_refuses_bad_method_params_before_any_work(two_corpora, tmp_path):
     bad = _run("study", "--config", config, "--no-progress", ok=False)
     assert bad.exit_code == 2 and "method_params of decision-templates" in bad.output
     assert "variant must be one of paper, authors" in bad.output and "base taggers" not in bad.output
+
+
+def test_variants_benchmark_script_smoke(tiny, tmp_path, monkeypatch):
+    """benchmarks/ensemble_variants.py on cached members of the tiny corpus:
+    every configuration is scored, and an uncached member is refused."""
+    import importlib
+    from pathlib import Path
+
+    import pytest
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    script = importlib.import_module("ensemble_variants")
+    with pytest.raises(SystemExit, match="not cached"):
+        script.main(["--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--out-dir", str(tmp_path)])
+    _run("cv", "--corpus", "tiny", "--taggers", MEMBERS, "--folds", "3", "--no-progress")
+    result = script.main(["--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--out-dir", str(tmp_path)])
+    data = json.loads((tmp_path / "ensemble-variants.json").read_text())
+    assert data["rows"] == json.loads(json.dumps(result["rows"]))
+    variants = [r for r in data["rows"] if r["params"] is not None]
+    assert [(r["method"], r["params"]) for r in variants] == [(m, p) for m, p in script.CONFIGS]
+    assert all(0 <= r["test"][2] <= 1 and r["test_spans_changed"] >= 0 for r in variants)
+    assert set(data["where_variants_differ"]["overlap_greedy_vs_chain"]) == {"train_oof", "test"}
+    assert "| decision-templates variant=authors |" in (tmp_path / "ensemble-variants.md").read_text()
