@@ -220,10 +220,11 @@ def find_spans(text: str, labels: Iterable[str] | None = None) -> list[Annotatio
                 start, end = m.span("v")
             else:
                 start, end = m.span()
-            # trim white space and closing punctuation a loose pattern may take
+            # Trim white space and punctuation a loose pattern may take; an
+            # opening bracket stays when the span closes it: "(617) 555-0140".
             while end > start and text[end - 1] in " \t\n.-(":
                 end -= 1
-            while start < end and text[start] in " \t\n(-":
+            while start < end and (text[start] in " \t\n-" or (text[start] == "(" and ")" not in text[start:end])):
                 start += 1
             if end > start:
                 candidates.append((-priority, -(end - start), start, end, label))
@@ -249,7 +250,7 @@ class RuleTagger(Tagger):
     """
 
     name = "rules"
-    version = "1"
+    version = "2"  # 2: an opening bracket the span closes is kept ("(617) 555-0140")
     requires = ()
     # Nothing is learned, so its output for a document is the same in every
     # fold: the cache computes it once per document set, and a cross-corpus

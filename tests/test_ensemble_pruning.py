@@ -121,3 +121,80 @@ def test_scorer_batches_equal_single_evaluations():
     subsets = np.array([scorer.subset_bits(c) for c in ([0, 1, 2], [1, 3, 4, 5], [0, 5], list(range(6)))], dtype=np.uint64)
     batch = scorer.counts(subsets, 2)
     assert [tuple(r) for r in batch.tolist()] == [tuple(scorer.counts(s, 2)[0].tolist()) for s in subsets]
+
+
+def test_equal_removals_earliest_listed_as_the_authors():
+    """Members listed best first: A (6 gold spans: tp 6, fp 0), B (g1..g3 and
+    f1: tp 3, fp 1), C (g4..g6 and f2: tp 3, fp 1); F1 1, 0.6667, 0.6667.
+    At t = 2 with all three: each gold span has 2 votes (A + B or A + C), no
+    false span has 2: tp 6, fp 0 -> F1 1; no removal strictly improves, so use
+    t = 1: tp 6, fp 2, fn 0 -> 12/14. Dropping B: g1..g6, f2 -> 12/13; dropping
+    C: g1..g6, f1 -> 12/13 (a tie); dropping A: 6 + 2 -> 12/14. Worse rule: B
+    and C have equal F1, so C (listed later, ranked worse) goes; the authors'
+    rule drops the earliest-listed of the tied: B. Then {A, C} (or {A, B}) ->
+    dropping the other gives A alone: 12/12 = 1."""
+    d = doc("d", 40, gold=G)
+    members = members_of([d], {"A": {"d": G}, "B": {"d": G[:3] + [F[0]]}, "C": {"d": G[3:] + [F[1]]}})
+    table = build_candidates(list(members.values()), tuple(members), [d])
+    worse = pruning_search(table, table.member_rank(), [1]).paths[1]
+    earliest = pruning_search(table, table.member_rank(), [1], removal_ties="earliest").paths[1]
+    assert worse.start_score == earliest.start_score == pytest.approx(12 / 14)
+    assert worse.steps == [("C", pytest.approx(12 / 13)), ("B", pytest.approx(1.0))]
+    assert earliest.steps == [("B", pytest.approx(12 / 13)), ("C", pytest.approx(1.0))]
+    assert worse.subset == earliest.subset == ("A",)
+
+
+def test_removal_ties_with_a_member_ranked_between():
+    """Members A = g1..g4 + f1 (tp 4, fp 1, fn 2: F1 8/11), B = g5 + f2 and
+    C = g6 + f3 (tp 1, fp 1, fn 5: 2/8 each), D = g5 + g6 (tp 2, fn 4: 4/8);
+    rank A, D, B, C. At t = 1, all: tp 6, fp 3 -> 12/15. Dropping A: tp 2, fp 2,
+    fn 4 -> 4/10; B: f2 goes (g5 stays with D) -> 12/14; C: likewise 12/14; D:
+    nothing changes -> 12/15. B and C tie: worse drops C (ranked last),
+    earliest drops B (listed before C). The other one goes next (12/13), then
+    no removal helps: both end with {A, D}."""
+    d = doc("d", 40, gold=G)
+    members = members_of([d], {"A": {"d": G[:4] + [F[0]]}, "B": {"d": [G[4], F[1]]},
+                               "C": {"d": [G[5], F[2]]}, "D": {"d": G[4:6]}})
+    table = build_candidates(list(members.values()), tuple(members), [d])
+    worse = pruning_search(table, table.member_rank(), [1]).paths[1]
+    earliest = pruning_search(table, table.member_rank(), [1], removal_ties="earliest").paths[1]
+    assert worse.start_score == pytest.approx(12 / 15)
+    assert [n for n, _ in worse.steps] == ["C", "B"] and [n for n, _ in earliest.steps] == ["B", "C"]
+    assert [s for _, s in worse.steps] == [s for _, s in earliest.steps] == pytest.approx([12 / 14, 12 / 13])
+    assert worse.subset == earliest.subset == ("A", "D")
+
+
+def test_pruned_voting_takes_the_variants_as_parameters():
+    d = doc("d", 40, gold=G)
+    members = members_of([d], {"A": {"d": G}, "B": {"d": G[:3] + [F[0]]}, "C": {"d": G[3:] + [F[1]]}})
+    learner = PrunedVoting(threshold=1, removal_ties="earliest").fit(members, [d])
+    assert learner.search_.paths[1].steps[0][0] == "B"
+    assert PrunedVoting().param_hash() != PrunedVoting(removal_ties="earliest").param_hash()
+    with pytest.raises(ValueError, match="removal_ties must be one of worse, earliest"):
+        PrunedVoting(removal_ties="first").fit(members, [d])
+    with pytest.raises(ValueError, match="overlap must be one of"):
+        PrunedVoting(overlap="sweep").fit(members, [d])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_subset_scorer_equals_the_chain_voting_rule(seed):
+    docs, members = random_case(seed, n_docs=5, n_members=5, n_tokens=40)
+    names = tuple(members)
+    table = build_candidates([members[n] for n in names], names, docs)
+    rank = table.member_rank()
+    scorer = SubsetScorer(table, rank, overlap="chain")
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        cols = sorted(rng.choice(5, size=rng.integers(1, 6), replace=False).tolist())
+        t = int(rng.integers(1, len(cols) + 1))
+        fast = scorer.counts(scorer.subset_bits(cols), t)[0]
+        slow = table.counts(vote_select(table, t, rank, np.array(cols), overlap="chain"))
+        assert tuple(fast) == slow
+
+
+def test_chain_pruning_agrees_with_chain_voting_on_the_subset():
+    docs, members = random_case(8, n_docs=6, n_members=6)
+    learner = PrunedVoting(overlap="chain").fit(members, docs)
+    kept = {n: members[n] for n in learner.subset_}
+    plain = Voting(threshold=learner.threshold_, overlap="chain").fit(kept, docs)
+    assert [p.tags for p in learner.predict(members, docs)] == [p.tags for p in plain.predict(kept, docs)]

@@ -2,11 +2,12 @@
 cross-validated-F1 tie-break, on hand-made fixtures."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ensemble_deid.ensemble import Voting, build_candidates, vote_select
 
-from .test_ensemble_fixtures import CITY, DATE, NAME, doc, members_of, spans_of
+from .test_ensemble_fixtures import CITY, DATE, NAME, doc, members_of, random_case, spans_of
 
 
 def _fit_predict(learner, members, docs, test_members=None, test_docs=None):
@@ -128,3 +129,119 @@ def test_bad_threshold_is_refused(threshold_case):
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="threshold"):
             Voting(threshold=bad).fit(members, [d])
+
+
+# --- the authors' chain sweep (overlap="chain") --------------------------------
+
+def _chain_case():
+    """Three spans in a chain: X overlaps Y, Y overlaps Z, X and Z do not.
+    Votes: X 2 (A, B), Y 3 (C, D, E), Z 4 (A, B, F, G)."""
+    d = doc("d", 10)
+    X, Y, Z = (0, 2, NAME), (1, 4, NAME), (3, 5, NAME)
+    members = members_of([d], {
+        "A": {"d": [X, Z]}, "B": {"d": [X, Z]}, "C": {"d": [Y]}, "D": {"d": [Y]}, "E": {"d": [Y]},
+        "F": {"d": [Z]}, "G": {"d": [Z]},
+    })
+    return d, members, X, Y, Z
+
+
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_chain_of_three_greedy_keeps_both_ends_chain_keeps_one(threshold):
+    d, members, X, Y, Z = _chain_case()
+    # Greedy, by decreasing votes: Z (4) accepted, Y (3) overlaps Z: rejected,
+    # X (2) overlaps only Y, which was rejected: accepted -> {X, Z}.
+    assert _fit_predict(Voting(threshold=threshold), members, [d]) == [{X, Z}]
+    # Chain, in start order: X (2) has an undecided neighbour Y (3 > 2): dropped;
+    # Y (3) has an undecided neighbour Z (4 > 3): dropped; Z (4): no undecided
+    # neighbour beats it (Y is decided): accepted -> {Z}. X lost to Y, which
+    # was itself dropped later.
+    assert _fit_predict(Voting(threshold=threshold, overlap="chain"), members, [d]) == [{Z}]
+
+
+def test_chain_of_three_agrees_with_greedy_when_the_first_wins():
+    """Votes X 3 > Y 2 > Z 1: chain accepts X and drops Y (its undecided
+    neighbour), then Z has no undecided neighbour left: {X, Z}, as greedy."""
+    d = doc("d", 10)
+    X, Y, Z = (0, 2, NAME), (1, 4, NAME), (3, 5, NAME)
+    members = members_of([d], {"A": {"d": [X, Z]}, "B": {"d": [X]}, "C": {"d": [X]}, "D": {"d": [Y]},
+                               "E": {"d": [Y]}})
+    for overlap in ("greedy", "chain"):
+        assert _fit_predict(Voting(threshold=1, overlap=overlap), members, [d]) == [{X, Z}]
+
+
+def test_chain_never_keeps_the_weaker_neighbour_of_a_tie_winner():
+    """The authors' defect: P = (0, 5) and Q = (3, 8) have 2 votes each, R =
+    (4, 6) has 1 and overlaps both. Their sweep visits P, finds Q tied (P's
+    best voter A ranks better) and R weaker, accepts P and marks only Q done;
+    R, never marked, is then accepted too, overlapping P. Here P is accepted
+    and both neighbours dropped."""
+    d = doc("d", 12, gold=[(0, 5, NAME)])
+    P, Q, R = (0, 5, NAME), (3, 8, NAME), (4, 6, DATE)
+    members = members_of([d], {"A": {"d": [P]}, "B": {"d": [P]}, "C": {"d": [Q]}, "D": {"d": [Q]},
+                               "E": {"d": [R]}})
+    assert _fit_predict(Voting(threshold=1, overlap="chain"), members, [d]) == [{P}]
+
+
+def test_chain_tie_loser_stays_undecided_and_still_outvotes():
+    """P = (0, 5) and Q = (3, 8) have 2 votes each; Q's voters (A, B: F1 1)
+    rank better than P's (C, D: F1 0); R = (1, 2) has 1 vote (E) and overlaps
+    P only. Greedy: Q, then P (overlaps Q) rejected, then R (its only
+    neighbour P is gone) accepted -> {Q, R}. Chain: P loses to Q on the
+    tie-break only, so it stays undecided; R is outvoted by the undecided P
+    (2 > 1) and dropped; Q beats P and is accepted, dropping P -> {Q}."""
+    P, Q, R = (0, 5, NAME), (3, 8, NAME), (1, 2, DATE)
+    d = doc("d", 12, gold=[Q])
+    members = members_of([d], {"A": {"d": [Q]}, "B": {"d": [Q]}, "C": {"d": [P]}, "D": {"d": [P]},
+                               "E": {"d": [R]}})
+    assert _fit_predict(Voting(threshold=1), members, [d]) == [{Q, R}]
+    assert _fit_predict(Voting(threshold=1, overlap="chain"), members, [d]) == [{Q}]
+
+
+def chain_reference(table, keep, priority, primary):
+    """Sequential chain sweep over kept rows in (start, end, label) order."""
+    undecided = set(np.flatnonzero(keep).tolist())
+    out = np.zeros(len(table), dtype=bool)
+    overlaps = lambda i, j: table.first[i] < table.stop[j] and table.first[j] < table.stop[i]  # noqa: E731
+    for i in sorted(undecided, key=lambda r: (table.first[r], table.stop[r], table.label[r])):
+        if i not in undecided:
+            continue
+        rivals = [j for j in undecided if j != i and overlaps(i, j)]
+        if any(primary[j] > primary[i] for j in rivals):
+            undecided.discard(i)  # outvoted: dropped
+        elif not any(priority[j] > priority[i] for j in rivals):
+            out[i] = True
+            undecided -= {i, *rivals}
+        # else: lost on the tie-break only, stays undecided
+    return out
+
+
+def test_vectorised_chain_equals_the_sequential_sweep():
+    from ensemble_deid.ensemble.voting import resolve_chain
+
+    rng = np.random.default_rng(1)
+    for seed in range(60):  # enough for components where a tie loser outvotes a later span
+        docs, members = random_case(seed, n_docs=3, n_members=8, n_tokens=40)
+        names = tuple(members)
+        table = build_candidates([members[n] for n in names], names, docs)
+        keep = rng.random((len(table), 4)) < 0.8
+        priority = rng.integers(0, 8, size=(len(table), 4))  # ties on purpose: the visited one wins
+        primary = priority // 3  # the first key of the priority
+        got = resolve_chain(table, keep, priority, primary)
+        for c in range(4):
+            want = chain_reference(table, keep[:, c], priority[:, c], primary[:, c])
+            assert np.array_equal(got[:, c], want), (seed, c)
+            chosen = np.flatnonzero(got[:, c])
+            assert all(table.stop[a] <= table.first[b] for a, b in zip(chosen[:-1], chosen[1:])
+                       if table.doc[a] == table.doc[b])  # never two overlapping spans
+        assert np.array_equal(resolve_chain(table, keep[:, 0], priority[:, 0], primary[:, 0]), got[:, 0])
+
+
+def test_bad_overlap_rule_is_refused(threshold_case):
+    d, members = threshold_case
+    with pytest.raises(ValueError, match="overlap must be one of greedy, chain"):
+        Voting(overlap="sweep").fit(members, [d])
+
+
+def test_overlap_rule_is_part_of_the_parameter_hash():
+    assert Voting().param_hash() != Voting(overlap="chain").param_hash()
+    assert Voting(overlap="chain").get_params() == {"threshold": 2, "overlap": "chain"}

@@ -98,6 +98,36 @@ def test_contact_id_and_zip_shapes(text, label, expected):
     assert (label, expected) in spans(text)
 
 
+# An opening bracket belongs to the span when the span closes it (area codes);
+# a bracket around the whole number or ID is left out, as is a stray one.
+@pytest.mark.parametrize("text, label, expected", [
+    ("Call (617) 555-0140 today.", "CONTACT:PHONE", "(617) 555-0140"),
+    ("Call 617-555-0140 today.", "CONTACT:PHONE", "617-555-0140"),
+    ("Tel: (617) 555-0140.", "CONTACT:PHONE", "(617) 555-0140"),
+    ("Tel: 617 555 0140.", "CONTACT:PHONE", "617 555 0140"),
+    ("Tel (617)555-0140.", "CONTACT:PHONE", "(617)555-0140"),
+    ("Call +1 (617) 555-0140.", "CONTACT:PHONE", "+1 (617) 555-0140"),
+    ("Tel (91) 555 12 34.", "CONTACT:PHONE", "(91) 555 12 34"),
+    ("Reached at (617-555-0140) today.", "CONTACT:PHONE", "617-555-0140"),
+    ("(612 345 678)", "CONTACT:PHONE", "612 345 678"),
+    ("phone (555-1234) only", "CONTACT:PHONE", "555-1234"),
+    ("Tfno: (+34) 612 345 678.", "CONTACT:PHONE", "612 345 678"),
+    ("Fax: (617) 555-0199.", "CONTACT:FAX", "(617) 555-0199"),
+    ("Fax: 617-555-0199.", "CONTACT:FAX", "617-555-0199"),
+    ("(fax: 617 555 0199)", "CONTACT:FAX", "617 555 0199"),
+    ("(MRN: 12345678)", "ID:MEDICALRECORD", "12345678"),
+    ("MRN: 12345678", "ID:MEDICALRECORD", "12345678"),
+    ("(SSN 123-45-6789)", "ID:SSN", "123-45-6789"),
+    ("SSN 123-45-6789", "ID:SSN", "123-45-6789"),
+    ("(DNI: 12345678Z)", "ID:IDNUM", "12345678Z"),
+    ("DNI 12345678Z", "ID:IDNUM", "12345678Z"),
+])
+def test_brackets_around_and_inside_phone_fax_and_id_shapes(text, label, expected):
+    start = text.index(expected)
+    assert [(a.label, a.start, a.end) for a in find_spans(text)] == [(label, start, start + len(expected))]
+    assert spans(text) == [(label, expected)]  # the same after snapping to tokens
+
+
 def test_types_filter():
     text = "Call 617-555-1234 on 03/03/2001."
     assert spans(text, types=["DATE"]) == [("DATE:DATE", "03/03/2001")]

@@ -29,8 +29,11 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
     import re
 
     from ..corpus.formats import I2B2_GROUP_PATTERN
-    from ..corpus.workspace import CorpusSpec
+    from ..corpus.workspace import CorpusSpec, _embedded_corpora
 
+    if name in _embedded_corpora():
+        raise click.BadParameter(f"{name!r} is an embedded corpus: it needs no registration (use --corpus {name} "
+                                 "as it is); register your own files under another name", param_hint="NAME")
     if group_pattern is not None:
         try:
             re.compile(group_pattern)

@@ -55,31 +55,63 @@ def _split_specs(value: str) -> list[str]:
 @click.option("--jobs", type=int, default=1, help="Parallel jobs; -1 uses every core.")
 @click.option("--backend", type=click.Choice(["loky", "threading", "dask", "ray"]), default="loky", help="joblib backend running the (tagger, fold) jobs.")
 @click.option("--scheduler", default=None, help="dask.distributed scheduler address (tcp://HOST:PORT) for --backend dask.")
+@click.option("--target", "targets", multiple=True, metavar="CORPUS", help="Also predict this registered corpus's "
+              "test split with the models trained on all of --corpus's training set (repeatable); cached as 'study' "
+              "caches them, scored in the summary and per category.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, no_progress):
+def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets, no_progress):
     """Out-of-fold predictions on the training set and test-set predictions,
     for each tagger, computed once and kept in the prediction cache.
 
     What is cached already is reused, so an interrupted run resumes; corrupt
-    cache parts are reported and recomputed.
+    cache parts are reported and recomputed. With --target B, the models
+    trained on this corpus also predict B's test split (cross-corpus).
     """
     if jobs == 0:
         raise click.BadParameter("must be positive, or -1 for every core", param_hint="--jobs")
     if backend == "dask" and not scheduler:
         raise click.BadParameter("--backend dask needs --scheduler tcp://HOST:PORT", param_hint="--scheduler")
     specs = parse_tagger_specs(taggers)
+    _check_targets(corpus_name, targets)
     ws = workspace_of(ctx)
     from ..experiment.cache import PredictionCache
     from ..experiment.cv import CrossValidation
+    from ..studies.crosscorpus import cross_corpus_target
     from ..studies.summary import cv_summary_table
 
     with fail_on_error():
         corpus = ws.load(corpus_name)
-        engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
+        # Every corpus loads (and is checked) before any tagger runs.
+        other = {cross_corpus_target(name): ws.load(name).test for name in targets}
+        engine = CrossValidation(corpus.train, {"test": corpus.test, **other}, PredictionCache(ws.cache_dir),
+                                 k=k, seed=seed)
         runs = engine.run(
             specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=not no_progress,
             on_corrupt=lambda msg: click.echo(f"warning: {msg}", err=True),
         )
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {engine.folds.fingerprint}), cache {ws.cache_dir}")
-    click.echo(cv_summary_table(runs, corpus.train, corpus.test))
+    click.echo(cv_summary_table(runs, corpus.train, corpus.test, other))
+    for name, documents in other.items():
+        click.echo(f"\n{name}: strict F1 by category of the models trained on {corpus_name!r}")
+        click.echo(category_table(runs, name, documents))
+
+
+def _check_targets(corpus_name: str, targets) -> None:
+    if corpus_name in targets:
+        raise click.BadParameter(f"{corpus_name!r} is the training corpus: its test split is predicted anyway",
+                                 param_hint="--target")
+    twice = sorted({t for t in targets if list(targets).count(t) > 1})
+    if twice:
+        raise click.BadParameter(f"{twice[0]!r} is named twice", param_hint="--target")
+
+
+def category_table(runs, target: str, documents) -> str:
+    """Rows: categories (gold spans in the target); columns: each tagger's strict F1."""
+    from ..studies.crosscorpus import category_scores
+    from ..studies.table import render_table
+
+    scores = {label: category_scores(documents, run.targets[target]) for label, run in runs.items()}
+    gold = {cat: n for per in scores.values() for cat, (n, _) in per.items()}
+    rows = [[cat, gold[cat], *(scores[label].get(cat, (0, 0.0))[1] for label in runs)] for cat in sorted(gold)]
+    return render_table(["category", "gold", *runs], rows)

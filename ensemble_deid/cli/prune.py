@@ -18,6 +18,25 @@ def _threshold(value: str):
     return t
 
 
+def _variant(params: dict) -> dict:
+    """The voting-pruned parameters --param may set, checked before any work."""
+    from ..ensemble.pruning import check_removal_ties
+    from ..ensemble.voting import check_overlap
+
+    other = sorted(set(params) - {"removal_ties", "overlap"})
+    if other:
+        raise click.BadParameter(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
+                                 "(the threshold and metric have their own options)", param_hint="--param")
+    try:
+        if "removal_ties" in params:
+            check_removal_ties(params["removal_ties"], "prune")
+        if "overlap" in params:
+            check_overlap(params["overlap"], "prune")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--param")
+    return params
+
+
 @click.command("prune")
 @click.option("--corpus", "corpus_name", required=True, help="Registered or embedded corpus name.")
 @click.option("--members", required=True, help="Comma-separated member taggers (as for cv --taggers), or ensemble.<method>[:hash=<prefix>].")
@@ -25,10 +44,12 @@ def _threshold(value: str):
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
 @click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score the elimination maximises.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A voting-pruned variant (repeatable): "
+              "removal_ties=worse|earliest, overlap=greedy|chain (see docs/ensembles.md).")
 @click.option("--all-paths", is_flag=True, help="Print the elimination path of every threshold, not only the chosen one.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def prune(ctx, corpus_name, members, threshold, k, seed, metric, all_paths, no_progress):
+def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_paths, no_progress):
     """Voting pruned by greedy backward elimination [KIM20] on the members'
     out-of-fold predictions over the training set: for each threshold, drop
     the member whose removal most improves the training score until none
@@ -39,9 +60,10 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, all_paths, no_p
     from ..ensemble import build_candidates, pruning_search, vote_select
     from ..studies.summary import strict_prf
     from ..studies.table import render_table
-    from .ensemble import load_members
+    from .ensemble import load_members, parse_params
 
     t = _threshold(threshold)
+    variant = _variant(parse_params(params, "--param"))
     with fail_on_error():
         corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
     names = tuple(runs)
@@ -51,10 +73,12 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, all_paths, no_p
     table = build_candidates([runs[n].oof for n in names], names, corpus.train)
     t1 = time.perf_counter()
     rank = table.member_rank()
-    search = pruning_search(table, rank, None if t is None else [t], metric)
+    search = pruning_search(table, rank, None if t is None else [t], metric, **variant)
     t2 = time.perf_counter()
 
     f1 = table.member_f1()
+    if variant:
+        click.echo("variant: " + ", ".join(f"{key}={value}" for key, value in variant.items()))
     click.echo(f"\n{len(names)} members, tie-break order by out-of-fold F1: "
                + ", ".join(f"{names[j]} ({f1[j]:.4f})" for j in sorted(range(len(names)), key=lambda j: rank[j])))
     rows = [[p.threshold, p.start_score, p.score, len(p.subset), ", ".join(p.subset)] for p in search.paths.values()]
@@ -71,7 +95,7 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, all_paths, no_p
 
     test_table = build_candidates([runs[n].test for n in names], names, corpus.test)
     cols = [names.index(n) for n in search.subset]
-    selected = vote_select(test_table, search.threshold, rank, cols)
+    selected = vote_select(test_table, search.threshold, rank, cols, variant.get("overlap", "greedy"))
     test_preds = {p.doc_id: p for p in test_table.to_predictions(selected)}
     p_, r_, f_ = strict_prf(corpus.test, test_preds)
     best = names[int(rank.argmin())]

@@ -64,7 +64,8 @@ def _run_study(ctx, config, out, progress):
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="Study TOML file (see docs/guide.md).")
 @click.option("--corpus", "corpora", multiple=True, help="Corpus (repeat for a cross-corpus study of two); overrides the config.")
 @click.option("--taggers", default=None, help="Comma-separated tagger specs; overrides the config.")
-@click.option("--methods", default=None, help="Comma-separated ensemble methods; overrides the config (default: all six).")
+@click.option("--methods", default=None, help="Comma-separated ensemble methods; overrides the config (default: all "
+              "six); --methods \"\" runs no ensemble.")
 @click.option("--folds", type=click.IntRange(min=2), default=None, help="Cross-validation folds (config default 10).")
 @click.option("--jobs", type=int, default=None, help="Parallel jobs for the base taggers (config default 1).")
 @click.option("--seed", type=int, default=None, help="Seed of folds and resampling tests (config default 0).")
@@ -86,7 +87,7 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
     overrides = {
         "corpora": list(corpora) or None,
         "taggers": _split_specs(taggers) if taggers else None,
-        "methods": [m.strip() for m in methods.split(",")] if methods else None,
+        "methods": _methods(methods),
         "folds": folds, "jobs": jobs, "seed": seed, "test": test, "trials": trials,
         "union": False if no_union else None,
     }
@@ -99,7 +100,31 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
             config = StudyConfig(**{k: v for k, v in overrides.items() if v is not None})
     except EnsembleDeidError as exc:
         raise click.BadParameter(str(exc), param_hint="--config")
+    _check_method_params(config)
     _run_study(ctx, config, out, not no_progress)
+
+
+def _methods(value: str | None) -> list[str] | None:
+    """--methods: None keeps the config's; an empty value means no ensembles."""
+    if value is None:
+        return None
+    if not value.strip():
+        return []
+    methods = [m.strip() for m in value.split(",")]
+    if not all(methods):
+        raise click.BadParameter(f"an empty method name in {value!r}", param_hint="--methods")
+    return methods
+
+
+def _check_method_params(config) -> None:
+    """Every method's fixed parameters (method_params), checked before any tagger runs."""
+    from ..ensemble import make_method
+
+    for method in config.methods:
+        try:
+            make_method(method, **config.method_params.get(method, {}))
+        except ValueError as exc:
+            raise click.BadParameter(f"method_params of {method}: {exc}", param_hint="--config")
 
 
 @click.command()

@@ -101,6 +101,9 @@ class MetaLearner:
         """Hyperparameter values that cross-validation chooses from by default."""
         return {}
 
+    def check_params(self) -> None:
+        """Raise ValueError for a bad parameter value (``make_method`` calls it before any work)."""
+
     # --- the public API ----------------------------------------------------
     def fit(self, members: Members, documents: Sequence[Document]) -> "MetaLearner":
         names = tuple(members)

@@ -8,8 +8,15 @@ fitted on); stop when no removal strictly improves the score. Then keep the
 
 Deterministic tie rules (not specified by the paper):
 - two removals giving the same score: drop the member with the worse
-  cross-validated F1 (the later one in the voting tie-break order);
-- two (t, subset) results with the same score: the lower t wins.
+  cross-validated F1 (the later one in the voting tie-break order;
+  ``removal_ties="worse"``, the default), or, as the [KIM20] authors'
+  voteSearch.java does, the earliest-listed member (``removal_ties="earliest"``:
+  their loop keeps the first removal that strictly beats the best so far, and
+  they listed members best first, so it drops the better one);
+- two (t, subset) results with the same score: the lower t wins (both).
+
+Overlapping kept spans are resolved by voting's rule (``overlap``: greedy, or
+the authors' chain sweep; see ``voting``).
 
 The search is vectorised (:class:`SubsetScorer`): members become bits of a
 uint64 mask per candidate (bit = the member's tie-break rank), candidates
@@ -27,9 +34,16 @@ import numpy as np
 
 from .base import SpanMetaLearner, check_metric, metric_value
 from .candidates import CandidateTable, resolve_contested
-from .voting import check_threshold, vote_select
+from .voting import check_overlap, check_threshold, resolve_chain_contested, vote_select
 
 ONE = np.uint64(1)
+REMOVAL_TIES = ("worse", "earliest")
+
+
+def check_removal_ties(removal_ties, who: str) -> str:
+    if removal_ties not in REMOVAL_TIES:
+        raise ValueError(f"{who}: removal_ties must be one of {', '.join(REMOVAL_TIES)}, not {removal_ties!r}")
+    return removal_ties
 
 
 def _bits(columns) -> np.uint64:
@@ -39,11 +53,18 @@ def _bits(columns) -> np.uint64:
     return out
 
 
+def _greedy_contested(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, primary: np.ndarray) -> np.ndarray:
+    """``resolve_contested`` called like ``resolve_chain_contested`` (greedy needs no primary key)."""
+    return resolve_contested(table, keep, priority)
+
+
 class SubsetScorer:
     """Scores of voting over member subsets at a threshold, many at once."""
 
-    def __init__(self, table: CandidateTable, rank: np.ndarray, metric: str = "f1"):
+    def __init__(self, table: CandidateTable, rank: np.ndarray, metric: str = "f1", overlap: str = "greedy"):
         self.metric = check_metric(metric)
+        self.resolve = resolve_chain_contested if check_overlap(overlap, "voting-pruned") == "chain" \
+            else _greedy_contested
         self.m = table.n_members
         self.rank = np.asarray(rank, dtype=np.int64)
         self.table = table
@@ -81,7 +102,7 @@ class SubsetScorer:
             x = self.c_masks[:, None] & subsets[None, :]
             votes = np.bitwise_count(x)
             keep = votes >= threshold
-            chosen = resolve_contested(self.table, keep, self._priority(x, votes))
+            chosen = self.resolve(self.table, keep, self._priority(x, votes), votes)
             tp = tp + np.count_nonzero(chosen[self.c_gold_rows], axis=0)
             n_sel = n_sel + np.count_nonzero(chosen, axis=0)
         tp = np.asarray(tp, dtype=np.int64)
@@ -124,9 +145,11 @@ class PruningSearch:
     evaluations: int
 
 
-def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, metric: str = "f1") -> PruningSearch:
+def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, metric: str = "f1",
+                   removal_ties: str = "worse", overlap: str = "greedy") -> PruningSearch:
     """Greedy backward elimination for each threshold (all of 1..m by default)."""
-    scorer = SubsetScorer(table, rank, metric)
+    earliest = check_removal_ties(removal_ties, "voting-pruned") == "earliest"
+    scorer = SubsetScorer(table, rank, metric, overlap)
     m = table.n_members
     names = table.member_names
     if thresholds is None:
@@ -146,9 +169,10 @@ def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, met
             best = scores.max()
             if not best > score:
                 break
-            # Ties: drop the member with the worst rank (highest bit).
+            # Ties: the earliest-listed member (``current`` is in column order)
+            # or the one with the worst rank (highest bit).
             tied = [i for i in range(len(current)) if scores[i] == best]
-            pick = max(tied, key=lambda i: scorer.rank[current[i]])
+            pick = tied[0] if earliest else max(tied, key=lambda i: scorer.rank[current[i]])
             removed = current.pop(pick)
             bits = candidates[pick]
             score, counts = float(best), all_counts[pick]
@@ -171,27 +195,42 @@ class PrunedVoting(SpanMetaLearner):
         Search only this threshold; None searches every threshold 1..m.
     metric : {"f1", "f2", "recall"}
         Strict micro score the elimination maximises.
+    removal_ties : {"worse", "earliest"}
+        Which of two equally good removals is made: the member with the worse
+        cross-validated F1 (the project's rule) or the earliest-listed one
+        (the authors' code).
+    overlap : {"greedy", "chain"}
+        Overlap resolution of the voting rule (see ``Voting``).
     """
 
     name = "voting-pruned"
     description = "voting over the subset and threshold chosen by greedy backward elimination"
 
-    def __init__(self, threshold=None, metric="f1"):
+    def __init__(self, threshold=None, metric="f1", removal_ties="worse", overlap="greedy"):
         self.threshold = threshold
         self.metric = metric
+        self.removal_ties = removal_ties
+        self.overlap = overlap
+
+    def check_params(self) -> None:
+        check_metric(self.metric)
+        if self.threshold not in (None, "auto"):
+            check_threshold(self.threshold, self.name)
+        check_removal_ties(self.removal_ties, self.name)
+        check_overlap(self.overlap, self.name)
 
     def _fit_prepared(self, table: CandidateTable) -> None:
-        check_metric(self.metric)
+        self.check_params()
         thresholds = None if self.threshold in (None, "auto") else [check_threshold(self.threshold, self.name)]
         self._member_ranks(table)
-        search = pruning_search(table, self.member_rank_, thresholds, self.metric)
+        search = pruning_search(table, self.member_rank_, thresholds, self.metric, self.removal_ties, self.overlap)
         self.search_ = search
         self.threshold_ = search.threshold
         self.subset_ = tuple(search.subset)
         self.subset_columns_ = np.array([table.member_names.index(n) for n in search.subset], dtype=np.int64)
 
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
-        return vote_select(table, self.threshold_, self.member_rank_, self.subset_columns_)
+        return vote_select(table, self.threshold_, self.member_rank_, self.subset_columns_, self.overlap)
 
     def _raw_to_predictions(self, table, raw):
         votes = table.votes[:, self.subset_columns_].sum(axis=1)

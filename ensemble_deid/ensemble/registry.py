@@ -28,8 +28,9 @@ def method_class(name: str) -> type[MetaLearner]:
 
 
 def make_method(name: str, **params: Any) -> MetaLearner:
-    """An unfitted method with parameters set (unknown ones raise)."""
+    """An unfitted method with parameters set (unknown names and bad values raise ValueError)."""
     method = method_class(name)()
     if params:
         method.set_params(**params)
+    method.check_params()
     return method

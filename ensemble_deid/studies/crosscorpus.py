@@ -10,6 +10,10 @@ members and applied to their T test outputs:
 - a model trained on the other corpus contributes the predictions of its
   full model on T's training set;
 - an external system contributes its (fold-independent) predictions, once.
+
+The full-training models' predictions on another corpus's test split are
+cached under that split's fingerprint, whichever command asked for them
+(``study``, or ``cv --target``), so each reuses the other's.
 """
 from __future__ import annotations
 
@@ -55,6 +59,21 @@ class MemberOutputs:
     runs: dict[str, TaggerRun] = field(default_factory=dict)
 
 
+def cross_corpus_target(corpus_name: str) -> str:
+    """The target name of a corpus's test split predicted by models trained on another corpus."""
+    return f"{corpus_name}.test"
+
+
+def category_scores(documents: Sequence[Document], predictions: Predictions) -> dict[str, tuple[int, float]]:
+    """Per category: (gold spans, strict F1) of predictions on documents;
+    categories that only the predictions use have 0 gold spans."""
+    from ..evaluation import evaluate
+    from .summary import prediction_spans
+
+    report = evaluate(documents, prediction_spans(documents, predictions), criteria=("strict",), leak=False)
+    return {cat: (s.tp + s.fn, s.f1) for cat, s in report["strict"].by_category.items() if s.tp + s.fn + s.fp}
+
+
 def member_label(spec: TaggerSpec, trained_on: str, external: bool) -> str:
     return spec.label if external else f"{spec.label}@{trained_on}"
 
@@ -73,7 +92,7 @@ def collect_cross_corpus(
     for source in training_sets:
         targets: dict[str, list[Document]] = {}
         for t in corpora:
-            targets[f"{t.name}.test"] = t.test
+            targets[cross_corpus_target(t.name)] = t.test
             if t.name != source.name and not source.name.startswith(t.name + "+") and not source.name.endswith("+" + t.name):
                 targets[f"{t.name}.train"] = t.train
         engine = CrossValidation(source.train, targets, cache, k=k, seed=seed)
@@ -90,7 +109,7 @@ def collect_cross_corpus(
                 else:  # trained on t (alone or in the union): out-of-fold on t's documents
                     train_preds = {d.id: run.oof[d.id] for d in t.train}
                 mo.train[label] = train_preds
-                mo.test[label] = run.targets[f"{t.name}.test"]
+                mo.test[label] = run.targets[cross_corpus_target(t.name)]
                 mo.trained_on[label] = "external" if run.external else source.name
                 mo.runs[label] = run
             if run.external:
