@@ -157,9 +157,9 @@ def execute_task(
     folds: FoldAssignment, cache_root: str, threads: int,
 ) -> dict:
     """Compute one part unless another run already has (runs in a worker)."""
-    cache = PredictionCache(cache_root)
+    cache = PredictionCache(cache_root, published=())  # pending() already looked in published folders
     _limit_threads(threads)
-    with cache.lock(task.part):
+    with cache.lock(task.part), cache.scratch():
         if cache.part_status(task.part) == "valid":
             return {"status": "reused", "task": task}
         tagger = task.spec.make()
@@ -273,7 +273,12 @@ class CrossValidation:
         for spec in specs:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)
-        results = self._execute(todo, jobs, backend, scheduler, progress)
+        try:
+            results = self._execute(todo, jobs, backend, scheduler, progress)
+        except BaseException:
+            for spec in specs:  # a failed run leaves no entry without parts
+                self.cache.discard_if_empty(self.entry_key(spec)[0])
+            raise
         runs = self.collect(specs)
         for res in results:
             run = runs[res["task"].spec.label]
