@@ -142,7 +142,8 @@ def verify(ctx, remove):
     if pc.published:
         summary += f" (published folders: {', '.join(str(f.path) for f in pc.published)})"
     click.echo(summary)
-    if any(not remove or p.kind == "published" for p in problems):
+    # Empty entries and left-over files are untidy, not wrong: only bad data fails the check.
+    if any(p.kind in ("corrupt", "incomplete") and not remove or p.kind == "published" for p in problems):
         raise SystemExit(1)
 
 

@@ -357,15 +357,19 @@ class PublishedFolder:
         if self.problem:
             return [(self.path / PUBLISHED_MANIFEST, self.problem)]
         problems = []
+        bad = set()
         for rel in sorted(self.files):
             why = self.file_problem(rel)
             if why:
                 problems.append((self.path / rel, why))
-            elif rel.endswith(".json") and f"{rel[:-5]}.npz" in self.files:
-                try:
+                bad.add(rel)
+        for rel in sorted(self.files):
+            npz = f"{rel[:-5]}.npz"
+            if rel.endswith(".json") and npz in self.files and not {rel, npz} & bad:
+                try:  # checksums fine: does the part decode too?
                     PredictionCache.read_part_files(self.path / rel[:-5])
                 except CorruptPart as exc:
-                    problems.append((self.path / rel, str(exc)))
+                    problems.append((self.path / npz, str(exc)))
         listed = set(self.files) | {PUBLISHED_MANIFEST}
         for f in sorted(p for p in self.path.rglob("*") if p.is_file()):
             rel = f.relative_to(self.path).as_posix()

@@ -253,7 +253,7 @@ class CrossValidation:
         todo = []
         for spec in specs:
             entry, _ = self.entry_key(spec)
-            self.cache.ensure_entry(entry, self._describe(spec))
+            spec_todo = []
             for task in self.parts(spec):
                 status = self.cache.part_status(task.part)
                 if status.startswith("corrupt"):
@@ -261,7 +261,10 @@ class CrossValidation:
                         on_corrupt(f"{task.part}: {status}; recomputing")
                     self.cache.discard_part(task.part)
                 if status != "valid":
-                    todo.append(task)
+                    spec_todo.append(task)
+            if spec_todo:  # no workspace entry when every part is served (e.g. from a published folder)
+                self.cache.ensure_entry(entry, self._describe(spec))
+            todo += spec_todo
         return todo
 
     def run(

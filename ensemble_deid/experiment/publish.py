@@ -199,6 +199,9 @@ def publish(
             entries[old["path"]] = old
             result.kept.append(str(old.get("tagger_label")))
 
+        if not entries:
+            why = "; ".join(result.skipped) or "the workspace cache holds no entry trained on it"
+            raise PublishError(f"corpus {corpus.name!r}: nothing to publish ({why})")
         documents = {}
         for split, docs in (("train", corpus.train), ("test", corpus.test)):
             buf = io.BytesIO()
