@@ -227,3 +227,12 @@ def test_export_is_owner_only_whatever_the_umask(tiny_registered, tmp_path):
     assert len(paths) > 40
     for p in paths:
         assert stat.S_IMODE(p.stat().st_mode) == (0o700 if p.is_dir() else 0o600), p
+
+
+def test_a_cache_root_that_is_a_file_is_a_clean_error(workspace, tmp_path, monkeypatch):
+    (tmp_path / "not-a-folder").write_text("x")
+    monkeypatch.setenv("ENSEMBLE_DEID_CACHE", str(tmp_path / "not-a-folder"))
+    for command in (["cache", "ls"], ["cache", "verify"]):
+        res = CliRunner().invoke(main, command)
+        assert res.exit_code == 1 and "is a file, not a folder" in res.output and res.exception is not None
+        assert isinstance(res.exception, SystemExit)

@@ -19,7 +19,10 @@ def cache() -> None:
 def _cache(ctx):
     from ..experiment.cache import PredictionCache
 
-    return PredictionCache(workspace_of(ctx).cache_dir)
+    root = workspace_of(ctx).cache_dir
+    if root.exists() and not root.is_dir():
+        raise click.ClickException(f"the cache root {root} is a file, not a folder (see ENSEMBLE_DEID_CACHE)")
+    return PredictionCache(root)
 
 
 def _corpus_names(ws, pc) -> dict[str, str]:

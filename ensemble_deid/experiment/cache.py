@@ -557,8 +557,14 @@ class PredictionCache:
         return "valid" if self._published_base(part) is not None else status
 
     def read_part(self, part: PartKey) -> tuple[dict[str, DocumentPrediction], dict]:
-        base = self.locate(part)
-        return self.read_part_files(base if base is not None else self.root / part.relpath)
+        """The workspace copy, else a valid published one; CorruptPart when neither serves."""
+        try:
+            return self.read_part_files(self.root / part.relpath)
+        except CorruptPart:
+            published = self._published_base(part)
+            if published is None:
+                raise
+            return self.read_part_files(published)
 
     @staticmethod
     def read_part_files(base: Path) -> tuple[dict[str, DocumentPrediction], dict]:
