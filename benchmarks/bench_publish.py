@@ -23,7 +23,7 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, ROOT, machine_description, progress, shown, write_json  # noqa: E402
+from common import MEDDOCAN, ROOT, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
 
 DEFAULT_TAGGERS = "rules:label_map=i2b2-to-meddocan,crf:max_iterations=5"
 TARGET_MB = 50
@@ -109,6 +109,19 @@ def main() -> None:
     print(f"total {data['total_mb']:.3f} MB; 12 taggers at the largest size: {estimate:.1f} MB (target < {TARGET_MB} MB)")
     print(f"words of the notes found in the folder: {leaked}; verify: {len(problems)} problem(s) in {verify_seconds:.2f} s")
     print(f"wrote {shown(write_json(Path(args.out), data))}")
+    rows = "\n".join(f"| `{label}` | {v['parts']} | {v['tokens']:,} | {v['mb']:.3f} |" for label, v in per_tagger.items())
+    md = (
+        f"# Published predictions: size on MEDDOCAN\n\n"
+        f"`python benchmarks/bench_publish.py --taggers '{args.taggers}'` ({args.folds} folds, train 500 -> dev 250 "
+        f"documents; MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019).\n\n"
+        f"| tagger | parts | tokens | MB |\n|---|--:|--:|--:|\n{rows}\n"
+        f"| documents (token offsets) | | | {data['documents_mb']:.3f} |\n\n"
+        f"Total {data['total_mb']:.3f} MB. Twelve taggers at the largest size above: "
+        f"{estimate:.1f} MB (target < {TARGET_MB} MB: {'met' if data['meets_target'] else 'NOT met'}). "
+        f"Words of the notes found in the folder: {leaked}. `verify`: {len(problems)} problem(s) in "
+        f"{verify_seconds:.2f} s.\n\n" + "\n".join(machine_lines(machine))
+    )
+    print(f"wrote {shown(write_markdown(Path(args.out).with_suffix('.md'), md))}")
 
 
 if __name__ == "__main__":

@@ -49,8 +49,10 @@ def test_half_written_tmp_files_are_reported_and_removed(tiny_registered, worksp
     folder = sorted(Path(workspace, "cached_predictions").rglob("fold-01.npz"))[0].parent
     dead = folder / f".fold-01.npz.{_dead_pid()}.140000.tmp"
     dead.write_bytes(b"half")
+    os.utime(dead, (os.path.getmtime(dead) - 120,) * 2)  # a minute's grace for a writer on another machine
     live = folder / f".fold-02.npz.{os.getpid()}.140001.tmp"  # a run writing right now: left alone
     live.write_bytes(b"half")
+    os.utime(live, (os.path.getmtime(live) - 120,) * 2)
     res = _run("cache", "verify")
     assert dead.name in res.output and "half-written" in res.output and live.name not in res.output
     res = _run("cache", "verify", "--remove")

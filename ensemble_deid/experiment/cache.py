@@ -234,10 +234,6 @@ def make_private_dir(path: Path) -> None:
         raise CacheWriteError(f"{path}: cannot create folder ({exc.strerror or type(exc).__name__})") from exc
 
 
-def _is_tmp_name(name: str) -> bool:
-    return name.startswith(".") and name.endswith(".tmp")
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -261,13 +257,20 @@ def _writer_pid(path: Path) -> int | None:
 
 def is_leftover(path: Path) -> bool:
     """A temp file or scratch folder whose writer is gone: its process no
-    longer runs on this machine, or it has not been touched for an hour."""
+    longer runs on this machine, or nothing touched it for an hour (a temp
+    file) or a day (another machine's scratch folder)."""
     try:
         age = time.time() - path.lstat().st_mtime
     except OSError:
         return False
     pid = _writer_pid(path)
-    return age > STALE_TMP_SECONDS or (pid is not None and not _pid_alive(pid))
+    if path.suffix == ".tmp":
+        # A write takes seconds, never an hour. The pid may be another machine's
+        # (a dask worker on a shared cache): a minute's grace before believing it dead.
+        return age > STALE_TMP_SECONDS or (pid is not None and age > 60 and not _pid_alive(pid))
+    if pid is not None:  # a scratch folder of this machine
+        return not _pid_alive(pid)
+    return age > 24 * STALE_TMP_SECONDS  # another machine's: a part may compute for hours, not for a day
 
 
 def _report_once(message: str) -> None:
