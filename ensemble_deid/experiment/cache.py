@@ -389,7 +389,8 @@ def published_folders(root: Path) -> list[Path]:
     for base in candidates:
         try:
             inner = [base] if PublishedFolder.is_published(base) else sorted(
-                p for p in base.iterdir() if p.is_dir() and PublishedFolder.is_published(p))
+                p for p in base.iterdir()  # hidden: a publication being staged, never read
+                if p.is_dir() and not p.name.startswith(".") and PublishedFolder.is_published(p))
         except OSError:
             continue
         for p in inner:
