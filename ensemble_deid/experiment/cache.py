@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -309,11 +310,16 @@ class PublishedFolder:
 
     @staticmethod
     def is_published(path: Path) -> bool:
-        return (Path(path) / PUBLISHED_MANIFEST).is_file()
+        try:
+            return stat.S_ISREG((Path(path) / PUBLISHED_MANIFEST).lstat().st_mode)
+        except OSError:
+            return False
 
     def _load(self) -> dict:
         manifest_path = self.path / PUBLISHED_MANIFEST
         try:
+            if not stat.S_ISREG(manifest_path.lstat().st_mode):  # a link or a FIFO is never followed or read
+                raise CacheError(f"{manifest_path}: not a plain file")
             manifest = json.loads(manifest_path.read_bytes().decode("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CacheError(f"{manifest_path}: unreadable manifest ({type(exc).__name__})") from exc
@@ -323,8 +329,8 @@ class PublishedFolder:
             raise CacheError(f"{manifest_path}: manifest checksum mismatch (edited or corrupted)")
         if manifest.get("schema") != SCHEMA:
             raise CacheError(f"{manifest_path}: schema {manifest.get('schema')!r} is not {SCHEMA}")
-        if not isinstance(manifest.get("files"), dict) or not isinstance(manifest.get("entries"), list):
-            raise CacheError(f"{manifest_path}: manifest lacks its file or entry list")
+        if not _well_formed(manifest):
+            raise CacheError(f"{manifest_path}: malformed manifest (a field is missing or of the wrong type)")
         return manifest
 
     @property
@@ -340,8 +346,11 @@ class PublishedFolder:
         listed = self.files.get(rel)
         if not isinstance(listed, dict):
             return "not listed in the manifest"
+        path = self.path / rel
         try:
-            data = (self.path / rel).read_bytes()
+            if not stat.S_ISREG(path.lstat().st_mode):  # a link or a FIFO is never followed or read
+                return "not a plain file"
+            data = path.read_bytes()
         except OSError:
             return "missing or unreadable"
         if _sha256(data) != listed.get("sha256"):
@@ -379,6 +388,26 @@ class PublishedFolder:
             if rel not in listed and rel != "README.md":
                 problems.append((f, "not listed in the manifest (left over, or added by hand)"))
         return problems
+
+
+def _well_formed(manifest: Mapping[str, Any]) -> bool:
+    """The manifest fields the cache relies on exist with the right types."""
+    files, entries = manifest.get("files"), manifest.get("entries")
+    if not isinstance(files, dict) or not isinstance(entries, list) or not isinstance(manifest.get("corpus"), str):
+        return False
+    if not isinstance(manifest.get("corpus_fingerprints"), dict):
+        return False
+    if not all(isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+               and not k.startswith("/") and ".." not in k.split("/") for k, v in files.items()):
+        return False  # and every listed file lies inside the folder
+    keys = ("tagger", "version", "param_hash", "train_fingerprint", "path")
+    for entry in entries:
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in keys):
+            return False
+        parts = entry.get("parts")
+        if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("path"), str) for p in parts):
+            return False
+    return True
 
 
 def published_folders(root: Path) -> list[Path]:
