@@ -16,6 +16,7 @@ Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 import time
@@ -30,8 +31,8 @@ TARGET_MB = 50
 TAGGERS_IN_STUDY = 12
 
 
-def text_found(folder: Path, docs) -> int:
-    """How many distinct words (>= 5 letters) of the notes occur in any published file."""
+def text_found(folder: Path, docs) -> list[str]:
+    """The distinct words (>= 5 letters) of the notes that occur as whole words in any published file."""
     import numpy as np
 
     words = {w for d in docs for w in d.tokens.words if len(w) >= 5 and w.isalpha()}
@@ -44,8 +45,8 @@ def text_found(folder: Path, docs) -> int:
                 blobs += [n for n in z.namelist()]
         elif f.is_file():
             blobs.append(f.read_text(encoding="utf-8"))
-    blob = "\n".join(blobs)
-    return sum(1 for w in words if w in blob)
+    found = set(re.findall(r"[^\W\d_]+", "\n".join(blobs)))
+    return sorted(words & found)
 
 
 def main() -> None:
@@ -99,7 +100,7 @@ def main() -> None:
         "taggers": per_tagger, "documents_mb": round(documents_bytes / 2**20, 3),
         "total_mb": round(result.total_bytes / 2**20, 3),
         "estimate_12_taggers_mb": round(estimate, 2), "target_mb": TARGET_MB,
-        "meets_target": estimate < TARGET_MB, "note_words_found": leaked, "verify_problems": len(problems),
+        "meets_target": estimate < TARGET_MB, "note_words_found": len(leaked), "note_words": leaked[:20], "verify_problems": len(problems),
         "seconds": {"cv": round(cv_seconds, 1), "publish": round(publish_seconds, 2), "verify": round(verify_seconds, 2)},
         "machine": machine,
     }
@@ -107,7 +108,7 @@ def main() -> None:
         print(f"{label}: {v['mb']:.3f} MB for {v['parts']} parts ({v['tokens']:,} tokens)")
     print(f"documents (token offsets of train and dev): {data['documents_mb']:.3f} MB")
     print(f"total {data['total_mb']:.3f} MB; 12 taggers at the largest size: {estimate:.1f} MB (target < {TARGET_MB} MB)")
-    print(f"words of the notes found in the folder: {leaked}; verify: {len(problems)} problem(s) in {verify_seconds:.2f} s")
+    print(f"words of the notes found in the folder: {len(leaked)} {leaked[:20]}; verify: {len(problems)} problem(s) in {verify_seconds:.2f} s")
     print(f"wrote {shown(write_json(Path(args.out), data))}")
     rows = "\n".join(f"| `{label}` | {v['parts']} | {v['tokens']:,} | {v['mb']:.3f} |" for label, v in per_tagger.items())
     md = (
@@ -118,7 +119,7 @@ def main() -> None:
         f"| documents (token offsets) | | | {data['documents_mb']:.3f} |\n\n"
         f"Total {data['total_mb']:.3f} MB. Twelve taggers at the largest size above: "
         f"{estimate:.1f} MB (target < {TARGET_MB} MB: {'met' if data['meets_target'] else 'NOT met'}). "
-        f"Words of the notes found in the folder: {leaked}. `verify`: {len(problems)} problem(s) in "
+        f"Words of the notes found in the folder (whole words, >= 5 letters): {len(leaked)} {leaked[:20]}. `verify`: {len(problems)} problem(s) in "
         f"{verify_seconds:.2f} s.\n\n" + "\n".join(machine_lines(machine))
     )
     print(f"wrote {shown(write_markdown(Path(args.out).with_suffix('.md'), md))}")
