@@ -268,3 +268,23 @@ def test_gitignore_lets_published_folders_through_but_not_the_workspace_cache():
     assert not ignored("cached_predictions/meddocan/published.json")
     assert not ignored("cached_predictions/meddocan/v1/crf/1-a/fp/oof-x/fold-00.npz")
     assert not ignored("cached_predictions/meddocan/documents/abc.npz")
+
+
+def test_verify_names_a_publication_made_on_other_documents(published, tmp_path):
+    """Edited notes (or another corpus under the same name) change the fingerprints: the folder is stale."""
+    clone, _ = published
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+    from ensemble_deid.corpus.workspace import CorpusSpec
+
+    from .tiny_corpus import tiny_corpus
+
+    docs = tiny_corpus(12, seed=3)
+    for split, part in (("train", docs[:8]), ("test", docs[8:])):
+        (tmp_path / f"edited-{split}").mkdir()
+        for doc in part:
+            write_i2b2_xml(doc, tmp_path / f"edited-{split}" / f"{doc.id}.xml")
+    Workspace(clone).add_corpus(CorpusSpec("tiny", {s: str(tmp_path / f"edited-{s}") for s in ("train", "test")}),
+                                replace=True)
+    out = _cli("cache", "verify", ws=clone).output
+    assert "made on other train documents than the registered corpus 'tiny'" in out
+    assert "2 stale entries" in out

@@ -135,6 +135,7 @@ def verify(ctx, remove):
         if current != manifest.get("version"):
             click.echo(f"stale: {where}: made by version {manifest.get('version')}, installed version is {current}")
             stale += 1
+    stale += _stale_published_corpora(workspace_of(ctx), pc)
     parts = sum(len(pc.part_files(d)) for d, _ in pc.entries())
     parts += sum(len(e.get("parts", [])) for folder in pc.published for e in folder.entries())
     corrupt = sum(p.kind in ("corrupt", "incomplete", "published") for p in problems)
@@ -148,6 +149,30 @@ def verify(ctx, remove):
     # Empty entries and left-over files are untidy, not wrong: only bad data fails the check.
     if any(p.kind in ("corrupt", "incomplete") and not remove or p.kind == "published" for p in problems):
         raise SystemExit(1)
+
+
+def _stale_published_corpora(ws, pc) -> int:
+    """Name published folders made on other documents than the registered
+    corpus of the same name: their keys never match, so nothing in them is used."""
+    stale = 0
+    try:
+        registered = ws.corpus_specs()
+    except Exception:  # an unreadable registry is reported by the commands that need it
+        return 0
+    for folder in pc.published:
+        name = (folder.manifest or {}).get("corpus")
+        if name not in registered:
+            continue
+        try:
+            fingerprints = ws.load(name).fingerprints
+        except Exception:  # moved or damaged corpus files: nothing to compare with
+            continue
+        for split, fp in folder.manifest["corpus_fingerprints"].items():
+            if fingerprints.get(split) != fp:
+                click.echo(f"stale: {folder.path}: made on other {split} documents than the registered corpus "
+                           f"{name!r} (fingerprint {fp}, registered {fingerprints.get(split)}); its entries are not used")
+                stale += 1
+    return stale
 
 
 @cache.command("rm")
