@@ -177,10 +177,10 @@ def test_round_trip_cache_export_then_import(tmp_path):
     cli("cv", "--corpus", "tiny", "--taggers", "memorize", "--folds", "3", "--no-progress")
     out = tmp_path / "export"
     cli("cache", "export", str(out), "--corpus", "tiny")
-    test_dirs = sorted((out / "memorize").glob("predict-*"))
-    fold_dirs = sorted((out / "memorize").glob("oof-*"))
+    test_dirs = sorted((out / "memorize").glob("*/*/predict-*"))  # LABEL/VERSION-PARAMHASH/TRAINFP/PART
+    fold_dirs = sorted((out / "memorize").glob("*/*/oof-*"))
     assert len(test_dirs) == 1 and len(fold_dirs) == 3
-    imported = f"precomputed:test_dir={test_dirs[0]},fold_dirs={out / 'memorize' / 'oof-*'}"
+    imported = f"precomputed:test_dir={test_dirs[0]},fold_dirs={fold_dirs[0].parent / 'oof-*'}"
     cli("cv", "--corpus", "tiny", "--taggers", imported, "--folds", "3", "--no-progress")
 
     corpus = Workspace(ws).load("tiny")

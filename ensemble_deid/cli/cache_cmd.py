@@ -1,6 +1,9 @@
-"""``ensemble-deid cache``: list, verify, remove and export cached predictions."""
+"""``ensemble-deid cache``: list, verify, remove, export and publish cached predictions."""
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from pathlib import Path
 
 import click
@@ -16,67 +19,160 @@ def cache() -> None:
 def _cache(ctx):
     from ..experiment.cache import PredictionCache
 
-    return PredictionCache(workspace_of(ctx).cache_dir)
+    root = workspace_of(ctx).cache_dir
+    if root.exists() and not root.is_dir():
+        raise click.ClickException(f"the cache root {root} is a file, not a folder (see ENSEMBLE_DEID_CACHE)")
+    return PredictionCache(root)
+
+
+def _corpus_names(ws, pc) -> dict[str, str]:
+    """Fingerprint -> corpus name ("meddocan", "meddocan test") for the
+    registered corpora and the published folders; unreadable corpora are left out."""
+    names: dict[str, str] = {}
+    for folder in pc.published:
+        for split, fp in ((folder.manifest or {}).get("corpus_fingerprints") or {}).items():
+            names.setdefault(fp, folder.manifest["corpus"] + ("" if split == "train" else f" {split}"))
+    try:
+        specs = ws.corpus_specs()
+    except Exception:  # an unreadable registry must not stop a listing
+        return names
+    for name in specs:
+        try:
+            corpus = ws.load(name)
+        except Exception:  # moved or damaged files: show the fingerprint
+            continue
+        for split, fp in corpus.fingerprints.items():
+            names[fp] = name if split == "train" else f"{name} {split}"
+    return names
+
+
+def _installed_version(tagger: str) -> str:
+    """The version a tagger (or an ensemble method) would make entries with now; raises if not installed."""
+    if tagger.startswith("ensemble."):
+        from ..ensemble.base import ENSEMBLE_VERSION
+
+        return ENSEMBLE_VERSION
+    from ..taggers.registry import tagger_class
+
+    return tagger_class(tagger).version
 
 
 @cache.command("ls")
 @click.pass_context
 def ls(ctx):
-    """List cache entries: tagger, version, parameters, training corpus, parts."""
+    """List cache entries: tagger, version, parameters, training corpus, parts, where.
+
+    Ensemble rows also show their members and parameters. Entries served from
+    published folders are listed with the folder as their source."""
+    from ..experiment.cache import entry_summary
     from ..studies.table import render_table
 
+    ws = workspace_of(ctx)
     pc = _cache(ctx)
+    names = _corpus_names(ws, pc)
     rows = []
-    for entry_dir, manifest in pc.entries():
-        parts = pc.part_files(entry_dir)
-        size = sum(f.stat().st_size for f in entry_dir.rglob("*") if f.is_file())
-        m = manifest or {}
+
+    def row(m, parts, size, source, path, entry_dir):
+        fp = m.get("train_fingerprint", "?")
+        ensemble = str(m.get("tagger", "")).startswith("ensemble.")
         rows.append([
             m.get("tagger_label", m.get("tagger", "?")), m.get("version", "?"), m.get("param_hash", "?"),
-            m.get("train_fingerprint", "?"), len(parts), f"{size / 2**20:.1f}",
-            str(entry_dir.relative_to(pc.root)),
+            names.get(fp, fp), parts, f"{size / 2**20:.1f}", source, path,
+            entry_summary(m, entry_dir) if ensemble else "",
         ])
+
+    for entry_dir, manifest in pc.entries():
+        size = sum(f.stat().st_size for f in entry_dir.rglob("*") if f.is_file())
+        row(manifest or {}, len(pc.part_files(entry_dir)), size, "workspace", str(entry_dir.relative_to(pc.root)), entry_dir)
+    for folder in pc.published:
+        for e in folder.entries():
+            size = sum(v.get("bytes", 0) for rel, v in folder.files.items() if rel.startswith(e.get("path", "?") + "/"))
+            row(e, len(e.get("parts", [])), size, f"published {folder.path.name}", e.get("path", "?"), None)
     if not rows:
         click.echo(f"cache {pc.root} is empty")
         return
-    click.echo(render_table(["tagger", "version", "params", "train corpus", "parts", "MB", "path"], rows))
+    headers = ["tagger", "version", "params", "trained on", "parts", "MB", "source", "path", "members; params; date"]
+    if not any(r[-1] for r in rows):
+        headers, rows = headers[:-1], [r[:-1] for r in rows]
+    click.echo(render_table(headers, rows))
 
 
 @cache.command("verify")
-@click.option("--remove", is_flag=True, help="Delete the corrupt parts found (they are recomputed by the next cv run).")
+@click.option("--remove", is_flag=True,
+              help="Delete the corrupt and incomplete parts, empty entries and left-over temporary files found "
+                   "(parts are recomputed by the next cv run). Published folders are never changed.")
 @click.pass_context
 def verify(ctx, remove):
-    """Check every part's checksums; name corrupt, incomplete and stale entries.
+    """Check every part's checksums, in the workspace cache and the published folders.
 
-    Stale: made by another version of a tagger than the one installed now.
-    Exits with status 1 when anything is corrupt.
+    Names corrupt and incomplete parts, entries without parts (a failed run),
+    half-written temporary files, damaged published files, and stale entries
+    (made by another version of a tagger or ensemble method than the one
+    installed now: never used, only taking space). Exits with status 1 when
+    anything is corrupt and was not removed.
     """
-    from ..taggers.registry import UnknownTagger, tagger_class
-
     pc = _cache(ctx)
     problems = pc.verify()
-    for path, why in problems:
-        click.echo(f"corrupt: {why}" if str(path.with_suffix("")) in why else f"corrupt: {path}: {why}")
+    for problem in problems:
+        where = "" if str(problem.path.with_suffix("")) in problem.why else f"{problem.path}: "
+        label = {"leftover": "left over", "empty": "empty", "incomplete": "incomplete", "published": "published"}.get(
+            problem.kind, "corrupt")
+        click.echo(f"{label}: {where}{problem.why}")
         if remove:
-            for suffix in (".json", ".npz"):
-                path.with_suffix(suffix).unlink(missing_ok=True)
+            click.echo(f"  {pc.remove_problem(problem)}")
     stale = 0
-    for entry_dir, manifest in pc.entries():
+    listed = [(d, m, str(d)) for d, m in pc.entries()]
+    listed += [(None, e, f"{folder.path}/{e.get('path')}") for folder in pc.published for e in folder.entries()]
+    for _, manifest, where in listed:
         if not manifest:
             continue
         try:
-            current = tagger_class(manifest["tagger"]).version
-        except (UnknownTagger, Exception):
-            click.echo(f"stale: {entry_dir}: tagger {manifest['tagger']!r} is not installed")
+            current = _installed_version(str(manifest["tagger"]))
+        except Exception:  # not installed here (any failure to load it counts)
+            click.echo(f"stale: {where}: tagger {manifest.get('tagger')!r} is not installed")
             stale += 1
             continue
-        if current != manifest["version"]:
-            click.echo(f"stale: {entry_dir}: made by version {manifest['version']}, installed version is {current}")
+        if current != manifest.get("version"):
+            click.echo(f"stale: {where}: made by version {manifest.get('version')}, installed version is {current}")
             stale += 1
+    stale += _stale_published_corpora(workspace_of(ctx), pc)
     parts = sum(len(pc.part_files(d)) for d, _ in pc.entries())
-    click.echo(f"{parts} part(s) checked: {len(problems)} corrupt or incomplete, {stale} stale entr{'y' if stale == 1 else 'ies'}")
-    if problems and not remove:
+    parts += sum(len(e.get("parts", [])) for folder in pc.published for e in folder.entries())
+    corrupt = sum(p.kind in ("corrupt", "incomplete", "published") for p in problems)
+    other = len(problems) - corrupt
+    summary = f"{parts} part(s) checked: {corrupt} corrupt or incomplete, {stale} stale entr{'y' if stale == 1 else 'ies'}"
+    if other:
+        summary += f", {other} empty entr{'y' if other == 1 else 'ies'} or left-over file(s)"
+    if pc.published:
+        summary += f" (published folders: {', '.join(str(f.path) for f in pc.published)})"
+    click.echo(summary)
+    # Empty entries and left-over files are untidy, not wrong: only bad data fails the check.
+    if any(p.kind in ("corrupt", "incomplete") and not remove or p.kind == "published" for p in problems):
         raise SystemExit(1)
+
+
+def _stale_published_corpora(ws, pc) -> int:
+    """Name published folders made on other documents than the registered
+    corpus of the same name: their keys never match, so nothing in them is used."""
+    stale = 0
+    try:
+        registered = ws.corpus_specs()
+    except Exception:  # an unreadable registry is reported by the commands that need it
+        return 0
+    for folder in pc.published:
+        name = (folder.manifest or {}).get("corpus")
+        if name not in registered:
+            continue
+        try:
+            fingerprints = ws.load(name).fingerprints
+        except Exception:  # moved or damaged corpus files: nothing to compare with
+            continue
+        for split, fp in folder.manifest["corpus_fingerprints"].items():
+            if fingerprints.get(split) != fp:
+                click.echo(f"stale: {folder.path}: made on other {split} documents than the registered corpus "
+                           f"{name!r} (fingerprint {fp}, registered {fingerprints.get(split)}); its entries are not used")
+                stale += 1
+    return stale
 
 
 @cache.command("rm")
@@ -94,47 +190,157 @@ def rm(ctx, paths):
             click.echo(f"removed {p}")
 
 
+def _check_output_parent(out: Path, option: str) -> None:
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out} exists and is not a folder", param_hint=option)
+    if not out.parent.is_dir():
+        raise click.BadParameter(f"{out.parent}: no such folder (create it first)", param_hint=option)
+
+
 @cache.command("export")
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--corpus", "corpus_name", required=True, help="Corpus whose documents the predictions are on (texts come from it).")
 @click.option("--format", "fmt", type=click.Choice(["i2b2"]), default="i2b2", help="Output format (i2b2 XML, readable by the official scorer).")
 @click.pass_context
 def export(ctx, out, corpus_name, fmt):
-    """Write cached predictions as XML: OUT/TAGGER/PART/DOC.xml per tagger and fold."""
+    """Write cached predictions on a corpus's documents as XML.
+
+    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME/DOC.xml: one folder per
+    entry (two ensembles of one method, or two versions of a tool, never share
+    one) and part. Included: out-of-fold parts of models trained on the
+    corpus, and every model's predictions on one of its splits, including
+    models trained on another corpus (cross-corpus). The export is written
+    beside OUT first and moved in at the end: a failure leaves OUT as it was.
+    """
     from ..corpus.formats import write_i2b2_xml
+    from ..experiment.cache import SCHEMA, CacheError, EntryKey, PartKey, make_private_dir
 
     ws = workspace_of(ctx)
     pc = _cache(ctx)
+    out = Path(out)
+    _check_output_parent(out, "OUT")
     with fail_on_error():
         corpus = ws.load(corpus_name)
-    # Each part holds predictions on one document set: out-of-fold parts on
-    # the training split, predict parts on the split whose fingerprint is
-    # their scope. Parts on other corpora's documents are not this corpus's.
+    names = _corpus_names(ws, pc)
     split_of_scope = {fp: split for split, fp in corpus.fingerprints.items()}
     train_fp = corpus.fingerprint("train")
-    written = skipped = 0
-    out = Path(out)
-    for entry_dir, manifest in pc.entries():
-        if not manifest or manifest.get("train_fingerprint") != train_fp:
+
+    # Every part of every entry, from the workspace and the published folders (one copy each).
+    parts: dict[PartKey, str] = {}
+    sources = [(m, [b.relative_to(pc.root / SCHEMA).as_posix() for b in pc.part_files(d)]) for d, m in pc.entries()]
+    sources += [(e, [p.get("path", "")[len(SCHEMA) + 1:] for p in e.get("parts", [])])
+                for folder in pc.published for e in folder.entries()]
+    for manifest, rels in sources:
+        if not manifest:
             continue
-        label = manifest.get("tagger_label", manifest["tagger"]).replace("/", "_").replace(":", "_")
-        for base in pc.part_files(entry_dir):
-            kind, _, scope = base.parent.name.partition("-")
-            split = "train" if kind == "oof" else split_of_scope.get(scope)
-            if split is None:
+        key = EntryKey(manifest["tagger"], manifest["version"], manifest["param_hash"], manifest["train_fingerprint"])
+        for rel in rels:
+            kind, _, scope = rel.split("/")[-2].partition("-")
+            parts.setdefault(PartKey(key, kind, scope, rel.split("/")[-1]), manifest.get("tagger_label", key.tagger))
+
+    staging = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    written = skipped = 0
+    lines = []
+    try:
+        make_private_dir(staging)
+        for part, label in sorted(parts.items(), key=lambda kv: (kv[1], str(kv[0]))):
+            e = part.entry
+            if part.kind == "oof":
+                split = "train" if e.train_fingerprint == train_fp else None
+            else:
+                split = split_of_scope.get(part.scope)
+            base = pc.locate(part) if split else None
+            if base is None:  # on other corpora's documents, or corrupt (cache verify names it)
                 skipped += 1
                 continue
             with fail_on_error():
-                preds, record = pc.read_part_files(base)
+                preds, _ = pc.read_part_files(base)
             by_id = {d.id: d for d in corpus.splits[split]}
-            folder = out / label / f"{base.parent.name}-{base.name}"
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            rel = Path(label.replace("/", "_").replace(":", "_"), f"{e.version}-{e.param_hash}", e.train_fingerprint,
+                       f"{part.kind}-{part.scope}-{part.name}")
+            folder = staging / rel
+            make_private_dir(folder)
             for doc_id, pred in preds.items():
                 doc = by_id.get(doc_id)
                 if doc is None:
                     raise click.ClickException(f"{base}: document {doc_id!r} is not in the {split} split of {corpus_name!r}")
                 write_i2b2_xml(doc.with_annotations(pred.spans(doc)), folder / f"{doc_id}.xml")
                 written += 1
-            click.echo(f"{label}/{folder.name}: {len(preds)} document(s) of the {split} split")
+            trained = names.get(e.train_fingerprint, e.train_fingerprint)
+            lines.append(f"{rel.as_posix()}: {len(preds)} document(s) of the {split} split (trained on {trained})")
+        _move_leaves(staging, out)
+    except CacheError as exc:
+        raise click.ClickException(f"{exc}; {out} is unchanged") from exc
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or out}: cannot write ({exc.strerror or type(exc).__name__}); "
+                                   f"{out} is unchanged") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for line in lines:
+        click.echo(line)
     note = f" ({skipped} part(s) on other corpora's documents skipped)" if skipped else ""
     click.echo(f"wrote {written} file(s) under {out}{note}")
+
+
+def _move_leaves(staging: Path, out: Path) -> None:
+    """Move each finished part folder into OUT, replacing an older export of the same part."""
+    from ..experiment.cache import DIR_MODE, make_private_dir
+
+    make_private_dir(out)
+    os.chmod(out, DIR_MODE)
+    for leaf in sorted(p for p in staging.glob("*/*/*/*") if p.is_dir()):
+        dest = out / leaf.relative_to(staging)
+        make_private_dir(dest.parent)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(leaf, dest)
+
+
+@cache.command("publish")
+@click.option("--corpus", "corpus_name", required=True, help="A public corpus (never one under a data use agreement).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="The published folder, e.g. cached_predictions/meddocan (added to if it exists).")
+@click.option("--taggers", default=None,
+              help="Taggers as given to cv (default: every tagger the workspace cache holds complete entries of).")
+@click.option("--folds", "k", type=click.IntRange(min=2), default=10, show_default=True, help="The CV's folds.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The CV's fold seed.")
+@click.option("--public", is_flag=True, help="State that the corpus's licence allows redistributing predictions on it.")
+@click.option("--licence", "--license", "licence", required=True, help="The corpus's licence, e.g. 'CC BY 4.0'.")
+@click.option("--citation", default="", help="How to cite the corpus (recorded in the manifest).")
+@click.pass_context
+def publish(ctx, corpus_name, out, taggers, k, seed, public, licence, citation):
+    """Write complete cache entries of a public corpus as a read-only, text-free,
+    checksummed published folder with a manifest.
+
+    The cache reads published folders beside the workspace cache (under the
+    cache root, or named by $ENSEMBLE_DEID_PUBLISHED), so cv, ensemble,
+    prune, compare and study reuse them instead of training. Entries with a
+    missing part are skipped and named.
+    """
+    from .cv import parse_tagger_specs
+    from ..experiment.publish import publish as write_published
+
+    if not public:
+        raise click.UsageError("publishing needs --public: state that the corpus's licence allows redistribution "
+                               "(corpora under a data use agreement, such as i2b2/n2c2 or N-GRID, never may)")
+    out = Path(out)
+    _check_output_parent(out, "--out")
+    specs = parse_tagger_specs(taggers) if taggers else None
+    ws = workspace_of(ctx)
+    pc = _cache(ctx)
+    t0 = time.perf_counter()
+    with fail_on_error():
+        corpus = ws.load(corpus_name)
+        result = write_published(pc, corpus, out, licence=licence, citation=citation, specs=specs, k=k, seed=seed,
+                                 echo=click.echo)
+    for line in result.skipped:
+        click.echo(f"skipped {line}")
+    from ..studies.table import render_table
+
+    rows = [[label, f"{size / 2**20:.2f}", "now" if label in result.published else "kept"]
+            for label, size in sorted(result.bytes_by_label.items())]
+    if rows:
+        click.echo(render_table(["tagger", "MB", "published"], rows))
+    click.echo(f"published {len(result.published)} entr{'y' if len(result.published) == 1 else 'ies'} "
+               f"({len(result.kept)} kept) to {out}: {result.total_bytes / 2**20:.2f} MB in all, "
+               f"{time.perf_counter() - t0:.1f} s")

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..experiment.cache import EntryKey, PartKey, PredictionCache
+from ..experiment.cache import EntryKey, PartKey, PredictionCache, entry_summary
 from ..experiment.cv import CrossValidation, TaggerSpec
 from ..errors import EnsembleDeidError
 from ..taggers.prediction import DocumentPrediction
@@ -74,14 +74,15 @@ def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: st
     for entry_dir, manifest in cache.entries():
         if (manifest and manifest.get("tagger") == tagger and manifest.get("train_fingerprint") == train_fingerprint
                 and str(manifest.get("param_hash", "")).startswith(prefix)):
-            found.append(EntryKey(tagger, manifest["version"], manifest["param_hash"], train_fingerprint))
+            found.append((EntryKey(tagger, manifest["version"], manifest["param_hash"], train_fingerprint),
+                          entry_summary(manifest, entry_dir)))
     if not found:
         raise EnsembleDeidError(f"member {text!r}: no cached ensemble of that name for this training set "
                                 "(run 'ensemble' first)")
     if len(found) > 1:
-        hashes = ", ".join(sorted(e.param_hash for e in found))
-        raise EnsembleDeidError(f"member {text!r} is ambiguous: name one with :hash=<prefix> (cached: {hashes})")
-    return found[0]
+        candidates = "; ".join(f"hash={e.param_hash}: {summary}" for e, summary in sorted(found, key=lambda f: f[0].param_hash))
+        raise EnsembleDeidError(f"member {text!r} is ambiguous: name one with :hash=<prefix>. Cached: {candidates}")
+    return found[0][0]
 
 
 def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True) -> MemberRun:

@@ -16,18 +16,39 @@ checksums match: a flipped byte or a half-written file is detected and the
 part recomputed, never used. Writes are atomic (temp file + ``os.replace``),
 files are owner-only, and a per-part lock stops two runs computing (or
 writing) the same part at once.
+
+Beside this workspace cache, the cache reads **published folders**
+(``cache publish``): read-only, text-free copies of complete entries of a
+public corpus, with a checksummed manifest (``published.json``):
+
+    PUBLISHED/published.json            corpus, licence, fingerprints, entries, sha256 of every file
+    PUBLISHED/documents/FP.npz          document ids and token offsets of each document set
+    PUBLISHED/v1/...                    the entries, laid out as above (no lock files)
+
+A part missing from the workspace is served from a published folder when the
+manifest lists it under the same key and every checksum matches; a tampered
+or stale published entry is reported once and ignored, never used. Published
+folders are found directly under the cache root (``ROOT/NAME/published.json``;
+the workspace cache itself lives in ``ROOT/v1``) and in the folders named by
+``$ENSEMBLE_DEID_PUBLISHED``.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
+import logging
 import os
 import shutil
 import socket
+import stat
+import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -39,6 +60,13 @@ from ..taggers.prediction import DocumentPrediction
 SCHEMA = "v1"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+PUBLISHED_MANIFEST = "published.json"
+PUBLISHED_FORMAT = "ensemble-deid published predictions"
+PUBLISHED_ENV = "ENSEMBLE_DEID_PUBLISHED"
+SCRATCH = ".scratch"
+STALE_TMP_SECONDS = 3600  # no single write takes an hour: older temp files are left-overs
+
+log = logging.getLogger(__name__)
 
 
 class CacheError(EnsembleDeidError):
@@ -141,34 +169,352 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _record_checksum(record: Mapping[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "record_sha256"}
+def _record_checksum(record: Mapping[str, Any], field: str = "record_sha256") -> str:
+    body = {k: v for k, v in record.items() if k != field}
     return _sha256(json.dumps(body, sort_keys=True).encode())
+
+
+def entry_record(key: EntryKey, description: Mapping[str, Any]) -> dict:
+    """The checksummed content of an entry's ``entry.json``."""
+    record = {
+        "schema": SCHEMA, "tagger": key.tagger, "version": key.version,
+        "param_hash": key.param_hash, "train_fingerprint": key.train_fingerprint, **description,
+    }
+    record["record_sha256"] = _record_checksum(record)
+    return record
+
+
+def entry_summary(manifest: Mapping[str, Any], entry_dir: Path | None = None) -> str:
+    """What tells entries of one tagger apart, in a line: the members and
+    parameters of an ensemble, the parameters of a tagger, and the date."""
+    params = manifest.get("params") or {}
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items())) if isinstance(params, dict) else str(params)
+    text = f"params {shown or '-'}"
+    if manifest.get("members"):
+        text = f"members {', '.join(map(str, manifest['members']))}; {text}"
+    try:
+        made = time.strftime("%Y-%m-%d %H:%M", time.localtime((entry_dir / "entry.json").stat().st_mtime)) if entry_dir else None
+    except OSError:
+        made = None
+    return f"{text}; made {made}" if made else text
+
+
+class CacheWriteError(CacheError):
+    """A file could not be written (disk full, no permission, missing folder)."""
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise CacheWriteError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from exc
+
+
+def make_private_dir(path: Path) -> None:
+    """``mkdir -p`` whose new folders are owner-only whatever the umask."""
+    missing = []
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    try:
+        for folder in reversed(missing):
+            folder.mkdir(mode=DIR_MODE, exist_ok=True)
+            os.chmod(folder, DIR_MODE)
+    except OSError as exc:
+        raise CacheWriteError(f"{path}: cannot create folder ({exc.strerror or type(exc).__name__})") from exc
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process, or not a pid we can ask about: assume alive
+    return True
+
+
+def _writer_pid(path: Path) -> int | None:
+    """The writing process of a cache temp file (``.NAME.PID.ID.tmp``) or scratch folder (``HOST-PID``)."""
+    if path.suffix == ".tmp":
+        parts = path.name.split(".")
+        if len(parts) >= 5 and parts[-3].isdigit() and parts[-2].isdigit():
+            return int(parts[-3])
+        return None
+    host, _, pid = path.name.rpartition("-")
+    return int(pid) if pid.isdigit() and host == socket.gethostname() else None
+
+
+def is_leftover(path: Path) -> bool:
+    """A temp file or scratch folder whose writer is gone: its process no
+    longer runs on this machine, or nothing touched it for an hour (a temp
+    file) or a day (another machine's scratch folder)."""
+    try:
+        age = time.time() - path.lstat().st_mtime
+    except OSError:
+        return False
+    pid = _writer_pid(path)
+    if path.suffix == ".tmp":
+        # A write takes seconds, never an hour. The pid may be another machine's
+        # (a dask worker on a shared cache): a minute's grace before believing it dead.
+        return age > STALE_TMP_SECONDS or (pid is not None and age > 60 and not _pid_alive(pid))
+    if pid is not None:  # a scratch folder of this machine
+        return not _pid_alive(pid)
+    return age > 24 * STALE_TMP_SECONDS  # another machine's: a part may compute for hours, not for a day
+
+
+def _report_once(message: str) -> None:
+    """Warn about a published entry once per process, however often it is looked up."""
+    if message not in _REPORTED:
+        _REPORTED.add(message)
+        log.warning("warning: %s", message)
+
+
+_REPORTED: set[str] = set()
+_scratch_lock = threading.Lock()
+_scratch_users = 0
+_saved_tempdir: str | None = None
+
+
+# --- published folders ------------------------------------------------------------
+
+class PublishedFolder:
+    """A read-only published copy of cache entries (see ``cache publish``).
+
+    Every file is checked against the manifest's SHA-256 before use; the
+    manifest carries a checksum over itself. Nothing here is ever written by
+    the cache."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.manifest: dict | None = None
+        self.problem: str | None = None
+        try:
+            self.manifest = self._load()
+        except CacheError as exc:
+            self.problem = str(exc)
+
+    def __repr__(self) -> str:
+        return f"PublishedFolder({str(self.path)!r})"
+
+    @staticmethod
+    def is_published(path: Path) -> bool:
+        try:
+            return stat.S_ISREG((Path(path) / PUBLISHED_MANIFEST).lstat().st_mode)
+        except OSError:
+            return False
+
+    def _load(self) -> dict:
+        manifest_path = self.path / PUBLISHED_MANIFEST
+        try:
+            if not stat.S_ISREG(manifest_path.lstat().st_mode):  # a link or a FIFO is never followed or read
+                raise CacheError(f"{manifest_path}: not a plain file")
+            manifest = json.loads(manifest_path.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CacheError(f"{manifest_path}: unreadable manifest ({type(exc).__name__})") from exc
+        if not isinstance(manifest, dict) or manifest.get("format") != PUBLISHED_FORMAT:
+            raise CacheError(f"{manifest_path}: not a published-predictions manifest")
+        if manifest.get("manifest_sha256") != _record_checksum(manifest, "manifest_sha256"):
+            raise CacheError(f"{manifest_path}: manifest checksum mismatch (edited or corrupted)")
+        if manifest.get("schema") != SCHEMA:
+            raise CacheError(f"{manifest_path}: schema {manifest.get('schema')!r} is not {SCHEMA}")
+        if not _well_formed(manifest):
+            raise CacheError(f"{manifest_path}: malformed manifest (a field is missing or of the wrong type)")
+        return manifest
+
+    @property
+    def usable(self) -> bool:
+        return self.manifest is not None
+
+    @property
+    def files(self) -> dict[str, dict]:
+        return self.manifest["files"] if self.manifest else {}
+
+    def file_problem(self, rel: str) -> str | None:
+        """None if the file is listed and its bytes match the manifest, else why not."""
+        listed = self.files.get(rel)
+        if not isinstance(listed, dict):
+            return "not listed in the manifest"
+        path = self.path / rel
+        try:
+            if not stat.S_ISREG(path.lstat().st_mode):  # a link or a FIFO is never followed or read
+                return "not a plain file"
+            data = path.read_bytes()
+        except OSError:
+            return "missing or unreadable"
+        if _sha256(data) != listed.get("sha256"):
+            return "checksum differs from the manifest (edited or corrupted)"
+        return None
+
+    def has_part(self, part: PartKey) -> bool:
+        rel = part.relpath.as_posix()
+        return f"{rel}.npz" in self.files and f"{rel}.json" in self.files
+
+    def entries(self) -> list[dict]:
+        return [e for e in (self.manifest or {}).get("entries", []) if isinstance(e, dict)]
+
+    def verify(self) -> list[tuple[Path, str]]:
+        """(path, problem) for the manifest, every listed file, and unlisted files."""
+        if self.problem:
+            return [(self.path / PUBLISHED_MANIFEST, self.problem)]
+        problems = []
+        bad = set()
+        for rel in sorted(self.files):
+            why = self.file_problem(rel)
+            if why:
+                problems.append((self.path / rel, why))
+                bad.add(rel)
+        for rel in sorted(self.files):
+            npz = f"{rel[:-5]}.npz"
+            if rel.endswith(".json") and npz in self.files and not {rel, npz} & bad:
+                try:  # checksums fine: does the part decode too?
+                    PredictionCache.read_part_files(self.path / rel[:-5])
+                except CorruptPart as exc:
+                    problems.append((self.path / npz, str(exc)))
+        listed = set(self.files) | {PUBLISHED_MANIFEST}
+        for f in sorted(p for p in self.path.rglob("*") if p.is_file()):
+            rel = f.relative_to(self.path).as_posix()
+            if rel not in listed and rel != "README.md":
+                problems.append((f, "not listed in the manifest (left over, or added by hand)"))
+        return problems
+
+
+def _well_formed(manifest: Mapping[str, Any]) -> bool:
+    """The manifest fields the cache relies on exist with the right types."""
+    files, entries = manifest.get("files"), manifest.get("entries")
+    if not isinstance(files, dict) or not isinstance(entries, list) or not isinstance(manifest.get("corpus"), str):
+        return False
+    if not isinstance(manifest.get("corpus_fingerprints"), dict):
+        return False
+    if not all(isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+               and not k.startswith("/") and ".." not in k.split("/") for k, v in files.items()):
+        return False  # and every listed file lies inside the folder
+    keys = ("tagger", "version", "param_hash", "train_fingerprint", "path")
+    for entry in entries:
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in keys):
+            return False
+        parts = entry.get("parts")
+        if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("path"), str) for p in parts):
+            return False
+    return True
+
+
+def published_folders(root: Path) -> list[Path]:
+    """Published folders under the cache root and in ``$ENSEMBLE_DEID_PUBLISHED``
+    (each a published folder or a folder of them)."""
+    candidates = [Path(root)] + [Path(p) for p in os.environ.get(PUBLISHED_ENV, "").split(os.pathsep) if p]
+    found: list[Path] = []
+    for base in candidates:
+        try:
+            inner = [base] if PublishedFolder.is_published(base) else sorted(
+                p for p in base.iterdir()  # hidden: a publication being staged, never read
+                if p.is_dir() and not p.name.startswith(".") and PublishedFolder.is_published(p))
+        except OSError:
+            continue
+        for p in inner:
+            if p.resolve() not in {f.resolve() for f in found}:
+                found.append(p)
+    return found
+
+
+class Problem(NamedTuple):
+    """Something ``verify`` found: ``kind`` is corrupt, incomplete, empty, leftover or published."""
+
+    path: Path
+    why: str
+    kind: str = "corrupt"
 
 
 class PredictionCache:
-    def __init__(self, root: str | Path):
+    """The workspace cache at ``root`` (read and written) and the published
+    folders (read only): ``published`` lists them, or None to find them
+    under the root and in ``$ENSEMBLE_DEID_PUBLISHED``."""
+
+    def __init__(self, root: str | Path, published: Sequence[str | Path] | None = None):
         self.root = Path(root)
+        self._published_paths = None if published is None else [Path(p) for p in published]
+        self._published: list[PublishedFolder] | None = None
+        self._checked: dict[Path, str | None] = {}
 
     def __repr__(self) -> str:
         return f"PredictionCache({str(self.root)!r})"
 
+    # --- the published sources --------------------------------------------------------
+    @property
+    def published(self) -> list[PublishedFolder]:
+        if self._published is None:
+            from ..corpus.tokenize import TOKENIZER_VERSION
+
+            paths = self._published_paths if self._published_paths is not None else published_folders(self.root)
+            self._published = [PublishedFolder(p) for p in paths]
+            for folder in self._published:
+                if folder.problem:
+                    _report_once(f"published folder {folder.path} ignored: {folder.problem}")
+                elif folder.manifest.get("tokenizer_version") != TOKENIZER_VERSION:
+                    folder.problem = (f"stale: made with tokenizer {folder.manifest.get('tokenizer_version')!r}, "
+                                      f"this installation's is {TOKENIZER_VERSION!r}")
+                    folder.manifest = None
+                    _report_once(f"published folder {folder.path} ignored: {folder.problem}")
+        return self._published
+
+    def _published_base(self, part: PartKey) -> Path | None:
+        """The base path of a published copy of the part whose checksums all match."""
+        rel = part.relpath.as_posix()
+        for folder in self.published:
+            if not folder.usable or not folder.has_part(part):
+                continue
+            base = folder.path / part.relpath
+            if base not in self._checked:
+                why = folder.file_problem(f"{rel}.json") or folder.file_problem(f"{rel}.npz")
+                if why is None:
+                    try:
+                        self.read_part_files(base)
+                    except CorruptPart as exc:
+                        why = str(exc)
+                self._checked[base] = why
+                if why:
+                    _report_once(f"published part {base} ignored: {why}")
+            if self._checked[base] is None:
+                return base
+        self._report_stale(part)
+        return None
+
+    def _report_stale(self, part: PartKey) -> None:
+        """Name published entries this run cannot use because another version of the tagger made them."""
+        e = part.entry
+        for folder in self.published:
+            for entry in folder.entries():
+                if (entry.get("tagger") == e.tagger and entry.get("train_fingerprint") == e.train_fingerprint
+                        and entry.get("version") != e.version):
+                    _report_once(f"published entry {e.tagger} {entry.get('version')}-{entry.get('param_hash')} in "
+                                 f"{folder.path} is stale: made by version {entry.get('version')}, this run uses "
+                                 f"version {e.version}; ignored")
+
+    def locate(self, part: PartKey) -> Path | None:
+        """Base path of a valid copy of the part: the workspace's, else a published one."""
+        base = self.root / part.relpath
+        if base.with_suffix(".json").exists():
+            try:
+                self.read_part_files(base)
+                return base
+            except CorruptPart:
+                pass
+        return self._published_base(part)
+
+    # --- writing ---------------------------------------------------------------------
     def _mkdir(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        make_private_dir(path)
         # mkdir's mode is masked by umask; make sure what we own is owner-only.
         p = path
         while p != self.root and p != p.parent:
@@ -181,11 +527,7 @@ class PredictionCache:
         path = self.root / key.relpath
         self._mkdir(path)
         manifest = path / "entry.json"
-        record = {
-            "schema": SCHEMA, "tagger": key.tagger, "version": key.version,
-            "param_hash": key.param_hash, "train_fingerprint": key.train_fingerprint, **description,
-        }
-        record["record_sha256"] = _record_checksum(record)
+        record = entry_record(key, description)
         if not manifest.exists() or self._read_json(manifest, strict=False) != record:
             _atomic_write(manifest, json.dumps(record, indent=2, sort_keys=True).encode())
         return path
@@ -235,22 +577,31 @@ class PredictionCache:
         return record
 
     def part_status(self, part: PartKey) -> str:
-        """"missing", "valid" or "corrupt: why"."""
+        """"valid" (in the workspace or a published folder), "missing" or
+        "corrupt: why" (the workspace copy is bad and no published copy serves)."""
         base = self.root / part.relpath
-        if not base.with_suffix(".json").exists():
-            return "missing"
-        try:
-            self.read_part(part)
-        except CorruptPart as exc:
-            return f"corrupt: {exc}"
-        return "valid"
+        status = "missing"
+        if base.with_suffix(".json").exists():
+            try:
+                self.read_part_files(base)
+                return "valid"
+            except CorruptPart as exc:
+                status = f"corrupt: {exc}"
+        return "valid" if self._published_base(part) is not None else status
 
     def read_part(self, part: PartKey) -> tuple[dict[str, DocumentPrediction], dict]:
-        base = self.root / part.relpath
-        return self.read_part_files(base)
+        """The workspace copy, else a valid published one; CorruptPart when neither serves."""
+        try:
+            return self.read_part_files(self.root / part.relpath)
+        except CorruptPart:
+            published = self._published_base(part)
+            if published is None:
+                raise
+            return self.read_part_files(published)
 
-    def read_part_files(self, base: Path) -> tuple[dict[str, DocumentPrediction], dict]:
-        record = self._read_json(base.with_suffix(".json"))
+    @staticmethod
+    def read_part_files(base: Path) -> tuple[dict[str, DocumentPrediction], dict]:
+        record = PredictionCache._read_json(base.with_suffix(".json"))
         if record.get("schema") != SCHEMA:
             raise CorruptPart(f"{base}.json: schema {record.get('schema')!r} is not {SCHEMA}")
         try:
@@ -286,27 +637,116 @@ class PredictionCache:
         bases = {p.with_suffix("") for p in entry_dir.glob("*/*.json")} | {p.with_suffix("") for p in entry_dir.glob("*/*.npz")}
         return sorted(bases)
 
-    def verify(self) -> list[tuple[Path, str]]:
-        """(path, problem) for every corrupt or incomplete part or entry."""
-        problems: list[tuple[Path, str]] = []
+    def verify(self) -> list[Problem]:
+        """Every corrupt or incomplete part, entry without manifest or parts,
+        left-over temp file or scratch folder, and problem of a published folder."""
+        problems: list[Problem] = []
         top = self.root / SCHEMA
-        if not top.is_dir():
-            return problems
-        for entry_dir in sorted(p for p in top.glob("*/*/*") if p.is_dir()):
+        for entry_dir in sorted(p for p in top.glob("*/*/*") if p.is_dir()) if top.is_dir() else []:
             if self._read_json(entry_dir / "entry.json", strict=False) is None:
-                problems.append((entry_dir / "entry.json", "missing or corrupt entry manifest"))
-            for base in self.part_files(entry_dir):
+                problems.append(Problem(entry_dir / "entry.json", "missing or corrupt entry manifest"))
+            bases = self.part_files(entry_dir)
+            if not bases and not self._busy(entry_dir):
+                problems.append(Problem(entry_dir, "empty entry (no part: a failed or interrupted run)", "empty"))
+            for base in bases:
                 if not base.with_suffix(".json").exists():
-                    problems.append((base.with_suffix(".npz"), "incomplete part (no commit record)"))
+                    problems.append(Problem(base.with_suffix(".npz"), "incomplete part (no commit record)", "incomplete"))
                     continue
                 try:
                     self.read_part_files(base)
                 except CorruptPart as exc:
-                    problems.append((base.with_suffix(".npz"), str(exc)))
+                    problems.append(Problem(base.with_suffix(".npz"), str(exc)))
+        for tmp in sorted(top.rglob(".*.tmp")) if top.is_dir() else []:
+            if is_leftover(tmp):
+                problems.append(Problem(tmp, "half-written temporary file (its writer was interrupted)", "leftover"))
+        scratch = self.root / SCRATCH
+        for folder in sorted(scratch.iterdir()) if scratch.is_dir() else []:
+            if is_leftover(folder):
+                problems.append(Problem(folder, "scratch folder of an interrupted run", "leftover"))
+        for folder in self.published:
+            problems += [Problem(path, why, "published") for path, why in folder.verify()]
         return problems
 
+    def remove_problem(self, problem: Problem) -> str:
+        """Delete what a workspace problem names; say what was removed.
+        Published folders are read-only: their problems are left for the publisher."""
+        path = problem.path
+        if problem.kind == "published":
+            return f"kept {path} (a published folder is never changed here: republish or restore it from git)"
+        if problem.kind in ("corrupt", "incomplete") and path.name != "entry.json":
+            removed = [p for p in (path.with_suffix(".json"), path.with_suffix(".npz")) if p.exists()]
+            for p in removed:
+                p.unlink(missing_ok=True)
+            return f"removed {', '.join(p.name for p in removed)} in {path.parent} (recomputed by the next cv run)"
+        if path.is_dir():
+            self._remove_inside(path)
+            return f"removed {'empty entry' if problem.kind == 'empty' else 'folder'} {path}"
+        self._inside(path).unlink(missing_ok=True)
+        return f"removed {path}"
+
+    def _inside(self, path: Path) -> Path:
+        resolved = Path(path).resolve()
+        if self.root.resolve() not in resolved.parents:
+            raise CacheError(f"{path} is not inside the cache {self.root}")
+        return resolved
+
+    def _remove_inside(self, folder: Path) -> None:
+        shutil.rmtree(self._inside(folder), ignore_errors=True)
+
+    @staticmethod
+    def _busy(entry_dir: Path) -> bool:
+        """Whether a run holds a part lock of this entry right now (its first part is being computed)."""
+        from filelock import FileLock, Timeout
+
+        for lock_path in entry_dir.glob("*/*.lock"):
+            lock = FileLock(str(lock_path), timeout=0)
+            try:
+                lock.acquire()
+            except Timeout:
+                return True
+            except OSError:
+                continue
+            lock.release()
+        return False
+
+    def discard_if_empty(self, key: EntryKey) -> bool:
+        """Remove an entry a failed run created but never wrote a part to."""
+        entry_dir = self.root / key.relpath
+        if entry_dir.is_dir() and not self.part_files(entry_dir) and not self._busy(entry_dir):
+            self._remove_inside(entry_dir)
+            return True
+        return False
+
     def remove_entry(self, entry_dir: Path) -> None:
-        entry_dir = Path(entry_dir).resolve()
-        if self.root.resolve() not in entry_dir.parents:
-            raise CacheError(f"{entry_dir} is not inside the cache {self.root}")
-        shutil.rmtree(entry_dir)
+        shutil.rmtree(self._inside(entry_dir))
+
+    # --- scratch space for taggers ---------------------------------------------------------
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[Path]:
+        """Point ``tempfile`` at ``ROOT/.scratch/HOST-PID`` while a part is
+        computed: what a tagger's tools write there (crfsuite's model file, ...)
+        goes when the part is done, and what a killed worker leaves is swept by
+        the next run or by ``cache verify --remove`` instead of staying in $TMPDIR."""
+        global _scratch_users, _saved_tempdir
+        own = self.root / SCRATCH / f"{socket.gethostname()}-{os.getpid()}"
+        with _scratch_lock:
+            if _scratch_users == 0:
+                self._sweep_scratch()
+                self._mkdir(own)
+                _saved_tempdir = tempfile.tempdir
+                tempfile.tempdir = str(own)
+            _scratch_users += 1
+        try:
+            yield own
+        finally:
+            with _scratch_lock:
+                _scratch_users -= 1
+                if _scratch_users == 0:
+                    tempfile.tempdir = _saved_tempdir
+                    shutil.rmtree(own, ignore_errors=True)
+
+    def _sweep_scratch(self) -> None:
+        scratch = self.root / SCRATCH
+        for folder in list(scratch.iterdir()) if scratch.is_dir() else []:
+            if is_leftover(folder):
+                shutil.rmtree(folder, ignore_errors=True)

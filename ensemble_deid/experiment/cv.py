@@ -157,9 +157,9 @@ def execute_task(
     folds: FoldAssignment, cache_root: str, threads: int,
 ) -> dict:
     """Compute one part unless another run already has (runs in a worker)."""
-    cache = PredictionCache(cache_root)
+    cache = PredictionCache(cache_root, published=())  # pending() already looked in published folders
     _limit_threads(threads)
-    with cache.lock(task.part):
+    with cache.lock(task.part), cache.scratch():
         if cache.part_status(task.part) == "valid":
             return {"status": "reused", "task": task}
         tagger = task.spec.make()
@@ -253,7 +253,7 @@ class CrossValidation:
         todo = []
         for spec in specs:
             entry, _ = self.entry_key(spec)
-            self.cache.ensure_entry(entry, self._describe(spec))
+            spec_todo = []
             for task in self.parts(spec):
                 status = self.cache.part_status(task.part)
                 if status.startswith("corrupt"):
@@ -261,7 +261,10 @@ class CrossValidation:
                         on_corrupt(f"{task.part}: {status}; recomputing")
                     self.cache.discard_part(task.part)
                 if status != "valid":
-                    todo.append(task)
+                    spec_todo.append(task)
+            if spec_todo:  # no workspace entry when every part is served (e.g. from a published folder)
+                self.cache.ensure_entry(entry, self._describe(spec))
+            todo += spec_todo
         return todo
 
     def run(
@@ -273,7 +276,12 @@ class CrossValidation:
         for spec in specs:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)
-        results = self._execute(todo, jobs, backend, scheduler, progress)
+        try:
+            results = self._execute(todo, jobs, backend, scheduler, progress)
+        except BaseException:
+            for spec in specs:  # a failed run leaves no entry without parts
+                self.cache.discard_if_empty(self.entry_key(spec)[0])
+            raise
         runs = self.collect(specs)
         for res in results:
             run = runs[res["task"].spec.label]
