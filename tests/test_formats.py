@@ -46,11 +46,19 @@ XML_EXPECTED = {
     "duplicate_ids.xml": (WARNING, "P0", "id", "duplicate tag id"),
     "overlap.xml": (WARNING, "P0/P1", None, "overlap"),
     "unknown_element.xml": (WARNING, None, "NOTES", "unknown element"),
+    # Issue 21 items 2, 4, 5, 7: each used to load (silently cut or without PHI) or crash.
+    "markup_in_text.xml": (ERROR, None, "TEXT", "TEXT holds markup"),
+    "xinclude.xml": (ERROR, None, "TEXT", "TEXT holds markup"),
+    "no_tags.xml": (WARNING, None, "TAGS", "no TAGS element"),
+    "unknown_encoding.xml": (ERROR, None, "encoding", "unknown or unsupported encoding 'TTF-8'"),
+    "external_dtd.xml": (ERROR, None, "DOCTYPE", "external DTD"),
 }
 BRAT_EXPECTED = {
     "bad_offsets.ann": (ERROR, "T2", "offsets", "out of range"),
     "non_integer_offsets.ann": (ERROR, "T2", "offsets", "not integers"),
-    "discontinuous.ann": (ERROR, "T1", "offsets", "discontinuous"),
+    "bad_fragment.ann": (ERROR, "T1", "offsets", "expected START END for each fragment"),
+    # Issue 21 item 1: the line without tabs was quoted whole (PHI included) as its "tag id".
+    "no_tab.ann": (ERROR, "line 1", None, "expected 'ID<TAB>TYPE START END<TAB>TEXT'"),
     "orphan.ann": (ERROR, None, None, "no .txt file"),
     "not_utf8.txt": (ERROR, None, None, "not valid UTF-8"),
     "empty.txt": (WARNING, None, None, "text is empty"),
@@ -105,7 +113,7 @@ def test_broken_folders_hold_exactly_the_expected_files(broken_dir):
     assert brat == expected
 
 
-@pytest.mark.parametrize("fmt, expected, loaded", [("xml", XML_EXPECTED, 4), ("brat", BRAT_EXPECTED, 2)])
+@pytest.mark.parametrize("fmt, expected, loaded", [("xml", XML_EXPECTED, 5), ("brat", BRAT_EXPECTED, 2)])
 def test_read_directory_reports_every_problem_without_crashing(broken_dir, fmt, expected, loaded):
     docs, problems = read_directory(broken_dir / fmt)
     assert {Path(p.file).name for p in problems} == set(expected)
@@ -143,7 +151,7 @@ def test_corpus_check_max_shown_still_counts_everything(broken_dir):
     result = CliRunner().invoke(main, ["corpus", "check", "--max-shown", "2", str(broken_dir / "xml")])
     assert result.exit_code == 1
     assert f"... {len(XML_EXPECTED) - 2} more problem(s) not shown" in result.output
-    assert "10 error(s), 3 warning(s)" in result.output
+    assert "14 error(s), 4 warning(s)" in result.output
 
 
 def test_corpus_check_passes_a_clean_folder(tmp_path):
@@ -154,14 +162,24 @@ def test_corpus_check_passes_a_clean_folder(tmp_path):
     assert "1 document(s) loaded, 1 PHI; 0 error(s), 0 warning(s)" in result.output
 
 
-def test_external_dtd_is_not_fetched(tmp_path):
+@pytest.mark.parametrize("doctype", ['SYSTEM "file:///etc/passwd"', 'PUBLIC "-//X//DTD Y//EN" "http://example.org/y.dtd"'])
+def test_external_dtd_is_refused_not_fetched(tmp_path, doctype):
+    # Issue 21 item 7: an external DTD used to load silently.
     path = tmp_path / "dtd.xml"
-    path.write_text(
-        '<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 SYSTEM "file:///etc/passwd">\n'
-        "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n"
-    )
+    path.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 {doctype}>\n'
+                    "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n")
     doc, problems = read_i2b2_xml(path)
-    assert doc is not None and doc.text == "abc"
+    assert doc is None
+    assert [(p.severity, p.field) for p in problems] == [(ERROR, "DOCTYPE")]
+    assert "external DTD" in problems[0].message
+
+
+def test_internal_dtd_without_entities_still_loads(tmp_path):
+    path = tmp_path / "dtd.xml"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 [<!ELEMENT TEXT (#PCDATA)>]>\n'
+                    "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n")
+    doc, problems = read_i2b2_xml(path)
+    assert doc is not None and doc.text == "abc" and problems == []
 
 
 # --- XML ---------------------------------------------------------------------------
