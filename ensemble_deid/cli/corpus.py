@@ -126,7 +126,7 @@ def check(directory, fmt, label_map, max_shown):
     Messages name the file, the tag id and the field, never the PHI text.
     Exits with status 1 when any problem is fatal.
     """
-    from ..errors import ERROR
+    from ..errors import ERROR, printable
     from ..corpus.formats import read_directory
     from ..corpus.labelmap import LabelMap
 
@@ -140,7 +140,7 @@ def check(directory, fmt, label_map, max_shown):
     kinds = Counter(p.severity for p in problems)
     files = len({p.file for p in problems})
     click.echo(
-        f"{Path(directory)}: {len(docs)} document(s) loaded, {sum(len(d.annotations) for d in docs):,} PHI; "
+        f"{printable(directory)}: {len(docs)} document(s) loaded, {sum(len(d.annotations) for d in docs):,} PHI; "
         f"{kinds[ERROR]} error(s), {kinds['warning']} warning(s) in {files} file(s)"
     )
     if kinds[ERROR]:
