@@ -16,7 +16,7 @@ WARNING = "warning"  # counted and shown; loading goes on
 def printable(name: str | os.PathLike) -> str:
     """A file name safe to print: control characters (newlines, terminal
     escapes) and undecodable bytes are shown escaped, never sent raw."""
-    text = name if isinstance(name, str) else os.fsdecode(name)
+    text = os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)

@@ -13,7 +13,7 @@ temporary spills) goes through here, so three promises hold in one place:
 
 API: ``private_dir(path)``, ``write_private(path, data)`` (bytes or str),
 ``write_private_json(path, obj)``, ``private_temp_file(...)`` and
-``os_error(path, exc)`` for callers that do their own I/O.
+``os_error(path, exc)`` / ``reason(exc)`` for callers that do their own I/O.
 """
 from __future__ import annotations
 
@@ -52,10 +52,14 @@ class FileWriteError(EnsembleDeidError):
         super().__init__(f"cannot write {printable(self.path)}: {reason}")
 
 
+def reason(exc: OSError) -> str:
+    """An OSError's cause in words ("no space left on the device")."""
+    return _REASONS.get(exc.errno or -1) or (exc.strerror or type(exc).__name__).lower()
+
+
 def os_error(path: str | os.PathLike, exc: OSError) -> FileWriteError:
     """The FileWriteError for an OSError met while writing ``path``."""
-    reason = _REASONS.get(exc.errno or -1) or (exc.strerror or type(exc).__name__).lower()
-    return FileWriteError(path, reason)
+    return FileWriteError(path, reason(exc))
 
 
 def private_dir(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:

@@ -40,21 +40,15 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
     splits = {"train": list(train) if len(train) > 1 else train[0], "test": test, **({"dev": dev} if dev else {})}
     spec = CorpusSpec(name, splits, fmt, label_map, group_pattern or I2B2_GROUP_PATTERN)
     with fail_on_error():
-        previous = ws.corpus_specs().get(name) if replace else None
+        # Registration is the last, atomic step: an interrupted or failed load
+        # leaves the registry as it was.
+        ws.check_new(name, replace)
+        loaded = ws.load_spec(spec.resolved())
+        fingerprint = loaded.fingerprint("train")
         ws.add_corpus(spec, replace=replace)
-        try:
-            loaded = ws.load(name)
-        except Exception:
-            # Do not leave an unloadable corpus registered, nor lose the
-            # registration that --replace was meant to replace.
-            if previous is not None:
-                ws.add_corpus(previous, replace=True)
-            else:
-                ws.remove_corpus(name)
-            raise
     for split, docs in loaded.splits.items():
         click.echo(f"{split}: {len(docs)} documents, {sum(len(d.annotations) for d in docs):,} PHI")
-    click.echo(f"registered corpus {name!r} (fingerprint {loaded.fingerprint('train')})")
+    click.echo(f"registered corpus {name!r} (fingerprint {fingerprint})")
 
 
 @corpus.command("ls")
