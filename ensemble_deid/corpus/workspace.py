@@ -235,7 +235,7 @@ def _check_unique_ids(docs: list[Document], corpus: str, split: str) -> None:
         source = str(doc.metadata.get("source", "?"))
         if doc.id in seen:
             raise EnsembleDeidError(
-                f"corpus {corpus!r} {split}: document id {doc.id!r} appears in {seen[doc.id]} and {source}"
+                f"corpus {corpus!r} {split}: document id {doc.id!r} appears in {printable(seen[doc.id])} and {printable(source)}"
             )
         seen[doc.id] = source
 
