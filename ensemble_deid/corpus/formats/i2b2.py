@@ -8,7 +8,7 @@ from __future__ import annotations
 import codecs
 import re
 from pathlib import Path
-from xml.etree.ElementTree import ParseError
+from xml.etree.ElementTree import ParseError, TreeBuilder
 
 import defusedxml
 import defusedxml.ElementTree as SafeET
@@ -146,7 +146,7 @@ def _refuse_external_dtd(name, sysid, pubid, has_internal_subset):
 def _parse(source: str):
     """Parse decoded text with the hardened parser; an external DTD is refused
     too (defusedxml only refuses all DTDs or none)."""
-    parser = SafeET.DefusedXMLParser(forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    parser = SafeET.DefusedXMLParser(target=TreeBuilder(), forbid_dtd=False, forbid_entities=True, forbid_external=True)
     parser.parser.StartDoctypeDeclHandler = _refuse_external_dtd
     parser.feed(source)
     return parser.close()
