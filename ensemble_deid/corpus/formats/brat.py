@@ -24,7 +24,7 @@ from .source import read_source
 
 # Ids and types are shown in messages only when shaped like one: a malformed
 # line may start with note text (a line without tabs is quoted whole otherwise).
-_ID_SHAPE = re.compile(r"T[0-9A-Za-z_.-]{0,30}")
+_ID_SHAPE = re.compile(r"T\d{1,12}")
 _TYPE_SHAPE = re.compile(r"[A-Za-z0-9_:.-]{1,60}")
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\t]")
 _FRAGMENT = re.compile(r"(\d+) (\d+)")
@@ -38,7 +38,6 @@ def read_brat(
     txt_path = Path(txt_path)
     ann_path = txt_path.with_suffix(".ann")
     parents = {**KNOWN_PARENTS, **(parents or {})}
-    problems: list[Problem] = []
     raw, problems = read_source(txt_path)
     if raw is None:
         return None, problems

@@ -1,7 +1,7 @@
 """i2b2 2014 / N-GRID 2016 / MEDDOCAN XML: any root element holding TEXT and TAGS.
 
-Parsing goes through defusedxml, so entity expansion and external entities are
-refused rather than followed.
+Parsing goes through defusedxml, so entity expansion, external entities and
+external DTDs are refused rather than followed.
 """
 from __future__ import annotations
 
@@ -39,7 +39,6 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     path = Path(path)
     name = str(path)
     doc_id = doc_id or path.stem
-    problems: list[Problem] = []
     raw, problems = read_source(path)
     if raw is None:
         return None, problems
