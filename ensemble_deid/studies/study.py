@@ -160,7 +160,7 @@ class Study:
         specs = [TaggerSpec.parse(t) for t in cfg.taggers]
         cache = PredictionCache(self.ws.cache_dir)
         out = Path(out_dir) if out_dir else self.ws.results_dir / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        private_dir(out, root=self.ws.root)
+        private_dir(out, root=self.ws.results_dir)
 
         self.log(f"[1/3] base taggers: {len(specs)} tagger(s), {cfg.folds}-fold CV, training sets: "
                  + ", ".join(cfg.corpora + ([f"{cfg.corpora[0]}+{cfg.corpora[1]}"] if cfg.union and len(corpora) == 2 else [])))
