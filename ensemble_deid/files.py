@@ -11,9 +11,19 @@ temporary spills) goes through here, so three promises hold in one place:
 * an ``OSError`` (disk full, permission denied, missing folder) becomes a
   ``FileWriteError`` naming the path and the reason, never note text.
 
-API: ``private_dir(path)``, ``write_private(path, data)`` (bytes or str),
-``write_private_json(path, obj)``, ``private_temp_file(...)`` and
-``os_error(path, exc)`` / ``reason(exc)`` for callers that do their own I/O.
+API:
+
+* ``private_dir(path, root=None)``: make a folder (and missing parents) 0700;
+  with ``root``, also tighten the existing folders from ``path`` up to ``root``;
+* ``write_private(path, data, fsync=False)`` (bytes or str),
+  ``write_private_json(path, obj)``, and ``atomic_private_file(path)`` (a
+  binary handle, for ``savefig`` or ``pickle.dump``): atomic, 0600;
+* ``private_temp_file`` / ``private_temp_dir``: ``mkstemp`` / ``mkdtemp``;
+* ``os_error(path, exc)`` / ``reason(exc)`` for callers doing their own I/O.
+
+A hand-written "temp file + os.replace + chmod" elsewhere is one of these:
+``write_private(path, data, fsync=True)`` for an atomic durable write,
+``private_dir(path, root=cache_root)`` for a chmod loop up to a root.
 """
 from __future__ import annotations
 
@@ -21,6 +31,7 @@ import contextlib
 import errno
 import json
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -121,7 +132,8 @@ def atomic_private_file(path: str | os.PathLike) -> Iterator:
 
 @contextlib.contextmanager
 def _atomic(path: Path) -> Iterator:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(path):x}.tmp")
+    # Unique per call (pid + random): threads and processes writing one path never share a temp file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, FILE_MODE)
     except OSError as exc:
