@@ -246,3 +246,13 @@ def test_shipped_corpus_spill_is_gone_even_after_sigkill(tmp_path):
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert proc.stdout.strip() == "[]"  # unlinked as soon as written
     assert os.listdir(tmp_path) == []
+
+
+def test_evaluate_into_a_missing_folder_is_a_message(tmp_path, broken_dir):
+    # Item 18: "evaluate -o" into a missing folder was a traceback (the top-level handler names the file).
+    gold = tmp_path / "gold"
+    gold.mkdir()
+    (gold / "valid.xml").write_bytes((broken_dir / "xml" / "valid.xml").read_bytes())
+    result = _run("evaluate", "--gold", gold, "--system", gold, "-o", tmp_path / "missing" / "report.txt")
+    assert result.exit_code == 1 and not isinstance(result.exception, OSError), result.output
+    assert "missing/report.txt: the folder does not exist" in result.output
