@@ -5,11 +5,21 @@ text itself.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 ERROR = "error"  # fatal: loading stops
 WARNING = "warning"  # counted and shown; loading goes on
+
+
+def printable(name: str | os.PathLike) -> str:
+    """A file name safe to print: control characters (newlines, terminal
+    escapes) and undecodable bytes are shown escaped, never sent raw."""
+    text = os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)
@@ -21,11 +31,11 @@ class Problem:
     field: str | None = None  # attribute or element concerned
 
     def __str__(self) -> str:
-        where = self.file
+        where = printable(self.file)
         if self.tag is not None:
-            where += f" [tag {self.tag}]"
+            where += f" [tag {printable(self.tag)}]"
         if self.field is not None:
-            where += f" field {self.field!r}"
+            where += f" field {printable(self.field)!r}"
         return f"{self.severity}: {where}: {self.message}"
 
 

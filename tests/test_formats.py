@@ -46,11 +46,19 @@ XML_EXPECTED = {
     "duplicate_ids.xml": (WARNING, "P0", "id", "duplicate tag id"),
     "overlap.xml": (WARNING, "P0/P1", None, "overlap"),
     "unknown_element.xml": (WARNING, None, "NOTES", "unknown element"),
+    # Issue 21 items 2, 4, 5, 7: each used to load (silently cut or without PHI) or crash.
+    "markup_in_text.xml": (ERROR, None, "TEXT", "TEXT holds markup"),
+    "xinclude.xml": (ERROR, None, "TEXT", "TEXT holds markup"),
+    "no_tags.xml": (WARNING, None, "TAGS", "no TAGS element"),
+    "unknown_encoding.xml": (ERROR, None, "encoding", "unknown or unsupported encoding 'TTF-8'"),
+    "external_dtd.xml": (ERROR, None, "DOCTYPE", "external DTD"),
 }
 BRAT_EXPECTED = {
     "bad_offsets.ann": (ERROR, "T2", "offsets", "out of range"),
     "non_integer_offsets.ann": (ERROR, "T2", "offsets", "not integers"),
-    "discontinuous.ann": (ERROR, "T1", "offsets", "discontinuous"),
+    "bad_fragment.ann": (ERROR, "T1", "offsets", "expected START END for each fragment"),
+    # Issue 21 item 1: the line without tabs was quoted whole (PHI included) as its "tag id".
+    "no_tab.ann": (ERROR, "line 1", None, "expected 'ID<TAB>TYPE START END<TAB>TEXT'"),
     "orphan.ann": (ERROR, None, None, "no .txt file"),
     "not_utf8.txt": (ERROR, None, None, "not valid UTF-8"),
     "empty.txt": (WARNING, None, None, "text is empty"),
@@ -105,7 +113,7 @@ def test_broken_folders_hold_exactly_the_expected_files(broken_dir):
     assert brat == expected
 
 
-@pytest.mark.parametrize("fmt, expected, loaded", [("xml", XML_EXPECTED, 4), ("brat", BRAT_EXPECTED, 2)])
+@pytest.mark.parametrize("fmt, expected, loaded", [("xml", XML_EXPECTED, 5), ("brat", BRAT_EXPECTED, 2)])
 def test_read_directory_reports_every_problem_without_crashing(broken_dir, fmt, expected, loaded):
     docs, problems = read_directory(broken_dir / fmt)
     assert {Path(p.file).name for p in problems} == set(expected)
@@ -143,7 +151,7 @@ def test_corpus_check_max_shown_still_counts_everything(broken_dir):
     result = CliRunner().invoke(main, ["corpus", "check", "--max-shown", "2", str(broken_dir / "xml")])
     assert result.exit_code == 1
     assert f"... {len(XML_EXPECTED) - 2} more problem(s) not shown" in result.output
-    assert "10 error(s), 3 warning(s)" in result.output
+    assert "14 error(s), 4 warning(s)" in result.output
 
 
 def test_corpus_check_passes_a_clean_folder(tmp_path):
@@ -154,14 +162,24 @@ def test_corpus_check_passes_a_clean_folder(tmp_path):
     assert "1 document(s) loaded, 1 PHI; 0 error(s), 0 warning(s)" in result.output
 
 
-def test_external_dtd_is_not_fetched(tmp_path):
+@pytest.mark.parametrize("doctype", ['SYSTEM "file:///etc/passwd"', 'PUBLIC "-//X//DTD Y//EN" "http://example.org/y.dtd"'])
+def test_external_dtd_is_refused_not_fetched(tmp_path, doctype):
+    # Issue 21 item 7: an external DTD used to load silently.
     path = tmp_path / "dtd.xml"
-    path.write_text(
-        '<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 SYSTEM "file:///etc/passwd">\n'
-        "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n"
-    )
+    path.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 {doctype}>\n'
+                    "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n")
     doc, problems = read_i2b2_xml(path)
-    assert doc is not None and doc.text == "abc"
+    assert doc is None
+    assert [(p.severity, p.field) for p in problems] == [(ERROR, "DOCTYPE")]
+    assert "external DTD" in problems[0].message
+
+
+def test_internal_dtd_without_entities_still_loads(tmp_path):
+    path = tmp_path / "dtd.xml"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE deIdi2b2 [<!ELEMENT TEXT (#PCDATA)>]>\n'
+                    "<deIdi2b2><TEXT>abc</TEXT><TAGS/></deIdi2b2>\n")
+    doc, problems = read_i2b2_xml(path)
+    assert doc is not None and doc.text == "abc" and problems == []
 
 
 # --- XML ---------------------------------------------------------------------------
@@ -426,3 +444,146 @@ def test_text_attribute_spanning_a_line_break_matches(tmp_path):
                     'comment=""/></TAGS></deIdi2b2>', encoding="utf-8")
     doc, problems = read_i2b2_xml(path)
     assert problems == [] and doc.annotations[0].key == ("LOCATION", 8, 22, "HOSPITAL")
+
+
+# --- issue 21: hostile input (each test failed before the fix) ---------------------
+
+VALID_XML = (Path(__file__).parent / "data" / "broken" / "xml" / "valid.xml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("encoding, bom", [
+    ("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"), ("utf-8", b"\xef\xbb\xbf"),
+    ("utf-32-le", b"\xff\xfe\x00\x00"), ("utf-16-le", b""), ("utf-16-be", b""),
+])
+def test_xml_with_or_without_byte_order_mark_loads(tmp_path, encoding, bom):
+    # Item 7: UTF-16 with a BOM was refused while the same file without BOM loaded.
+    source = VALID_XML.replace('encoding="UTF-8"', 'encoding="UTF-16"' if "16" in encoding else 'encoding="UTF-8"')
+    path = tmp_path / "100-01.xml"
+    path.write_bytes(bom + source.encode(encoding))
+    doc, problems = read_i2b2_xml(path)
+    assert problems == [], [str(p) for p in problems]
+    assert [(a.start, a.end) for a in doc.annotations] == [(9, 29), (40, 50), (54, 60)]
+    assert doc.text.startswith("Paciente Zacarias")
+
+
+@pytest.mark.parametrize("declared, loads", [
+    ("Shift_JIS", True), ("UTF-7", True), ("latin-1", True), ("TTF-8", False), ("rot13", False), ("UTF-16", False),
+])
+def test_any_declared_encoding_gives_a_document_or_one_clear_error(tmp_path, declared, loads):
+    # Item 2: unknown or multi-byte declarations were a traceback (expat's ValueError).
+    path = tmp_path / "d.xml"
+    path.write_bytes(VALID_XML.replace('encoding="UTF-8"', f'encoding="{declared}"').encode("ascii"))
+    doc, problems = read_i2b2_xml(path)
+    if loads:
+        assert problems == [] and doc.text.startswith("Paciente Zacarias")
+    else:
+        assert doc is None and [(p.severity, p.field) for p in problems] == [(ERROR, "encoding")]
+        assert declared in problems[0].message
+
+
+def test_shift_jis_text_is_decoded(tmp_path):
+    text = "患者 Zacarias 東京"
+    path = tmp_path / "d.xml"
+    path.write_bytes(f'<?xml version="1.0" encoding="Shift_JIS"?><r><TEXT>{text}</TEXT><TAGS>'
+                     f'<NAME id="P0" start="3" end="11" TYPE="PATIENT"/></TAGS></r>'.encode("shift_jis"))
+    doc, problems = read_i2b2_xml(path)
+    assert problems == [] and doc.text == text and doc.annotations[0].text is None
+
+
+def test_brat_discontinuous_span_becomes_one_annotation_per_fragment(tmp_path):
+    # Item 8: discontinuous spans were rejected.
+    text = "Paciente Zacarias y Quintanilla, visto el 03/04/2019."
+    ann = "T1\tNOMBRE_SUJETO_ASISTENCIA 9 17;20 31\tZacarias Quintanilla\nT2\tFECHAS 42 52\t03/04/2019\n"
+    doc, problems = read_brat(_brat(tmp_path, text, ann))
+    assert problems == [], [str(p) for p in problems]
+    assert [(a.id, a.start, a.end, a.type) for a in doc.annotations] == [
+        ("T1", 9, 17, "NOMBRE_SUJETO_ASISTENCIA"), ("T1.2", 20, 31, "NOMBRE_SUJETO_ASISTENCIA"),
+        ("T2", 42, 52, "FECHAS")]
+    # Without the text field, and with a wrong one (named, not quoted).
+    doc, problems = read_brat(_brat(tmp_path, text, "T1\tNOMBRE_SUJETO_ASISTENCIA 9 17;20 31\n"))
+    assert problems == [] and len(doc.annotations) == 2
+    doc, problems = read_brat(_brat(tmp_path, text, "T1\tNOMBRE_SUJETO_ASISTENCIA 9 17;20 31\tZacarias y Quintanilla\n"))
+    assert doc is None and [(p.tag, p.field) for p in problems] == [("T1", "text")]
+    assert "Zacarias" not in str(problems[0])
+    doc, problems = read_brat(_brat(tmp_path, text, "T1\tNOMBRE_SUJETO_ASISTENCIA 20 31;9 17\n"))
+    assert doc is None and "out of order" in problems[0].message
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_brat_multi_line_span_text(tmp_path, newline):
+    # Item 8: a span over a line break has its text field written over two
+    # .ann lines (or with a space): both used to be rejected.
+    text = f"Vive en Calle Mayor{newline}12, Toledo.{newline}Visto hoy."
+    end = text.index(",")
+    covered = text[8:end]
+    for field in (covered, covered.replace(newline, " ")):
+        ann = f"T1\tCALLE 8 {end}\t{field}{newline}T2\tTERRITORIO {end + 2} {end + 8}\tToledo{newline}"
+        doc, problems = read_brat(_brat(tmp_path, text, ann))
+        assert problems == [], [str(p) for p in problems]
+        assert [(a.id, a.start, a.end) for a in doc.annotations] == [("T1", 8, end), ("T2", end + 2, end + 8)]
+    # A continuation never swallows the next annotation line.
+    ann = f"T1\tCALLE 8 {end}\tCalle Mayor{newline}T2\tTERRITORIO {end + 2} {end + 8}\tToledo{newline}"
+    doc, problems = read_brat(_brat(tmp_path, text, ann))
+    assert [(p.tag, p.field) for p in problems] == [("T1", "text")]
+
+
+@pytest.mark.parametrize("line", [
+    "T1 NOMBRE_SUJETO_ASISTENCIA 8 18 Zacarias Quintanilla",
+    "Tomás Zacarias Quintanilla 8 18",
+    "T1\tZacarias Quintanilla 8 18\tx",
+])
+def test_brat_malformed_line_is_never_quoted(tmp_path, line):
+    # Item 1: a line without a tab was quoted whole as the "tag id".
+    doc, problems = read_brat(_brat(tmp_path, "Paciente Zacarias Quintanilla.", line + "\n"))
+    assert doc is None and len(problems) == 1
+    assert "Zacarias" not in str(problems[0]) and "Tomás" not in str(problems[0])
+
+
+@pytest.mark.parametrize("ident", ['id="Zacarias Quintanilla"', 'id="P0"'])
+def test_xml_ids_are_shown_only_when_shaped_like_ids(tmp_path, ident):
+    path = tmp_path / "d.xml"
+    path.write_text(f'<r><TEXT>Paciente Zacarias</TEXT><TAGS><NAME {ident} start="9" end="99" TYPE="PATIENT"/>'
+                    "</TAGS></r>", encoding="utf-8")
+    doc, problems = read_i2b2_xml(path)
+    assert [p.tag for p in problems] == (["#0"] if "Zacarias" in ident else ["P0"])
+    assert "Zacarias" not in str(problems[0])
+
+
+def test_fifo_named_xml_is_an_error_not_a_hang(tmp_path):
+    # Item 6: a FIFO named *.xml blocked the loader forever.
+    write_i2b2_xml(Document("100-01", "Seen by Dr. Adams.", [Annotation(12, 17, "NAME", "DOCTOR")]), tmp_path / "100-01.xml")
+    os.mkfifo(tmp_path / "100-02.xml")
+    (tmp_path / "100-03.xml").mkdir()
+    docs, problems = read_directory(tmp_path)
+    assert [d.id for d in docs] == ["100-01"]
+    assert sorted((Path(p.file).name, p.message) for p in problems) == [
+        ("100-02.xml", "not a regular file (a FIFO, socket or device)"),
+        ("100-03.xml", "not a regular file (a folder)")]
+
+
+def test_non_utf8_file_name_is_one_clear_error(tmp_path):
+    # Item 3: such a name registered, then crashed in the fingerprint.
+    write_i2b2_xml(Document("100-01", "abc", []), tmp_path / "100-01.xml")
+    raw = os.fsencode(tmp_path) + b"/caf\xe9.xml"
+    with open(raw, "wb") as fh:
+        fh.write(to_i2b2_xml(Document("x", "abc", [])).encode())
+    docs, problems = read_directory(tmp_path)
+    assert [d.id for d in docs] == ["100-01"]
+    assert [(p.severity, p.field) for p in problems] == [(ERROR, "file name")]
+    assert "caf\\udce9.xml" in str(problems[0]) and str(problems[0]).isprintable()
+
+
+def test_file_names_with_control_characters_are_printed_escaped(tmp_path):
+    # Item 7: names with newlines or terminal escapes were printed raw.
+    (tmp_path / "bad\n\x1b[2Jname.xml").write_text("<r><TEXT>abc</TEXT></r", encoding="utf-8")
+    result = CliRunner().invoke(main, ["corpus", "check", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "bad\\n\\x1b[2Jname.xml" in result.output and "\x1b" not in result.output
+
+
+def test_forced_format_that_matches_no_file_is_refused(broken_dir):
+    # Item 7: --format brat on an XML folder loaded 0 documents without complaint.
+    with pytest.raises(CorpusError, match="no .txt files for format brat"):
+        read_directory(broken_dir / "xml", fmt="brat")
+    with pytest.raises(CorpusError, match="no .xml files for format xml"):
+        read_directory(broken_dir / "brat", fmt="xml")

@@ -145,7 +145,9 @@ def test_registry_file_is_private(workspace, tiny_dirs):
     assert stat.S_IMODE(os.stat(ws.state_dir).st_mode) == 0o700
     data = json.loads(ws.manifest_path.read_text())
     assert data["version"] == 1 and set(data["corpora"]) == {"tiny"}
-    assert [p.name for p in ws.state_dir.iterdir()] == ["corpora.json"]  # no temp file left
+    # no temp file left; the registry's lock file is owner-only too
+    assert sorted(p.name for p in ws.state_dir.iterdir()) == ["corpora.json", "corpora.json.lock"]
+    assert stat.S_IMODE(os.stat(ws.state_dir / "corpora.json.lock").st_mode) == 0o600
 
 
 def test_unreadable_registry_is_a_clean_error(workspace):

@@ -41,6 +41,12 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
 
+    def invoke(self, ctx: click.Context):
+        from .common import fail_on_error
+
+        with fail_on_error():  # disk full, a cache root that is a file...: a message, not a traceback
+            return super().invoke(ctx)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.version_option(__version__, prog_name="ensemble-deid")

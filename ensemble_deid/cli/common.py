@@ -2,10 +2,19 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 
 import click
 
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, printable
+from ..files import reason
+
+# OSErrors that are the user's environment, not a bug: a clean message naming
+# the file instead of a traceback. (EPIPE is left to click: "| head" is fine.)
+_ENVIRONMENT_ERRNOS = {
+    errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT,
+    errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.EMFILE, errno.ENAMETOOLONG,
+}
 
 
 def workspace_of(ctx: click.Context):
@@ -18,8 +27,16 @@ def workspace_of(ctx: click.Context):
 
 @contextlib.contextmanager
 def fail_on_error():
-    """Turn the toolkit's own errors into a clean CLI error (no traceback)."""
+    """Turn the toolkit's own errors, and file-system errors such as a full
+    disk, into a clean CLI error naming the file (no traceback). The
+    top-level group wraps every command in it, so this holds for commands
+    that write through modules not using ``ensemble_deid.files`` yet."""
     try:
         yield
     except EnsembleDeidError as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT_ERRNOS:
+            raise
+        where = f"{printable(exc.filename)}: " if exc.filename is not None else ""
+        raise click.ClickException(where + reason(exc)) from exc

@@ -43,21 +43,15 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
     splits = {"train": list(train) if len(train) > 1 else train[0], "test": test, **({"dev": dev} if dev else {})}
     spec = CorpusSpec(name, splits, fmt, label_map, group_pattern or I2B2_GROUP_PATTERN)
     with fail_on_error():
-        previous = ws.corpus_specs().get(name) if replace else None
+        # Registration is the last, atomic step: an interrupted or failed load
+        # leaves the registry as it was.
+        ws.check_new(name, replace)
+        loaded = ws.load_spec(spec.resolved())
+        fingerprint = loaded.fingerprint("train")
         ws.add_corpus(spec, replace=replace)
-        try:
-            loaded = ws.load(name)
-        except Exception:
-            # Do not leave an unloadable corpus registered, nor lose the
-            # registration that --replace was meant to replace.
-            if previous is not None:
-                ws.add_corpus(previous, replace=True)
-            else:
-                ws.remove_corpus(name)
-            raise
     for split, docs in loaded.splits.items():
         click.echo(f"{split}: {len(docs)} documents, {sum(len(d.annotations) for d in docs):,} PHI")
-    click.echo(f"registered corpus {name!r} (fingerprint {loaded.fingerprint('train')})")
+    click.echo(f"registered corpus {name!r} (fingerprint {fingerprint})")
 
 
 @corpus.command("ls")
@@ -129,7 +123,7 @@ def check(directory, fmt, label_map, max_shown):
     Messages name the file, the tag id and the field, never the PHI text.
     Exits with status 1 when any problem is fatal.
     """
-    from ..errors import ERROR
+    from ..errors import ERROR, printable
     from ..corpus.formats import read_directory
     from ..corpus.labelmap import LabelMap
 
@@ -143,7 +137,7 @@ def check(directory, fmt, label_map, max_shown):
     kinds = Counter(p.severity for p in problems)
     files = len({p.file for p in problems})
     click.echo(
-        f"{Path(directory)}: {len(docs)} document(s) loaded, {sum(len(d.annotations) for d in docs):,} PHI; "
+        f"{printable(directory)}: {len(docs)} document(s) loaded, {sum(len(d.annotations) for d in docs):,} PHI; "
         f"{kinds[ERROR]} error(s), {kinds['warning']} warning(s) in {files} file(s)"
     )
     if kinds[ERROR]:

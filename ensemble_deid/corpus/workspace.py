@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Iterator
 
 from .document import Document
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, printable
+from ..files import FILE_MODE, private_dir, write_private_json
 from .fingerprint import corpus_fingerprint
 from .formats import I2B2_GROUP_PATTERN, load_directory
 from .labelmap import LabelMap
@@ -45,6 +48,51 @@ class CorpusSpec:
             "splits": self.splits, "format": self.format, "label_map": self.label_map,
             "group_pattern": self.group_pattern, "embedded": self.embedded,
         }
+
+    def resolved(self) -> "CorpusSpec":
+        """The same spec with absolute paths (what the registry records)."""
+        for split in ("train", "test"):
+            if split not in self.splits:
+                raise EnsembleDeidError(f"corpus {self.name!r}: a {split} split is required")
+        splits = {
+            s: [str(Path(x).resolve()) for x in p] if isinstance(p, (list, tuple)) else str(Path(p).resolve())
+            for s, p in self.splits.items()
+        }
+        label_map = str(Path(self.label_map).resolve()) if self.label_map else None
+        return CorpusSpec(self.name, splits, self.format, label_map, self.group_pattern, self.embedded)
+
+
+# The registry's shape: what each entry's fields may hold.
+_ENTRY_FIELDS = {
+    "splits": dict, "format": str, "label_map": (str, type(None)),
+    "group_pattern": (str, type(None)), "embedded": bool,
+}
+
+
+def _check_registry(data: object, path: Path) -> dict:
+    """The registry as read, or an error naming the file, corpus and field
+    that do not have the expected shape (hand edits, another tool's file)."""
+    where = printable(path)
+    if not isinstance(data, dict) or not isinstance(data.get("corpora"), dict):
+        raise EnsembleDeidError(f"{where}: not a corpus registry (expected an object with 'version' and 'corpora')")
+    version = data.get("version")
+    if type(version) is not int or version != MANIFEST_VERSION:
+        raise EnsembleDeidError(f"{where}: registry version {version!r} is not the number {MANIFEST_VERSION} this version reads")
+    for name, entry in data["corpora"].items():
+        if not isinstance(entry, dict):
+            raise EnsembleDeidError(f"{where}: corpus {name!r}: entry is not an object")
+        for key, value in entry.items():
+            if key not in _ENTRY_FIELDS:
+                raise EnsembleDeidError(f"{where}: corpus {name!r}: unknown field {key!r}")
+            if not isinstance(value, _ENTRY_FIELDS[key]):
+                raise EnsembleDeidError(f"{where}: corpus {name!r}: field {key!r} has the wrong type")
+        splits = entry.get("splits")
+        if not splits or not all(
+            isinstance(s, str) and (isinstance(p, str) or (isinstance(p, list) and p and all(isinstance(x, str) for x in p)))
+            for s, p in (splits or {}).items()
+        ):
+            raise EnsembleDeidError(f"{where}: corpus {name!r}: field 'splits' must map split names to folders")
+    return data
 
 
 @dataclass
@@ -95,52 +143,54 @@ class Workspace:
         return self.root / "results"
 
     # --- manifest -----------------------------------------------------------
+    def private_state_dir(self) -> Path:
+        """``.ensemble-deid/``, created owner-only (and the workspace root, if missing)."""
+        return private_dir(self.state_dir, root=self.state_dir)
+
     def _read_manifest(self) -> dict:
         if not self.manifest_path.exists():
             return {"version": MANIFEST_VERSION, "corpora": {}}
         try:
             data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise EnsembleDeidError(f"{self.manifest_path}: unreadable corpus registry ({exc})") from exc
-        if data.get("version") != MANIFEST_VERSION:
-            raise EnsembleDeidError(f"{self.manifest_path}: registry version {data.get('version')} is not {MANIFEST_VERSION}")
-        return data
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON"
+            raise EnsembleDeidError(f"{printable(self.manifest_path)}: unreadable corpus registry ({reason})") from exc
+        return _check_registry(data, self.manifest_path)
 
-    def _write_manifest(self, data: dict) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.manifest_path.with_name(f".corpora.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-        os.replace(tmp, self.manifest_path)
+    @contextmanager
+    def _registry_update(self) -> Iterator[dict]:
+        """Read, change and write the registry under an inter-process lock, so
+        concurrent ``corpus add`` runs never lose each other's registrations."""
+        from filelock import FileLock
+
+        self.private_state_dir()
+        with FileLock(str(self.manifest_path) + ".lock", mode=FILE_MODE):
+            data = self._read_manifest()
+            yield data
+            write_private_json(self.manifest_path, data, fsync=True)
 
     def corpus_specs(self) -> dict[str, CorpusSpec]:
         data = self._read_manifest()
         return {name: CorpusSpec(name=name, **entry) for name, entry in sorted(data["corpora"].items())}
 
+    def check_new(self, name: str, replace: bool = False) -> None:
+        if name in self._read_manifest()["corpora"] and not replace:
+            raise EnsembleDeidError(f"corpus {name!r} is already registered (use --replace)")
+
     def add_corpus(self, spec: CorpusSpec, replace: bool = False) -> CorpusSpec:
-        for split in ("train", "test"):
-            if split not in spec.splits:
-                raise EnsembleDeidError(f"corpus {spec.name!r}: a {split} split is required")
-        spec.splits = {
-            s: [str(Path(x).resolve()) for x in p] if isinstance(p, (list, tuple)) else str(Path(p).resolve())
-            for s, p in spec.splits.items()
-        }
-        if spec.label_map:
-            spec.label_map = str(Path(spec.label_map).resolve())
-        data = self._read_manifest()
-        if spec.name in data["corpora"] and not replace:
-            raise EnsembleDeidError(f"corpus {spec.name!r} is already registered (use --replace)")
-        data["corpora"][spec.name] = spec.to_dict()
-        self._write_manifest(data)
+        """Record ``spec`` (paths made absolute) in the registry, in one atomic write."""
+        spec = spec.resolved()
+        with self._registry_update() as data:
+            if spec.name in data["corpora"] and not replace:
+                raise EnsembleDeidError(f"corpus {spec.name!r} is already registered (use --replace)")
+            data["corpora"][spec.name] = spec.to_dict()
         return spec
 
     def remove_corpus(self, name: str) -> None:
-        data = self._read_manifest()
-        if name not in data["corpora"]:
-            raise UnknownCorpus(f"no corpus named {name!r}")
-        del data["corpora"][name]
-        self._write_manifest(data)
+        with self._registry_update() as data:
+            if name not in data["corpora"]:
+                raise UnknownCorpus(f"no corpus named {name!r}")
+            del data["corpora"][name]
 
     # --- loading --------------------------------------------------------------
     def spec(self, name: str) -> CorpusSpec:
@@ -154,7 +204,12 @@ class Workspace:
         raise UnknownCorpus(f"no corpus named {name!r}; known: {', '.join(known) or 'none'} (register one with 'corpus add')")
 
     def load(self, name: str) -> Corpus:
-        spec = self.spec(name)
+        return self.load_spec(self.spec(name))
+
+    def load_spec(self, spec: CorpusSpec) -> Corpus:
+        """Load every split of ``spec``, registered or not (``corpus add``
+        loads before it registers)."""
+        name = spec.name
         label_map = LabelMap.load(spec.label_map) if spec.label_map else None
         splits = {}
         for split, paths in sorted(spec.splits.items(), key=lambda kv: _split_order(kv[0])):
@@ -168,6 +223,7 @@ class Workspace:
     def _materialize_embedded(self, name: str) -> CorpusSpec:
         from .synth.embedded import materialize
 
+        private_dir(self.state_dir / "embedded", root=self.state_dir)
         paths = materialize(name, self.state_dir / "embedded" / name)
         spec = CorpusSpec(name, {s: str(p) for s, p in paths.items()}, "xml", embedded=True)
         return self.add_corpus(spec, replace=True)
@@ -179,7 +235,7 @@ def _check_unique_ids(docs: list[Document], corpus: str, split: str) -> None:
         source = str(doc.metadata.get("source", "?"))
         if doc.id in seen:
             raise EnsembleDeidError(
-                f"corpus {corpus!r} {split}: document id {doc.id!r} appears in {seen[doc.id]} and {source}"
+                f"corpus {corpus!r} {split}: document id {doc.id!r} appears in {printable(seen[doc.id])} and {printable(source)}"
             )
         seen[doc.id] = source
 

@@ -7,11 +7,12 @@
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+
+from ..files import atomic_private_file, private_dir
 
 
 def _pyplot():
@@ -25,10 +26,12 @@ def _pyplot():
 
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fig.savefig(path, dpi=130, bbox_inches="tight")
-    os.chmod(path, 0o600)
-    _pyplot().close(fig)
+    private_dir(path.parent)
+    try:
+        with atomic_private_file(path) as fh:
+            fig.savefig(fh, format=path.suffix.lstrip(".") or "png", dpi=130, bbox_inches="tight")
+    finally:
+        _pyplot().close(fig)
     return path
 
 

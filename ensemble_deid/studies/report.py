@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..files import private_dir, write_private
 from .table import render_table
 
 
@@ -93,12 +94,10 @@ class ResultTable:
 
     def write(self, directory: str | Path, stem: str) -> list[Path]:
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(directory)
         paths = []
         for suffix, text in ((".md", self.markdown()), (".csv", self.csv()), (".tex", self.latex())):
-            path = directory / f"{stem}{suffix}"
-            _write_private(path, text)
-            paths.append(path)
+            paths.append(write_private(directory / f"{stem}{suffix}", text))
         return paths
 
 
@@ -110,13 +109,3 @@ def _md_cell(c: Cell) -> str:
         return c.text()
     plain = Cell(c.value).text()
     return (f"**{plain}**" if c.best else plain) + mark
-
-
-def _write_private(path: Path, text: str) -> None:
-    import os
-
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)

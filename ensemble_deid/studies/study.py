@@ -43,6 +43,7 @@ from ..experiment.cache import PredictionCache
 from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError
+from ..files import private_dir, write_private
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
 
@@ -159,7 +160,7 @@ class Study:
         specs = [TaggerSpec.parse(t) for t in cfg.taggers]
         cache = PredictionCache(self.ws.cache_dir)
         out = Path(out_dir) if out_dir else self.ws.results_dir / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        out.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(out, root=self.ws.results_dir)
 
         self.log(f"[1/3] base taggers: {len(specs)} tagger(s), {cfg.folds}-fold CV, training sets: "
                  + ", ".join(cfg.corpora + ([f"{cfg.corpora[0]}+{cfg.corpora[1]}"] if cfg.union and len(corpora) == 2 else [])))
@@ -196,10 +197,8 @@ class Study:
                 figures.append(plots.agreement_heatmap(*agree, out / f"agreement_{name}.png",
                                                        title=f"Member agreement on {name} test (span Jaccard)"))
         manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, time.perf_counter() - t_start, figures)
-        from .report import _write_private
-
-        _write_private(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
-        _write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown())
+        write_private(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
+        write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown())
         return StudyResult(out, base, ens, manifest)
 
     # --- tables ------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..document import Document
-from ...errors import ERROR, CorpusError, Problem
+from ...errors import ERROR, CorpusError, Problem, printable
 from ..labelmap import LabelMap
 from .brat import read_brat
 from .i2b2 import read_i2b2_xml, to_i2b2_xml, write_i2b2_xml
@@ -25,7 +25,7 @@ def detect_format(directory: Path) -> str:
         return "xml"
     if any(directory.glob("*.txt")) or any(directory.glob("*.ann")):
         return "brat"
-    raise CorpusError(f"{directory}: no .xml or .txt/.ann files found")
+    raise CorpusError(f"{printable(directory)}: no .xml or .txt/.ann files found")
 
 
 def read_directory(
@@ -41,8 +41,12 @@ def read_directory(
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise CorpusError(f"{directory}: not a directory")
+        raise CorpusError(f"{printable(directory)}: not a directory")
     fmt = detect_format(directory) if fmt == "auto" else fmt
+    pattern = {"xml": "*.xml", "brat": "*.txt"}.get(fmt)
+    if pattern is not None and not any(directory.glob(pattern)):
+        # e.g. --format brat on a folder of XML: refuse rather than load 0 documents.
+        raise CorpusError(f"{printable(directory)}: no {pattern[1:]} files for format {fmt}")
     problems: list[Problem] = []
     docs: list[Document] = []
     if fmt == "xml":

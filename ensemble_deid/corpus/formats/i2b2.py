@@ -1,24 +1,34 @@
 """i2b2 2014 / N-GRID 2016 / MEDDOCAN XML: any root element holding TEXT and TAGS.
 
-Parsing goes through defusedxml, so entity expansion and external entities are
-refused rather than followed.
+Parsing goes through defusedxml, so entity expansion, external entities and
+external DTDs are refused rather than followed.
 """
 from __future__ import annotations
 
-import os
+import codecs
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.etree.ElementTree import ParseError
+from xml.etree.ElementTree import ParseError, TreeBuilder
 
 import defusedxml
 import defusedxml.ElementTree as SafeET
 
 from ..document import PARENT_CATEGORIES, Annotation, Document
 from ...errors import ERROR, WARNING, Problem
+from ...files import write_private
+from .source import read_source
 
 ROOTS = ("deIdi2b2", "MEDDOCAN")
-_ENCODING_DECL = re.compile(rb"^<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']")
+_ENCODING_DECL = re.compile(rb"^<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+# Byte order marks, longest first (a UTF-32 LE mark starts like UTF-16 LE's).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# An id or element name is shown in messages only when it looks like one:
+# a value with spaces or odd characters may be note text put where it does not belong.
+_NAME_SHAPE = re.compile(r"[A-Za-z0-9_.:#/-]{1,40}")
 # Characters XML 1.0 cannot carry at all.
 _ATTR_WS = re.compile(r"\r\n|[\t\n\r]")
 _INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -30,22 +40,18 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     path = Path(path)
     name = str(path)
     doc_id = doc_id or path.stem
-    problems: list[Problem] = []
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, [Problem(ERROR, name, f"cannot read file ({exc.strerror})")]
+    raw, problems = read_source(path)
+    if raw is None:
+        return None, problems
     if not raw.strip():
         return None, [Problem(ERROR, name, "file is empty")]
-    declared = _ENCODING_DECL.match(raw)
-    encoding = declared.group(1).decode("ascii").lower() if declared else "utf-8"
-    if encoding.replace("-", "").replace("_", "") in ("utf8",):
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return None, [Problem(ERROR, name, f"not valid UTF-8 (bad byte at offset {exc.start})")]
+    source, problem = _decode(raw, name)
+    if problem is not None:
+        return None, [problem]
     try:
-        root = SafeET.fromstring(raw, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+        root = _parse(source)
+    except _ExternalDTD:
+        return None, [Problem(ERROR, name, "refused: the file names an external DTD (document type declaration)", field="DOCTYPE")]
     except defusedxml.EntitiesForbidden as exc:
         # Every entity declaration is refused here, before any reference to it
         # is followed, so an external entity (XXE) also lands in this branch.
@@ -63,23 +69,30 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     text_el = root.find("TEXT")
     if text_el is None:
         return None, [Problem(ERROR, name, "no TEXT element", field="TEXT")]
+    if len(text_el):
+        # ElementTree would keep only the text before the first child: the
+        # note would be cut silently. Element names are not shown (note text).
+        return None, [Problem(ERROR, name, "TEXT holds markup (an element inside the note, e.g. <b> or xi:include); "
+                                           "escape < and & or wrap the note in CDATA", field="TEXT")]
     text = text_el.text or ""
     if not text.strip():
         problems.append(Problem(WARNING, name, "TEXT is empty", field="TEXT"))
     for child in root:
         if child.tag not in ("TEXT", "TAGS"):
-            problems.append(Problem(WARNING, name, f"unknown element <{child.tag}> ignored", field=child.tag))
+            problems.append(Problem(WARNING, name, f"unknown element <{_shown(child.tag)}> ignored", field=_shown(child.tag)))
 
     annotations: list[Annotation] = []
     tags_el = root.find("TAGS")
+    if tags_el is None:
+        problems.append(Problem(WARNING, name, "no TAGS element: document has no annotations", field="TAGS"))
     seen_ids: set[str] = set()
     for i, el in enumerate(tags_el if tags_el is not None else ()):
-        tag_id = el.get("id") or f"#{i}"
+        tag_id = _shown(el.get("id"), f"#{i}")
         if tag_id in seen_ids:
             problems.append(Problem(WARNING, name, "duplicate tag id", tag=tag_id, field="id"))
         seen_ids.add(tag_id)
         if el.tag not in PARENT_CATEGORIES:
-            problems.append(Problem(WARNING, name, f"unknown category element <{el.tag}>", tag=tag_id))
+            problems.append(Problem(WARNING, name, f"unknown category element <{_shown(el.tag)}>", tag=tag_id))
         ann = _annotation(el, tag_id, text, name, problems)
         if ann is not None:
             annotations.append(ann)
@@ -87,6 +100,56 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     if any(p.severity == ERROR for p in problems):
         return None, problems
     return Document(doc_id, text, annotations, {"source": name, "format": "i2b2-xml", "root": root.tag}), problems
+
+
+def _shown(value: str | None, fallback: str = "?") -> str:
+    return value if value is not None and _NAME_SHAPE.fullmatch(value) else fallback
+
+
+def _decode(raw: bytes, name: str) -> tuple[str, Problem | None]:
+    """The file as text: a byte order mark wins, then the XML declaration's
+    encoding (any text encoding Python knows), then UTF-8. Decoding here, not
+    in expat, gives one clear problem for an unknown or multi-byte encoding."""
+    for bom, encoding in _BOMS:
+        if raw.startswith(bom):
+            raw = raw[len(bom):]
+            break
+    else:
+        if raw.startswith(b"<\0?\0"):
+            encoding = "utf-16-le"
+        elif raw.startswith(b"\0<\0?"):
+            encoding = "utf-16-be"
+        else:
+            declared = _ENCODING_DECL.match(raw)
+            encoding = declared.group(1).decode("ascii") if declared else "utf-8"
+    try:
+        if codecs.lookup(encoding).name in ("utf-16", "utf-32"):  # declared without a BOM: ambiguous
+            raise LookupError(encoding)
+        text = raw.decode(encoding)
+    except LookupError:
+        return "", Problem(ERROR, name, f"unknown or unsupported encoding {encoding!r} in the XML declaration", field="encoding")
+    except UnicodeDecodeError as exc:
+        label = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
+        return "", Problem(ERROR, name, f"not valid {label} (bad byte at offset {exc.start})")
+    return text, None
+
+
+class _ExternalDTD(Exception):
+    pass
+
+
+def _refuse_external_dtd(name, sysid, pubid, has_internal_subset):
+    if sysid or pubid:
+        raise _ExternalDTD
+
+
+def _parse(source: str):
+    """Parse decoded text with the hardened parser; an external DTD is refused
+    too (defusedxml only refuses all DTDs or none)."""
+    parser = SafeET.DefusedXMLParser(target=TreeBuilder(), forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    parser.parser.StartDoctypeDeclHandler = _refuse_external_dtd
+    parser.feed(source)
+    return parser.close()
 
 
 def _annotation(el, tag_id: str, text: str, file: str, problems: list[Problem]) -> Annotation | None:
@@ -174,20 +237,9 @@ def to_i2b2_xml(document: Document, root: str = "deIdi2b2") -> str:
     return "\n".join(lines)
 
 
-def write_i2b2_xml(document: Document, path: str | Path, root: str = "deIdi2b2", mode: int = 0o600) -> Path:
+def write_i2b2_xml(document: Document, path: str | Path, root: str = "deIdi2b2") -> Path:
     """Write atomically (temp file + rename) with owner-only permissions."""
-    path = Path(path)
-    data = to_i2b2_xml(document, root).encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return write_private(path, to_i2b2_xml(document, root))
 
 
 # -- Reading for scoring: the official program's view of a file --------------
@@ -270,10 +322,9 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
     differs from TEXT, a missing TYPE (scored as TYPE "", as officially)."""
     path = Path(path)
     name = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, [Problem(ERROR, name, f"cannot read file ({exc.strerror})")]
+    raw, problems = read_source(path)  # regular files only, UTF-8 names, never blocks
+    if raw is None:
+        return None, problems
     root, reason = _parse_for_scoring(raw)
     if root is None:
         return None, [Problem(ERROR, name, reason)]
@@ -282,7 +333,6 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
         return None, [Problem(ERROR, name, "no TEXT element", field="TEXT")]
     text = text_el.text or ""
     n = len(text)
-    problems: list[Problem] = []
     tags: list[tuple[int, int, str, str]] = []
     ignored: dict[str, int] = {}
     odd: dict[str, list[str]] = {"zero": [], "past": [], "text": [], "type": []}

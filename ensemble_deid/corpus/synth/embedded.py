@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ...files import FILE_MODE, private_dir, private_temp_dir, write_private_json
 
 STAMP_NAME = "EMBEDDED.json"
 
@@ -94,8 +95,8 @@ def materialize(
         return paths
     from filelock import FileLock
 
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(directory.parent / f".{directory.name}.lock")):
+    private_dir(directory.parent)
+    with FileLock(str(directory.parent / f".{directory.name}.lock"), mode=FILE_MODE):
         if is_complete(name, directory, spec):  # another process made it meanwhile
             return paths
         _build(name, spec, directory)
@@ -103,22 +104,22 @@ def materialize(
 
 
 def _build(name: str, spec: EmbeddedSpec, directory: Path) -> None:
-    from .generate import generate_corpus, manifest_for, write_corpus, write_json
+    from .generate import generate_corpus, manifest_for, write_corpus
 
     if directory.exists() and any(directory.iterdir()) and not (directory / STAMP_NAME).exists():
         # Not ours (no stamp): never delete someone's folder.
         raise FileExistsError(f"{directory}: exists, is not empty and holds no {STAMP_NAME}; "
                               "move it away to let the embedded corpus be generated there")
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
+    tmp = private_temp_dir(f".{directory.name}.", ".tmp", directory.parent)
     old: Path | None = None
     try:
         # Test data gets its own seed stream and id range.
         for split, n, seed in (("train", spec.train_docs, spec.seed), ("test", spec.test_docs, spec.seed + 1)):
             docs = generate_corpus(spec.style, n, seed, split)
-            (tmp / split).mkdir()
+            private_dir(tmp / split)
             write_corpus(docs, tmp / split, manifest_for(docs, spec.style, seed, split, {}))
-        write_json(tmp / STAMP_NAME, stamp_for(name, spec))
+        write_private_json(tmp / STAMP_NAME, stamp_for(name, spec))
         if directory.exists():  # stale or incomplete: move aside, then delete
             old = directory.with_name(f".{directory.name}.old.{os.getpid()}")
             os.replace(directory, old)

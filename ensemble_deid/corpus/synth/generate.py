@@ -8,14 +8,13 @@ when their stamp's version differs.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from ..document import Document
+from ...files import private_dir, private_temp_dir, write_private_json
 from ..formats import write_i2b2_xml
 
 GENERATOR_VERSION = "3"
@@ -105,17 +104,8 @@ def write_corpus(docs: Sequence[Document], directory: str | Path, manifest: dict
         paths.append(path)
     if manifest is not None:
         manifest = dict(manifest, files=dict(sorted(hashes.items())))
-        write_json(directory / MANIFEST_NAME, manifest)
+        write_private_json(directory / MANIFEST_NAME, manifest)
     return paths
-
-
-def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
 
 
 def synthesize(
@@ -141,8 +131,8 @@ def synthesize(
     if existing and not overwrite:
         raise FileExistsError(f"{out}: already holds {len(existing)} corpus file(s); use overwrite to replace them")
     docs = generate_corpus(style, n_docs, seed, split, first_id)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    private_dir(out.parent)
+    tmp = private_temp_dir(f".{out.name}.", ".tmp", out.parent)
     try:
         write_corpus(docs, tmp, manifest_for(docs, style, seed, split, {}))
         if not out.exists():

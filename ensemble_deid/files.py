@@ -1,0 +1,167 @@
+"""Owner-only files and folders, written atomically, with errors that name the file.
+
+Everything the toolkit writes (registry, corpora, cache, reports, plots,
+temporary spills) goes through here, so three promises hold in one place:
+
+* owner-only whatever the umask: folders 0700, files 0600 (``mkdir`` and
+  ``open`` modes are masked by the umask, so modes are set explicitly);
+* atomic: a file is written to a temporary file beside it and renamed into
+  place; on any failure (disk full, interrupt) the temporary file is removed
+  and the old file, if any, is left as it was;
+* an ``OSError`` (disk full, permission denied, missing folder) becomes a
+  ``FileWriteError`` naming the path and the reason, never note text.
+
+API:
+
+* ``private_dir(path, root=None)``: make a folder (and missing parents) 0700;
+  with ``root``, also tighten the existing folders from ``path`` up to ``root``;
+* ``write_private(path, data, fsync=False)`` (bytes or str),
+  ``write_private_json(path, obj)``, and ``atomic_private_file(path)`` (a
+  binary handle, for ``savefig`` or ``pickle.dump``): atomic, 0600;
+* ``private_temp_file`` / ``private_temp_dir``: ``mkstemp`` / ``mkdtemp``;
+* ``os_error(path, exc)`` / ``reason(exc)`` for callers doing their own I/O.
+
+A hand-written "temp file + os.replace + chmod" elsewhere is one of these:
+``write_private(path, data, fsync=True)`` for an atomic durable write,
+``private_dir(path, root=cache_root)`` for a chmod loop up to a root.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import EnsembleDeidError, printable
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+_REASONS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOENT: "the folder does not exist",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EEXIST: "exists and is not a folder",
+    errno.EROFS: "read-only file system",
+    errno.EISDIR: "is a folder",
+}
+
+
+class FileWriteError(EnsembleDeidError):
+    """Writing or creating ``path`` failed; the message names it and the reason."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"cannot write {printable(self.path)}: {reason}")
+
+
+def reason(exc: OSError) -> str:
+    """An OSError's cause in words ("no space left on the device")."""
+    return _REASONS.get(exc.errno or -1) or (exc.strerror or type(exc).__name__).lower()
+
+
+def os_error(path: str | os.PathLike, exc: OSError) -> FileWriteError:
+    """The FileWriteError for an OSError met while writing ``path``."""
+    return FileWriteError(path, reason(exc))
+
+
+def private_dir(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
+    """Create folder ``path`` and its missing parents, owner-only (0700
+    whatever the umask); returns it.
+
+    Existing folders are left as they are (one may be the user's home), except
+    with ``root``: then every folder we own from ``path`` up to ``root``
+    (a folder the toolkit manages, such as the workspace) is tightened too.
+    """
+    path = Path(path)
+    created = [p for p in (path, *path.parents) if not p.exists()]
+    owned = []
+    if root is not None:
+        root = Path(root)
+        owned = [p for p in (path, *path.parents) if p == root or root in p.parents]
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        for p in created + owned:
+            if p.stat().st_uid == os.getuid() and p.stat().st_mode & 0o7777 != DIR_MODE:
+                os.chmod(p, DIR_MODE)
+    except FileExistsError as exc:  # path, or a parent, is a file
+        raise FileWriteError(path, _REASONS[errno.EEXIST]) from exc
+    except OSError as exc:
+        raise os_error(path, exc) from exc
+    return path
+
+
+def write_private(path: str | os.PathLike, data: bytes | str, fsync: bool = False) -> Path:
+    """Write ``data`` to ``path`` atomically, owner-only (0600).
+
+    The parent folder must exist (create it with ``private_dir``). On failure
+    nothing is left behind and the previous content of ``path`` is kept.
+    """
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    with _atomic(path) as fh:
+        fh.write(data)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    return path
+
+
+def write_private_json(path: str | os.PathLike, obj: Any, fsync: bool = False) -> Path:
+    """``obj`` as indented, key-sorted JSON (newline-terminated), atomically, 0600."""
+    return write_private(path, json.dumps(obj, indent=2, sort_keys=True) + "\n", fsync=fsync)
+
+
+@contextlib.contextmanager
+def atomic_private_file(path: str | os.PathLike) -> Iterator:
+    """A binary file handle whose content replaces ``path`` (0600) when the
+    block ends without error; for writers that need a file object
+    (``savefig``, ``pickle.dump``)."""
+    with _atomic(Path(path)) as fh:
+        yield fh
+
+
+@contextlib.contextmanager
+def _atomic(path: Path) -> Iterator:
+    # Unique per call (pid + random): threads and processes writing one path never share a temp file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, FILE_MODE)
+    except OSError as exc:
+        raise os_error(path, exc) from exc
+    try:
+        os.fchmod(fd, FILE_MODE)  # O_CREAT's mode is masked by the umask
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise os_error(path, exc) from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def private_temp_file(prefix: str, suffix: str = "", directory: str | os.PathLike | None = None) -> tuple[int, str]:
+    """``tempfile.mkstemp`` (already 0600), with a FileWriteError naming the folder on failure."""
+    try:
+        return tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    except OSError as exc:
+        raise os_error(directory or tempfile.gettempdir(), exc) from exc
+
+
+def private_temp_dir(prefix: str, suffix: str = "", directory: str | os.PathLike | None = None) -> Path:
+    """``tempfile.mkdtemp`` (already 0700), with a FileWriteError naming the folder on failure."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=directory))
+    except OSError as exc:
+        raise os_error(directory or tempfile.gettempdir(), exc) from exc

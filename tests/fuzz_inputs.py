@@ -1,0 +1,314 @@
+"""Fuzzing every corpus loader entry point with mutated i2b2 XML and BRAT files.
+
+Seed notes carry planted PHI strings (each holds a space, so no id- or
+name-shaped field can ever show one). Each case is a mutation of a seed (byte
+flips, cut or copied ranges, hostile snippets such as DTDs, encodings, BOMs,
+markup in TEXT, BRAT fragments and broken lines, odd file names). Cases go in
+folders of ``BATCH`` files; every folder goes through ``read_directory``
+(``corpus check``'s loader), ``load_directory`` (``evaluate``'s and the
+workspace's), and the ``corpus check``, ``corpus add`` and ``evaluate``
+commands. A finding is a traceback (any exception but the toolkit's own
+errors, any CLI exit but 0/1 with a message) or a planted PHI string in any
+message, warning, output or written file.
+
+    python -m tests.fuzz_inputs --cases 2000 --seed 21    # prints figures
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import shutil
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.corpus.formats import load_directory, read_directory, to_i2b2_xml
+from ensemble_deid.errors import EnsembleDeidError
+
+PHI = ("Zacarias Quintanilla", "Calle de Toledo 42", "03 de abril de 2019", "Hospital San Ysidro", "Dra. Olga Berrocal")
+BATCH = 20
+
+_SNIPPETS_XML = [
+    b'<!DOCTYPE deIdi2b2 SYSTEM "file:///etc/passwd">', b'<!DOCTYPE r PUBLIC "-//A//B//EN" "http://x/y.dtd">',
+    b'<!DOCTYPE r [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>', b'<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
+    b"&x;", b"&b;", b"<b>", b"</b>", b'<xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="/etc/passwd"/>',
+    b"<![CDATA[", b"]]>", b"\x00", b"\xff\xfe", b"\xef\xbb\xbf", b"\xc3\x28", b"\xed\xa0\x80", b"<!--", b"-->",
+    b"<?pi x?>", b' start="-5"', b' end="99999999999999999999"', b' start="4" end="2"', b' TYPE=""', b"<TAGS>",
+    b"</TAGS>", b"<TEXT>", b"</TEXT>", b"<NAME/>", b'<DATE id="P0" start="0" end="1" TYPE="DATE"/>',
+    "\u2028\u0085\r\n\t".encode(), b"&#0;", b"&#xD800;", b"&#65535;",
+]
+_DECLARATIONS = [b"UTF-8", b"TTF-8", b"Shift_JIS", b"UTF-7", b"UTF-16", b"latin-1", b"rot13", b"EUC-JP", b"x" * 80]
+_SNIPPETS_BRAT = [
+    b"\t", b"\n", b"\r\n", b";", b" ", b"T1", b"T1\tNAME 0 5\tx\n", b"T9\tFECHAS 3 1;0 2\n", b"-1", b"99999999999",
+    b";5 9", b"\xff", b"\x00", "\u2028".encode(), b"#1\tAnnotatorNotes T1\tnote\n", b"R1\tRel Arg1:T1 Arg2:T2\n",
+    b"A1\tNeg T1\n", b"T1 NOMBRE_SUJETO_ASISTENCIA 0 5 ",
+]
+_NAMES = ["100-01", "bad\nname", "esc\x1b[2Jape", "tab\tname", "dot.d.ots", "space name", "ü-名前", "x" * 120]
+
+
+def seed_documents() -> list[Document]:
+    """Notes in which each planted PHI string is annotated (also inside the
+    text attribute), with CR LF, tabs and non-ASCII text around them."""
+    docs = []
+    rng = random.Random(7)
+    fillers = ["Paciente ", " visto el ", " en ", ".\r\nRemitido por ", " al ", "; control\ten ", " ñandú ± ", "\n"]
+    labels = ["NAME:PATIENT", "LOCATION:STREET", "DATE:DATE", "LOCATION:HOSPITAL", "NAME:DOCTOR"]
+    for k in range(6):
+        text, anns = "", []
+        for i in rng.sample(range(len(PHI)), len(PHI)):
+            text += rng.choice(fillers)
+            category, type_ = labels[i].split(":")
+            anns.append(Annotation(len(text), len(text) + len(PHI[i]), category, type_, PHI[i], f"P{len(anns)}"))
+            text += PHI[i]
+        docs.append(Document(f"{100 + k}-01", text + ".\n", anns))
+    return docs
+
+
+def _brat_pair(doc: Document) -> tuple[bytes, bytes]:
+    types = {"PATIENT": "NOMBRE_SUJETO_ASISTENCIA", "STREET": "CALLE", "DATE": "FECHAS",
+             "HOSPITAL": "HOSPITAL", "DOCTOR": "NOMBRE_PERSONAL_SANITARIO"}
+    lines = [f"T{i + 1}\t{types.get(a.type, a.type)} {a.start} {a.end}\t{doc.text[a.start:a.end]}"
+             for i, a in enumerate(doc.annotations)]
+    return doc.text.encode("utf-8"), ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _mutate(data: bytes, rng: random.Random, snippets: list[bytes]) -> bytes:
+    data = bytearray(data)
+    for _ in range(rng.choice((0, 1, 1, 1, 2, 3, 6))):
+        op = rng.randrange(8)
+        i = rng.randrange(len(data) + 1)
+        if op == 0 and data:  # flip bytes
+            for _ in range(rng.randint(1, 4)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        elif op == 1:  # delete a range
+            del data[i:i + rng.randint(1, 40)]
+        elif op == 2 and data:  # copy a range elsewhere
+            j = rng.randrange(len(data))
+            data[i:i] = data[j:j + rng.randint(1, 60)]
+        elif op == 3:  # hostile snippet
+            data[i:i] = rng.choice(snippets)
+        elif op == 4:  # cut off
+            del data[i:]
+        elif op == 5:  # change a digit run (offsets)
+            digits = [k for k, b in enumerate(data) if 48 <= b <= 57]
+            if digits:
+                k = rng.choice(digits)
+                data[k:k + 1] = str(rng.choice((0, -1, 1, 7, 10 ** 6, rng.randrange(400)))).encode()
+        else:  # swap two lines, or a line's tabs become spaces
+            lines = bytes(data).split(b"\n")
+            if len(lines) > 2:
+                a, b = rng.sample(range(len(lines)), 2)
+                if op == 6:
+                    lines[a], lines[b] = lines[b], lines[a]
+                else:
+                    lines[a] = lines[a].replace(b"\t", b" ")
+                data = bytearray(b"\n".join(lines))
+    return bytes(data)
+
+
+def _mutate_xml(doc: Document, rng: random.Random) -> bytes:
+    data = to_i2b2_xml(doc, rng.choice(("deIdi2b2", "MEDDOCAN"))).encode("utf-8")
+    roll = rng.random()
+    if roll < 0.12:  # another declared encoding
+        data = data.replace(b'encoding="UTF-8"', b'encoding="' + rng.choice(_DECLARATIONS) + b'"')
+    elif roll < 0.2:  # re-encoded, with or without a byte order mark
+        enc = rng.choice(("utf-16-le", "utf-16-be", "utf-32-le", "utf-16"))
+        text = data.decode("utf-8").replace('encoding="UTF-8"', 'encoding="UTF-16"')
+        return (b"\xff\xfe" if rng.random() < 0.5 and enc == "utf-16-le" else b"") + text.encode(enc)
+    elif roll < 0.3:  # text not in CDATA: markup and entities inside it
+        text = data.decode("utf-8").replace("<![CDATA[", "").replace("]]>", "")
+        data = text.encode("utf-8")
+    return _mutate(data, rng, _SNIPPETS_XML)
+
+
+def _name(rng: random.Random, k: int) -> bytes:
+    if rng.random() < 0.9:
+        return f"{100 + k:03d}-{rng.randrange(100):02d}".encode()
+    if rng.random() < 0.2:
+        return b"caf\xe9-%d" % k  # not UTF-8
+    return f"{rng.choice(_NAMES)}-{k}".encode()
+
+
+@dataclass
+class Findings:
+    cases: int = 0
+    folders: int = 0
+    xml_files: int = 0
+    brat_files: int = 0
+    problems_reported: int = 0
+    documents_loaded: int = 0
+    seconds: float = 0.0
+    tracebacks: list[str] = field(default_factory=list)
+    phi_leaks: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"{self.cases} mutated files ({self.xml_files} XML, {self.brat_files} BRAT pairs) in "
+                f"{self.folders} folders, {self.documents_loaded} documents loaded, {self.problems_reported} "
+                f"problems reported; {len(self.tracebacks)} tracebacks, {len(self.phi_leaks)} PHI leaks; "
+                f"{self.seconds:.1f} s")
+
+
+def _where(exc: BaseException) -> str:
+    """Exception type and the innermost frame (never its message: it may quote the input)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = frames[-1] if frames else None
+    return f"{type(exc).__name__} at {Path(last.filename).name}:{last.lineno}" if last else type(exc).__name__
+
+
+def meddocan_seeds(directory: Path, n: int = 40) -> tuple[list[Document], tuple[str, ...]]:
+    """The first ``n`` MEDDOCAN documents as seeds, and their PHI strings
+    that hold a space (those no id- or name-shaped field can show)."""
+    docs = load_directory(directory)[:n]
+    phi = {d.text[a.start:a.end] for d in docs for a in d.annotations}
+    return docs, tuple(sorted(p for p in phi if " " in p.strip() and len(p) >= 8))
+
+
+def _write_case(folder: Path, rng: random.Random, fmt: str, k: int, docs: list[Document]) -> None:
+    doc = rng.choice(docs)
+    name = _name(rng, k)
+    base = os.fsencode(folder) + b"/" + name
+    if fmt == "xml":
+        with open(base + b".xml", "wb") as fh:
+            fh.write(_mutate_xml(doc, rng))
+        return
+    txt, ann = _brat_pair(doc)
+    if rng.random() < 0.25:
+        txt = _mutate(txt, rng, _SNIPPETS_BRAT)
+    if rng.random() < 0.9:
+        ann = _mutate(ann, rng, _SNIPPETS_BRAT)
+    with open(base + b".txt", "wb") as fh:
+        fh.write(txt)
+    if rng.random() < 0.95:
+        with open(base + b".ann", "wb") as fh:
+            fh.write(ann)
+
+
+def _check_folder(folder: Path, fmt: str, workspace: Path, findings: Findings, phi: tuple[str, ...]) -> None:
+    label = f"{folder.name} ({fmt})"
+    captured: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            captured.append(self.format(record))
+
+    handler = Collect()
+    logging.getLogger().addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            docs = []
+            try:
+                docs, problems = read_directory(folder, fmt)
+                findings.documents_loaded += len(docs)
+                findings.problems_reported += len(problems)
+                captured += [str(p) for p in problems]
+            except EnsembleDeidError as exc:
+                captured.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - a finding
+                findings.tracebacks.append(f"read_directory {label}: {_where(exc)}")
+            try:
+                load_directory(folder, fmt)
+            except EnsembleDeidError as exc:
+                captured.append(str(exc))
+            except Exception as exc:  # noqa: BLE001
+                findings.tracebacks.append(f"load_directory {label}: {_where(exc)}")
+        captured += [str(w.message) for w in caught]
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+    # The files that loaded go on alone through registration, fingerprints,
+    # tokenization and scoring (a folder with any fatal file stops before).
+    survivors = folder / "loaded"
+    survivors.mkdir()
+    for doc in docs:
+        source = Path(doc.metadata["source"])
+        for path in ([source] if fmt == "xml" else [source, source.with_suffix(".ann")]):
+            if path.exists():
+                shutil.copyfile(path, survivors / path.name)
+    runner = CliRunner()
+    env = {"ENSEMBLE_DEID_HOME": str(workspace)}
+    commands = []
+    for where in (folder, survivors):
+        commands += [
+            ["corpus", "check", "--format", fmt, str(where)],
+            ["corpus", "add", "fuzz", "--format", fmt, "--train", str(where), "--test", str(where), "--replace"],
+            ["evaluate", "--input-format", fmt, "--gold", str(where), "--system", str(where), "--format", "json"],
+        ]
+    commands.append(["corpus", "show", "fuzz"])
+    for args in commands:
+        result = runner.invoke(main, args, env=env)
+        exc = result.exception
+        if (exc is not None and not isinstance(exc, SystemExit)) or result.exit_code not in (0, 1) or "Traceback" in result.output:
+            findings.tracebacks.append(f"{args[0]} {args[1]} {label}: {_where(exc) if exc else result.exit_code}")
+        captured.append(result.output)
+    for path in workspace.rglob("*"):
+        if path.is_file():
+            captured.append(path.read_text(encoding="utf-8", errors="replace"))
+    for text in captured:
+        for leaked in (p for p in phi if p in text):
+            findings.phi_leaks.append(f"{label}: {leaked!r}")
+
+
+def run_fuzz(cases: int, seed: int, budget_s: float | None = None, keep: Path | None = None,
+             seeds: tuple[list[Document], tuple[str, ...]] | None = None) -> Findings:
+    """Generate ``cases`` mutated files (half XML, half BRAT pairs) of the
+    seed documents (default: ours, with ``PHI`` planted) and run every loader
+    entry point on them; stops early once ``budget_s`` is spent."""
+    rng = random.Random(seed)
+    docs, phi = seeds or (seed_documents(), PHI)
+    findings = Findings()
+    start = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="edeid-fuzz-"))
+    try:
+        workspace = root / "workspace"
+        workspace.mkdir()
+        while findings.cases < cases:
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                break
+            fmt = "xml" if findings.folders % 2 == 0 else "brat"
+            folder = root / f"f{findings.folders:04d}"
+            folder.mkdir()
+            n = min(BATCH, cases - findings.cases)
+            for k in range(n):
+                _write_case(folder, rng, fmt, k, docs)
+            findings.cases += n
+            findings.folders += 1
+            if fmt == "xml":
+                findings.xml_files += n
+            else:
+                findings.brat_files += n
+            _check_folder(folder, fmt, workspace, findings, phi)
+            if keep is None:
+                shutil.rmtree(folder)
+    finally:
+        if keep is not None:
+            shutil.copytree(root, keep, dirs_exist_ok=True)
+        shutil.rmtree(root, ignore_errors=True)
+    findings.seconds = time.perf_counter() - start
+    return findings
+
+
+def main_cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--meddocan", type=Path, help="seed from this MEDDOCAN folder (e.g. ../shared/corpora/meddocan/dev/xml)")
+    args = parser.parse_args()
+    findings = run_fuzz(args.cases, args.seed, seeds=meddocan_seeds(args.meddocan) if args.meddocan else None)
+    print(findings.summary())
+    for line in findings.tracebacks[:50] + findings.phi_leaks[:50]:
+        print("  " + line)
+    raise SystemExit(1 if findings.tracebacks or findings.phi_leaks else 0)
+
+
+if __name__ == "__main__":
+    main_cli()
