@@ -253,6 +253,12 @@ def test_evaluate_into_a_missing_folder_is_a_message(tmp_path, broken_dir):
     gold = tmp_path / "gold"
     gold.mkdir()
     (gold / "valid.xml").write_bytes((broken_dir / "xml" / "valid.xml").read_bytes())
+    # evaluate creates the missing folder (owner-only); a file in the way is a message.
     result = _run("evaluate", "--gold", gold, "--system", gold, "-o", tmp_path / "missing" / "report.txt")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "missing").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "missing" / "report.txt").stat().st_mode & 0o777 == 0o600
+    (tmp_path / "file").write_text("x")
+    result = _run("evaluate", "--gold", gold, "--system", gold, "-o", tmp_path / "file" / "report.txt")
     assert result.exit_code == 1 and not isinstance(result.exception, OSError), result.output
-    assert "missing/report.txt: the folder does not exist" in result.output
+    assert "file" in result.output and "Traceback" not in result.output

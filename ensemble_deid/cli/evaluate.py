@@ -4,6 +4,7 @@ schemes and leak rates. Imports stay light (numpy only) so start-up is fast."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -163,38 +164,12 @@ def cached_system(ctx, spec: str, corpus_name: str, trained_on: str, split: str,
 def write_report(path: str, text: str) -> None:
     """Write atomically and owner-only (0600, whatever the umask), creating
     missing folders (0700). On any failure (disk full, no permission) nothing
-    is left behind and the error is one line."""
-    target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    tmp = None
-    try:
-        missing = []
-        d = folder
-        while not os.path.isdir(d):
-            if os.path.exists(d):
-                raise click.ClickException(f"cannot write the report to {path}: {d} is not a folder (nothing written)")
-            missing.append(d)
-            d = os.path.dirname(d)
-        for d in reversed(missing):
-            os.mkdir(d, 0o700)
-            os.chmod(d, 0o700)
-        tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            os.fchmod(fh.fileno(), 0o600)
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise click.ClickException(f"cannot write the report to {path}: {exc.strerror or exc} (nothing written)") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    is left behind and the error is one line naming the file."""
+    from ..files import private_dir, write_private
+
+    target = Path(os.path.abspath(path))
+    private_dir(target.parent)
+    write_private(target, text, fsync=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -55,6 +55,7 @@ import numpy as np
 from ..corpus.bio import OUTSIDE, decode
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError
+from ..files import private_dir, write_private
 from ..taggers.prediction import DocumentPrediction
 
 SCHEMA = "v1"
@@ -204,35 +205,13 @@ class CacheWriteError(CacheError):
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise CacheWriteError(f"{path}: cannot write ({exc.strerror or type(exc).__name__})") from exc
+    # fsync: a part's record must never name bytes that a crash could lose.
+    write_private(path, data, fsync=True)
 
 
 def make_private_dir(path: Path) -> None:
     """``mkdir -p`` whose new folders are owner-only whatever the umask."""
-    missing = []
-    p = Path(path)
-    while not p.exists() and p != p.parent:
-        missing.append(p)
-        p = p.parent
-    try:
-        for folder in reversed(missing):
-            folder.mkdir(mode=DIR_MODE, exist_ok=True)
-            os.chmod(folder, DIR_MODE)
-    except OSError as exc:
-        raise CacheWriteError(f"{path}: cannot create folder ({exc.strerror or type(exc).__name__})") from exc
+    private_dir(path)
 
 
 def _pid_alive(pid: int) -> bool:
