@@ -48,7 +48,7 @@ def tagger_class(name: str) -> type[Tagger]:
 
 
 def make_tagger(name: str, **params: Any) -> Tagger:
-    """An unfitted tagger, its availability checked (an external tool's on the
+    """An unfitted tagger, its parameters validated and its availability checked (an external tool's on the
     instance, at fit and predict: its parameters may configure it)."""
     cls = tagger_class(name)
     if not cls.external:
@@ -56,6 +56,7 @@ def make_tagger(name: str, **params: Any) -> Tagger:
     tagger = cls()
     if params:
         tagger.set_params(**params)
+    tagger.validate_params()  # before any fold runs or cache entry is made
     return tagger
 
 
