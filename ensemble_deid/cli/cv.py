@@ -64,8 +64,13 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, no_progress
     What is cached already is reused, so an interrupted run resumes; corrupt
     cache parts are reported and recomputed.
     """
-    if jobs == 0:
-        raise click.BadParameter("must be positive, or -1 for every core", param_hint="--jobs")
+    from ..errors import EnsembleDeidError
+    from ..experiment.cv import check_jobs
+
+    try:
+        check_jobs(jobs)
+    except EnsembleDeidError as exc:
+        raise click.BadParameter(str(exc), param_hint="--jobs")
     if backend == "dask" and not scheduler:
         raise click.BadParameter("--backend dask needs --scheduler tcp://HOST:PORT", param_hint="--scheduler")
     specs = parse_tagger_specs(taggers)

@@ -113,9 +113,11 @@ def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, n
     fixed = parse_params(params, "--param")
     grid_ = parse_grid(grid)
     try:
-        learner = GridSearch(make_method(method, **fixed), grid_, folds=k, seed=seed, metric=metric, nested=nested)
+        learner = GridSearch(make_method(method, **fixed), grid_, folds=k, seed=seed, metric=metric, nested=nested,
+                             fixed=tuple(fixed))
+        learner.validate_params()  # bad or conflicting values fail before any member is computed
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--param")
+        raise click.BadParameter(str(exc), param_hint="--grid" if "search" in str(exc) else "--param")
     with fail_on_error():
         corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
         result = run_ensemble(engine, learner, method, runs, refit=refit, oof=not no_oof,
@@ -134,6 +136,8 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
     train, test = engine.train, engine.targets["test"]
     settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
                 "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
+    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
+        settings["fixed"] = sorted(learner.fixed)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
     cache = engine.cache
     cache.ensure_entry(entry, {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),
@@ -150,6 +154,7 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
         preds = learner.predict(members_test, test)
         record = {
             "best_params": learner.best_params_, "best_score": learner.best_score_,
+            "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
             "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
             "members": list(runs), "metric": learner.metric,
         }
@@ -220,6 +225,10 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
                f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
     click.echo(f"chosen parameters: {record.get('best_params') or '(none to choose)'} "
                f"by {engine.k}-fold CV on {record.get('metric', learner.metric)}")
+    if record.get("params") is not None:
+        fixed = set(record.get("fixed", ()))
+        click.echo("parameters used: " + (", ".join(
+            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in record["params"].items()) or "(none)"))
     if record.get("threshold") is not None:
         click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}")
     if record.get("cv_results"):

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .document import Document
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, did_you_mean
 from .fingerprint import corpus_fingerprint
 from .formats import I2B2_GROUP_PATTERN, load_directory
 from .labelmap import LabelMap
@@ -151,7 +151,8 @@ class Workspace:
         if name in embedded:
             return self._materialize_embedded(name)
         known = sorted(set(specs) | set(embedded))
-        raise UnknownCorpus(f"no corpus named {name!r}; known: {', '.join(known) or 'none'} (register one with 'corpus add')")
+        raise UnknownCorpus(f"no corpus named {name!r} in workspace {self.root}{did_you_mean(name, known)}; known: "
+                            f"{', '.join(known) or 'none'} (register one with 'corpus add', or set ENSEMBLE_DEID_HOME)")
 
     def load(self, name: str) -> Corpus:
         spec = self.spec(name)

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import SpanMetaLearner, check_metric, metric_value
+from .base import METRICS, SpanMetaLearner, check_metric, metric_value
 from .candidates import CandidateTable, resolve_contested
 from .voting import check_threshold, vote_select
+from ..taggers.constraints import Interval, Options
 
 ONE = np.uint64(1)
 
@@ -175,6 +176,8 @@ class PrunedVoting(SpanMetaLearner):
 
     name = "voting-pruned"
     description = "voting over the subset and threshold chosen by greedy backward elimination"
+
+    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, None)], "metric": [Options(*METRICS)]}
 
     def __init__(self, threshold=None, metric="f1"):
         self.threshold = threshold

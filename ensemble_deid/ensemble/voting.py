@@ -19,6 +19,7 @@ import numpy as np
 
 from .base import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
+from ..taggers.constraints import Interval
 
 
 def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
@@ -50,6 +51,8 @@ class Voting(SpanMetaLearner):
 
     name = "voting"
     description = "keep spans with >= t votes; overlaps: more votes, then the better member"
+
+    _parameter_constraints = {"threshold": [Interval(int, 1, None)]}
 
     def __init__(self, threshold=2):
         self.threshold = threshold

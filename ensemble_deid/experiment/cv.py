@@ -25,11 +25,24 @@ from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from ..corpus.fingerprint import corpus_fingerprint
 from ..corpus.folds import FoldAssignment, assign_folds
+from ..taggers.constraints import Interval, InvalidParameter, Options, validate_params
 from ..taggers.prediction import DocumentPrediction, check_predictions
 from .shipping import ShippedDocuments
 
 log = logging.getLogger(__name__)
 BACKENDS = ("loky", "threading", "dask", "ray")
+# Parallel jobs: a positive count, or -1 for every core (joblib's other
+# negative values are a surprise more than a feature).
+JOBS = [Interval(int, 1, None), Options(-1)]
+
+
+def check_jobs(jobs: Any, owner: str = "cv") -> int:
+    """``jobs`` if it is a positive count or -1, else one clear error."""
+    try:
+        validate_params(owner, {"jobs": jobs}, {"jobs": JOBS})
+    except InvalidParameter as exc:
+        raise EnsembleDeidError(str(exc)) from None
+    return jobs
 
 
 # --- what to run -----------------------------------------------------------------
@@ -224,6 +237,10 @@ class CrossValidation:
 
     def __post_init__(self):
         self.train = list(self.train)
+        patients = len({d.group for d in self.train})
+        if patients < self.k:
+            raise EnsembleDeidError(f"{self.k} folds but the training set has only {patients} patient group(s) "
+                                    f"({len(self.train)} documents): lower --folds to at most {patients}")
         self.folds = assign_folds(self.train, self.k, self.seed)
         self.train_fingerprint = corpus_fingerprint(self.train)
         self.target_fingerprints = {name: corpus_fingerprint(docs) for name, docs in self.targets.items()}
@@ -270,6 +287,7 @@ class CrossValidation:
     ) -> dict[str, TaggerRun]:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        check_jobs(jobs)
         for spec in specs:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)

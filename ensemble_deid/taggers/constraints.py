@@ -78,6 +78,8 @@ class Options:
         return any(value == v and type(value) is type(v) for v in self.values)
 
     def __str__(self) -> str:
+        if len(self.values) == 1:
+            return repr(self.values[0])
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
