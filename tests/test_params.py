@@ -1,0 +1,213 @@
+"""Honest parameters (issue 21 items 9-11, issue 22 items 1 and 7): fixed
+ensemble parameters are the ones used, every tagger, method and study value
+is checked before any work starts, and mistyped names get a suggestion."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.ensemble import GridSearch, StackedSVM, Voting
+from ensemble_deid.errors import EnsembleDeidError
+from ensemble_deid.studies.study import StudyConfig
+from ensemble_deid.taggers.constraints import Interval, InvalidParameter, Options, validate_params
+from ensemble_deid.taggers.registry import make_tagger
+
+from .test_ensemble_fixtures import NAME, doc, members_of, spans_of
+
+
+def _run(*args, ok=True):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if ok:
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    else:
+        assert result.exit_code != 0, result.output
+        assert "Traceback" not in result.output and not isinstance(result.exception, (TypeError, AttributeError))
+    return result
+
+
+def _entries(workspace: Path) -> list[Path]:
+    root = workspace / "cached_predictions"
+    return sorted(p for p in root.rglob("*") if p.is_dir()) if root.exists() else []
+
+
+# --- 21.9 = 22.1: fixed ensemble parameters --------------------------------------
+
+def _three_vote_case():
+    """Four notes (four patients), gold A = tokens 0-1 and B = tokens 2-3.
+    m0 finds A, B and a false span C (tokens 4-5); m1 finds A and B; m2 finds A.
+    Votes: A 3, B 2, C 1. Per note, by hand:
+      threshold 1: A, B, C -> tp 2, fp 1, fn 0
+      threshold 2: A, B    -> tp 2, fp 0, fn 0   (the best: CV chooses it)
+      threshold 3: A       -> tp 1, fp 0, fn 1
+    Over the four notes: F1 0.8, 1.0 and 2*4/(2*4+4) = 2/3."""
+    docs = [doc(f"d{i}", 8, [(0, 1, NAME), (2, 3, NAME)], group=f"p{i}") for i in range(4)]
+    a, b, c = (0, 1, NAME), (2, 3, NAME), (4, 5, NAME)
+    members = members_of(docs, {"m0": {d.id: [a, b, c] for d in docs}, "m1": {d.id: [a, b] for d in docs},
+                                "m2": {d.id: [a] for d in docs}})
+    return docs, members
+
+
+def _f1(docs, preds) -> float:
+    gold = {(d.id, 0, 1, NAME) for d in docs} | {(d.id, 2, 3, NAME) for d in docs}
+    found = {(p.doc_id, *s) for p, d in zip(preds, docs) for s in spans_of(d, p)}
+    tp = len(gold & found)
+    return 2 * tp / (len(gold) + len(found))
+
+
+@pytest.mark.parametrize("threshold, expected_f1", [(1, 0.8), (3, 2 / 3)])
+def test_fixed_voting_threshold_is_the_one_used(threshold, expected_f1):
+    docs, members = _three_vote_case()
+    chosen = GridSearch(Voting(), folds=2).fit(members, docs)
+    assert chosen.best_params_ == {"threshold": 2}
+    assert _f1(docs, chosen.predict(members, docs)) == 1.0
+    fixed = GridSearch(Voting(threshold=threshold), folds=2, fixed=("threshold",)).fit(members, docs)
+    assert fixed.best_params_ == {} and fixed.chosen_params() == {"threshold": threshold}
+    assert math.isclose(_f1(docs, fixed.predict(members, docs)), expected_f1)
+
+
+def test_fixed_value_equal_to_the_default_is_still_fixed():
+    # Voting's constructor default is threshold=2: fixing 2 must not search 1..m.
+    docs, members = _three_vote_case()
+    search = GridSearch(Voting(threshold=2), folds=2, fixed=("threshold",)).fit(members, docs)
+    assert search.cv_results_ == [] and search.fits_ == 1
+
+
+def test_fixed_and_searched_together_is_refused_before_fitting():
+    with pytest.raises(InvalidParameter, match="threshold is both fixed and searched"):
+        GridSearch(Voting(threshold=2), {"threshold": [1, 2]}, fixed=("threshold",)).validate_params()
+    with pytest.raises(InvalidParameter, match=r"C='a'"):
+        GridSearch(StackedSVM(), {"C": ["a", "b"]}).validate_params()
+    with pytest.raises(InvalidParameter, match="cannot search unknown parameter 'c'"):
+        GridSearch(StackedSVM(), {"c": [1.0]}).validate_params()
+    with pytest.raises(InvalidParameter, match=r"threshold=0"):
+        GridSearch(Voting(threshold=0), fixed=("threshold",)).validate_params()
+
+
+@pytest.fixture
+def tiny(tiny_registered):
+    return tiny_registered
+
+
+MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
+
+
+def _test_f1(output: str) -> str:
+    line = next(x for x in output.splitlines() if x.startswith("| ensemble.voting "))
+    return line.strip("|").split("|")[-1].strip()
+
+
+def test_cli_param_is_used_printed_and_recorded(tiny, workspace):
+    fixed = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                 "--param", "threshold=1", "--no-progress", "--no-diagnostics").output
+    assert "chosen parameters: (none to choose)" in fixed
+    assert "parameters used: threshold=1 (fixed)" in fixed
+    searched = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                    "--grid", "threshold=1", "--no-progress", "--no-diagnostics").output
+    assert _test_f1(fixed) == _test_f1(searched)  # the same model: threshold 1
+    # The selection record of the cached test part keeps every value used.
+    records = []
+    for meta in (workspace / "cached_predictions").rglob("*.json"):
+        data = json.loads(meta.read_text())
+        if isinstance(data, dict) and "selection" in data:
+            records.append(data["selection"])
+    assert any(r.get("fixed") == ["threshold"] and r.get("params") == {"threshold": 1} for r in records), records
+
+
+def test_cli_grid_and_param_errors_come_before_any_work(tiny, workspace):
+    before = _entries(workspace)
+    res = _run("ensemble", "--corpus", tiny, "--method", "stacked-svm", "--members", MEMBERS, "--grid", "C=a|b", ok=False)
+    assert res.exit_code == 2 and "C='a'" in res.output
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=2",
+               "--grid", "threshold=1|2", ok=False)
+    assert res.exit_code == 2 and "both fixed and searched" in res.output
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=-1",
+               ok=False)
+    assert res.exit_code == 2 and "threshold=-1" in res.output
+    assert _entries(workspace) == before  # no member was computed, no entry made
+
+
+# --- 21.10: tagger parameters before any work ------------------------------------
+
+BAD_TAGGER_SPECS = [
+    ("crf:max_iterations=0", "max_iterations=0"), ("crf:c1=-1", "c1=-1"), ("crf:c1=abc", "c1='abc'"),
+    ("crf:c1=nan", "c1=nan"), ("memm:max_iter=-1", "max_iter=-1"), ("lstm-l:epochs=-1", "epochs=-1"),
+    ("lstm-l:device=tpu", "device='tpu'"), ("rules:label_map=nosuch", "label_map 'nosuch'"),
+]
+
+
+@pytest.mark.parametrize("spec, named", BAD_TAGGER_SPECS)
+def test_bad_tagger_parameters_fail_before_any_work(tiny, workspace, spec, named):
+    res = _run("cv", "--corpus", tiny, "--taggers", f"memorize,{spec}", "--folds", "3", "--no-progress", ok=False)
+    tagger = spec.split(":")[0]
+    assert res.exit_code == 2 and f"tagger {tagger!r}" in res.output and named in res.output, res.output
+    assert _entries(workspace) == []  # not even the valid tagger's entry
+
+
+def test_bad_tagger_parameters_refused_by_make_tagger():
+    for spec, named in BAD_TAGGER_SPECS:
+        name, _, param = spec.partition(":")
+        key, _, value = param.partition("=")
+        from ensemble_deid.experiment.cv import _parse_value
+
+        with pytest.raises(InvalidParameter, match=key):
+            make_tagger(name, **{key: _parse_value(value)})
+
+
+def test_constraints_in_words_and_edges():
+    c = {"n": [Interval(int, 1, None)], "p": [Interval(float, 0, 1, closed="left")], "s": [None, Options("a", "b")]}
+    validate_params("t", {"n": 1, "p": 0.0, "s": None}, c)
+    for bad, words in [({"n": 0}, "an integer in [1, inf)"), ({"n": True}, "n=True"), ({"n": 2.0}, "n=2.0"),
+                       ({"p": 1}, "a number in [0, 1)"), ({"p": float("nan")}, "p=nan"), ({"s": "c"}, "None or one of 'a', 'b'")]:
+        with pytest.raises(InvalidParameter, match=words.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+            validate_params("t", bad, c)
+
+
+# --- 21.11: folds, grid values, jobs, the study config -----------------------------
+
+def test_more_folds_than_patients_is_one_clear_error(tiny, workspace):
+    res = _run("cv", "--corpus", tiny, "--taggers", "memorize", "--folds", "500", "--no-progress", ok=False)
+    assert "500 folds" in res.output and "patient group" in res.output and "lower --folds" in res.output
+    assert _entries(workspace) == []
+
+
+@pytest.mark.parametrize("jobs", ["-5", "0"])
+def test_jobs_must_be_positive_or_minus_one(tiny, jobs):
+    res = _run("cv", "--corpus", tiny, "--taggers", "memorize", "--jobs", jobs, ok=False)
+    assert res.exit_code == 2 and f"jobs={jobs}" in res.output
+
+
+@pytest.mark.parametrize("override, named", [
+    ({"trials": 0}, "trials=0"), ({"significance_level": 2}, "significance_level=2"), ({"jobs": 0}, "jobs=0"),
+    ({"metric": "xx"}, "metric='xx'"), ({"folds": 1}, "folds=1"), ({"test": "z-test"}, "test='z-test'"),
+    ({"taggers": ["crf:c1=nan"]}, "c1=nan"), ({"methods": ["votng"]}, "did you mean 'voting'"),
+    ({"method_params": {"stacked-svm": {"C": "a"}}}, "C='a'"),
+    ({"method_params": {"voting": {"thresold": 2}}}, "invalid parameter 'thresold'"),
+])
+def test_study_config_is_validated_like_the_cli(override, named):
+    with pytest.raises(EnsembleDeidError, match=named.replace("(", r"\(")):
+        StudyConfig(**{"corpora": ["synthetic-2014"], "taggers": ["rules"], **override})
+
+
+def test_study_toml_with_a_bad_metric_fails_before_running(tmp_path, workspace):
+    cfg = tmp_path / "study.toml"
+    cfg.write_text('corpora = ["synthetic-2014"]\ntaggers = ["rules"]\nmethods = ["voting"]\nmetric = "xx"\n')
+    res = _run("study", "--config", cfg, "--no-progress", ok=False)
+    assert res.exit_code == 2 and "metric='xx'" in res.output
+    assert not (workspace / "results").exists()
+
+
+def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
+    from ensemble_deid.corpus.workspace import Workspace
+    from ensemble_deid.studies.study import Study
+
+    cfg = StudyConfig(corpora=[tiny], taggers=["memorize", "memorize:max_len=1", "memorize:max_len=2"],
+                      methods=["voting"], folds=3, trials=100, method_params={"voting": {"threshold": 1}})
+    result = Study(Workspace(workspace), cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
+    chosen = result.manifest["ensemble_parameters"]
+    assert chosen and all(v["params"] == {"threshold": 1} and v["fixed"] == ["threshold"]
+                          and v["chosen_by_cv"] == {} for v in chosen.values())
