@@ -211,3 +211,29 @@ def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
     chosen = result.manifest["ensemble_parameters"]
     assert chosen and all(v["params"] == {"threshold": 1} and v["fixed"] == ["threshold"]
                           and v["chosen_by_cv"] == {} for v in chosen.values())
+
+
+# --- 22.7: taggers NAME and "did you mean" ----------------------------------------
+
+def test_taggers_name_shows_parameters_defaults_and_constraints():
+    out = _run("taggers", "crf").output
+    assert "| max_iterations " in out and "| 100 " in out and "an integer in [1, inf)" in out
+    assert "one of 'document', 'sentence'" in out
+    res = _run("taggers", "crff", ok=False)
+    assert "did you mean 'crf'?" in res.output
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["cv", "--corpus", "synthetic-2014", "--taggers", "memm,crff"], "did you mean 'crf'?"),
+    (["cv", "--corpus", "synthetic-214", "--taggers", "rules", "--no-progress"], "did you mean 'synthetic-2014'?"),
+    (["ensemble", "--corpus", "synthetic-2014", "--method", "votng", "--members", "rules,memm"], "did you mean 'voting'?"),
+    (["compare", "rules", "memm", "--corpus", "synthetic-2014", "--criterion", "strcit"], "did you mean 'strict'?"),
+])
+def test_mistyped_names_get_a_suggestion(workspace, args, suggestion):
+    res = _run(*args, ok=False)
+    assert suggestion in res.output, res.output
+
+
+def test_unknown_corpus_names_the_workspace_searched(workspace):
+    res = _run("cv", "--corpus", "meddocan", "--taggers", "rules", "--no-progress", ok=False)
+    assert f"in workspace {workspace}" in res.output and "ENSEMBLE_DEID_HOME" in res.output

@@ -23,3 +23,18 @@ def fail_on_error():
         yield
     except EnsembleDeidError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+class SuggestingChoice(click.Choice):
+    """click.Choice that suggests the closest name for a typo ("did you mean")."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from ..errors import did_you_mean
+
+            hint = did_you_mean(value, self.choices)
+            if not hint:
+                raise
+            self.fail(f"{exc.message.rstrip('.')}{hint}", param, ctx)

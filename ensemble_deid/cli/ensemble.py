@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error, workspace_of
+from .common import SuggestingChoice, fail_on_error, workspace_of
 
 METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
 
@@ -87,7 +87,7 @@ SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1
 
 @click.command("ensemble")
 @click.option("--corpus", "corpus_name", required=True, help="Registered or embedded corpus name.")
-@click.option("--method", required=True, type=click.Choice(METHOD_NAMES), help="Ensemble method.")
+@click.option("--method", required=True, type=SuggestingChoice(METHOD_NAMES), help="Ensemble method.")
 @click.option("--members", required=True, help="Comma-separated member taggers (as for cv --taggers), or "
               "ensemble.<method>[:hash=<prefix>] for an ensemble already cached.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fix a method parameter (repeatable).")
@@ -95,7 +95,7 @@ SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1
               "(repeatable; replaces the method's default grid).")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises (f2/recall: privacy first).")
+@click.option("--metric", type=SuggestingChoice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises (f2/recall: privacy first).")
 @click.option("--nested", is_flag=True, help="Also estimate the whole selection by nested CV (k times the cost); the ensemble's own OOF predictions then choose inside each fold.")
 @click.option("--no-oof", is_flag=True, help="Do not compute the ensemble's own out-of-fold predictions (it then cannot be a member).")
 @click.option("--refit", is_flag=True, help="Recompute even when the ensemble's predictions are cached.")
