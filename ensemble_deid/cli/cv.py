@@ -79,12 +79,18 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, no_progress
     from ..experiment.cv import CrossValidation
     from ..studies.summary import cv_summary_table
 
+    from ..experiment.cv import label_warnings
+
+    warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
     with fail_on_error():
         corpus = ws.load(corpus_name)
         engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
+        for msg in engine.split_warnings():
+            warn(msg)
         runs = engine.run(
-            specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=not no_progress,
-            on_corrupt=lambda msg: click.echo(f"warning: {msg}", err=True),
+            specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=not no_progress, on_corrupt=warn,
         )
+    for msg in label_warnings(runs, corpus.train, f"corpus {corpus_name!r}"):
+        warn(msg)
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {engine.folds.fingerprint}), cache {ws.cache_dir}")
     click.echo(cv_summary_table(runs, corpus.train, corpus.test))

@@ -57,17 +57,37 @@ def parse_grid(items, param_hint: str = "--grid") -> dict | None:
 
 
 def load_members(ctx, corpus_name, members, k, seed, no_progress):
-    """(corpus, engine, {label: MemberRun}) with the members' CV run or reused."""
+    """(corpus, engine, {label: MemberRun}) with the members' CV run or reused.
+    With --folds left at its default and the members cached for one other k
+    only, that CV is reused (and said); otherwise a new k-fold CV is said."""
     from ..experiment.cache import PredictionCache
-    from ..experiment.cv import CrossValidation
+    from ..experiment.cv import CrossValidation, label_warnings
     from ..ensemble.caching import resolve_members
 
     specs, ensembles, order = parse_members(members)
     ws = workspace_of(ctx)
     corpus = ws.load(corpus_name)
+    warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
-    runs = resolve_members(engine, specs, ensembles, order, progress=not no_progress,
-                           on_corrupt=lambda msg: click.echo(f"warning: {msg}", err=True))
+    cached = engine.cached_fold_counts(specs) if specs else [k]
+    if k not in cached and cached:
+        others = cached
+        default_k = ctx.get_parameter_source("k") == click.core.ParameterSource.DEFAULT
+        if len(others) == 1 and default_k:
+            click.echo(f"note: reusing the members' cached {others[0]}-fold CV (--folds {others[0]}); "
+                       f"pass --folds {k} to compute a {k}-fold CV instead", err=True)
+            engine = CrossValidation(corpus.train, {"test": corpus.test}, engine.cache, k=others[0], seed=seed)
+        elif others:
+            click.echo(f"note: the members are cached for {', '.join(map(str, others))}-fold CV, not {k}-fold: "
+                       f"computing a {k}-fold CV (--folds {others[0]} reuses the cache)", err=True)
+    for msg in engine.split_warnings():
+        warn(msg)
+    if "dev" in corpus.splits:
+        click.echo(f"note: corpus {corpus.name!r} has a dev split; cross-validation and the ensembles use the "
+                   "train and test splits only", err=True)
+    runs = resolve_members(engine, specs, ensembles, order, progress=not no_progress, on_corrupt=warn)
+    for msg in label_warnings({s.label: runs[s.label] for s in specs}, corpus.train, f"corpus {corpus.name!r}"):
+        warn(msg)
     return corpus, engine, runs
 
 
@@ -120,6 +140,7 @@ def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, n
         raise click.BadParameter(str(exc), param_hint="--grid" if "search" in str(exc) else "--param")
     with fail_on_error():
         corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
+        learner.set_params(folds=engine.k)  # the members' cached CV may have been reused
         result = run_ensemble(engine, learner, method, runs, refit=refit, oof=not no_oof,
                               echo=lambda s: click.echo(s, err=True))
     report(corpus, engine, runs, result, method, learner, diagnostics)
@@ -223,8 +244,11 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     best_member = max(rows[:-1], key=lambda r: r[3])
     click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
                f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
-    click.echo(f"chosen parameters: {record.get('best_params') or '(none to choose)'} "
-               f"by {engine.k}-fold CV on {record.get('metric', learner.metric)}")
+    if record.get("best_params"):
+        click.echo(f"chosen parameters: {record['best_params']} by {learner.folds}-fold CV on "
+                   f"{record.get('metric', learner.metric)}")
+    else:
+        click.echo("chosen parameters: (none to choose: no values searched)")
     if record.get("params") is not None:
         fixed = set(record.get("fixed", ()))
         click.echo("parameters used: " + (", ".join(

@@ -260,6 +260,37 @@ class CrossValidation:
         tasks += [Task(spec, PartKey.predict(entry, fp), target=name) for name, fp in self.target_fingerprints.items()]
         return tasks
 
+    def cached_fold_counts(self, specs: Sequence[TaggerSpec], most: int = 20) -> list[int]:
+        """The fold counts k (same seed; ``self.k`` included) for which every
+        trained tagger of ``specs`` has all its out-of-fold parts in the
+        cache, without touching it: a run asking for a k not among them
+        starts a new CV, which deserves a word."""
+        trained = [e for e, external in map(self.entry_key, specs) if not external]
+        if not trained:
+            return []
+        patients = len({d.group for d in self.train})
+        found = []
+        for k in sorted(set(range(2, min(patients, most) + 1)) | {self.k}):
+            scope = assign_folds(self.train, k, self.seed).fingerprint
+            if all(len(list((self.cache.root / e.relpath / f"oof-{scope}").glob("fold-*.json"))) == k for e in trained):
+                found.append(k)
+        return found
+
+    def split_warnings(self) -> list[str]:
+        """Target document sets that repeat training notes (a test split equal
+        to the training split scores the taggers on what they learnt)."""
+        train_texts = {hash(d.text) for d in self.train}
+        out = []
+        for name, docs in self.targets.items():
+            if self.target_fingerprints[name] == self.train_fingerprint:
+                out.append(f"the {name} split is identical to the training split: its scores measure "
+                           "memorisation, not generalisation")
+                continue
+            repeated = sum(hash(d.text) in train_texts for d in docs)
+            if repeated:
+                out.append(f"{repeated} of {len(docs)} {name} document(s) also occur (same text) in the training split")
+        return out
+
     def _describe(self, spec: TaggerSpec) -> dict:
         tagger = spec.make()
         return {"tagger_label": spec.label, "params": {k: _jsonable(v) for k, v in tagger.get_params().items()},
@@ -374,3 +405,27 @@ class CrossValidation:
                 raise EnsembleDeidError(f"{spec.label}: cached out-of-fold predictions lack {len(missing)} training document(s)")
             runs[spec.label] = run
         return runs
+
+
+def label_warnings(runs: Mapping[str, "TaggerRun"], train: Sequence[Document], corpus_name: str = "the corpus",
+                   share: float = 0.2) -> list[str]:
+    """Taggers whose predicted labels mostly do not occur in the corpus's gold
+    (e.g. the i2b2-labelled rules on MEDDOCAN without a label map): every
+    such span counts as a false positive, so say so instead of scoring 0 quietly."""
+    gold = {a.label for d in train for a in d.annotations}
+    out = []
+    for label, run in runs.items():
+        predicted: dict[str, int] = {}
+        for pred in run.oof.values():
+            for tag in pred.tags:
+                if tag.startswith("B-"):
+                    predicted[tag[2:]] = predicted.get(tag[2:], 0) + 1
+        total = sum(predicted.values())
+        foreign = {lab: n for lab, n in predicted.items() if lab not in gold}
+        if total and sum(foreign.values()) / total > share:
+            top = ", ".join(sorted(foreign, key=foreign.get, reverse=True)[:5])
+            out.append(f"tagger {label}: {sum(foreign.values())} of {total} predicted spans carry labels that "
+                       f"{corpus_name} never uses ({top}); they all count as errors. Give it a label map "
+                       f"(its label_map parameter, e.g. rules:label_map=i2b2-to-meddocan) or register "
+                       f"the corpus with --label-map")
+    return out
