@@ -237,3 +237,61 @@ def test_mistyped_names_get_a_suggestion(workspace, args, suggestion):
 def test_unknown_corpus_names_the_workspace_searched(workspace):
     res = _run("cv", "--corpus", "meddocan", "--taggers", "rules", "--no-progress", ok=False)
     assert f"in workspace {workspace}" in res.output and "ENSEMBLE_DEID_HOME" in res.output
+
+
+# --- 22.4: silent surprises ---------------------------------------------------------
+
+def test_ensemble_at_default_folds_reuses_the_cached_cv_and_says_so(tiny):
+    _run("cv", "--corpus", tiny, "--taggers", MEMBERS, "--folds", "3", "--no-progress")
+    out = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--no-progress",
+               "--no-diagnostics").output
+    assert "reusing the members' cached 3-fold CV" in out and "0/" not in out
+    assert "3-fold CV (folds" in out and "by 3-fold CV" in out
+    explicit = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "5",
+                    "--no-progress", "--no-diagnostics").output
+    assert "cached for 3-fold CV, not 5-fold: computing a 5-fold CV" in explicit
+
+
+def _register(tmp_path, name, train_docs, test_docs, dev_docs=None):
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+
+    args = ["corpus", "add", name]
+    for split, docs in (("train", train_docs), ("test", test_docs), ("dev", dev_docs)):
+        if docs is None:
+            continue
+        d = tmp_path / name / split
+        d.mkdir(parents=True)
+        for doc in docs:
+            write_i2b2_xml(doc, d / f"{doc.id}.xml")
+        args += [f"--{split}", d]
+    _run(*args)
+
+
+def test_train_equal_to_test_and_unused_dev_are_said(tmp_path, workspace):
+    from .tiny_corpus import tiny_corpus
+
+    docs = tiny_corpus(30, seed=2)
+    _register(tmp_path, "same", docs[:20], docs[:20], dev_docs=docs[20:])
+    out = _run("ensemble", "--corpus", "same", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+               "--no-progress", "--no-diagnostics").output
+    assert "the test split is identical to the training split" in out
+    assert "has a dev split" in out and "train and test splits only" in out
+    _register(tmp_path, "overlap", docs[:20], docs[15:25])
+    out = _run("cv", "--corpus", "overlap", "--taggers", "memorize", "--folds", "3", "--no-progress").output
+    assert "5 of 10 test document(s) also occur (same text) in the training split" in out
+
+
+def test_label_mismatch_is_warned(tmp_path, workspace):
+    # Gold relabelled to types no tagger knows: rules' i2b2 labels never match.
+    from dataclasses import replace
+
+    from ensemble_deid.corpus.document import Document
+
+    from .tiny_corpus import tiny_corpus
+
+    docs = [Document(d.id, d.text, [replace(a, category="OTHER", type="X") for a in d.annotations], d.metadata)
+            for d in tiny_corpus(24, seed=3)]
+    _register(tmp_path, "foreign", docs[:18], docs[18:])
+    out = _run("cv", "--corpus", "foreign", "--taggers", "rules,memorize", "--folds", "3", "--no-progress").output
+    assert "tagger rules:" in out and "labels that corpus 'foreign' never uses" in out and "label_map" in out
+    assert "tagger memorize:" not in out
