@@ -104,7 +104,7 @@ def _test_f1(output: str) -> str:
 def test_cli_param_is_used_printed_and_recorded(tiny, workspace):
     fixed = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
                  "--param", "threshold=1", "--no-progress", "--no-diagnostics").output
-    assert "chosen parameters: (none to choose)" in fixed
+    assert "chosen parameters: (none to choose: no values searched)" in fixed
     assert "parameters used: threshold=1 (fixed)" in fixed
     searched = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
                     "--grid", "threshold=1", "--no-progress", "--no-diagnostics").output
