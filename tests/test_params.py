@@ -295,3 +295,38 @@ def test_label_mismatch_is_warned(tmp_path, workspace):
     out = _run("cv", "--corpus", "foreign", "--taggers", "rules,memorize", "--folds", "3", "--no-progress").output
     assert "tagger rules:" in out and "labels that corpus 'foreign' never uses" in out and "label_map" in out
     assert "tagger memorize:" not in out
+
+
+# --- fuzz: any spec text gives a tagger or one clean error --------------------------
+
+def test_fuzzed_tagger_specs_never_crash():
+    """Seeded and bounded: random parameter names (real and not) and values
+    (numbers at and past every edge, strings, unicode) for every registered
+    tagger. make_tagger either accepts or raises the toolkit's own error or
+    ValueError naming the tagger; never a TypeError or AttributeError."""
+    import random
+    import time
+
+    from ensemble_deid.experiment.cv import TaggerSpec
+    from ensemble_deid.taggers.registry import entry_points, tagger_class
+    from ensemble_deid.taggers.base import TaggerUnavailable
+
+    rng = random.Random(21)
+    values = ["0", "-1", "1", "2.5", "nan", "inf", "-inf", "1e999", "true", "none", "abc", "", "é", "0x10",
+              "document", "sentence", "auto", "cpu", "cuda:0", "tpu", "1,2", "-0", "3000000000"]
+    names = sorted(entry_points())
+    deadline = time.monotonic() + 8
+    tried = 0
+    while tried < 1000 and time.monotonic() < deadline:
+        name = rng.choice(names)
+        real = sorted(tagger_class(name)()._param_names())
+        key = rng.choice(real + ["bogus", "C", "c1 "]) if real else "bogus"
+        text = f"{name}:{key}={rng.choice(values)}"
+        tried += 1
+        try:
+            TaggerSpec.parse(text).make()
+        except TaggerUnavailable:
+            continue
+        except (ValueError, EnsembleDeidError) as exc:
+            assert name in str(exc) or text in str(exc), (text, str(exc))
+    assert tried >= 200
