@@ -5,7 +5,7 @@ import time
 
 import click
 
-from .common import fail_on_error, workspace_of
+from .common import SuggestingChoice, fail_on_error, workspace_of
 
 # The demo's members: every trainable tagger, the rule tagger and the
 # offline external systems that are installed. 10-fold CV of 12 trained
@@ -68,7 +68,7 @@ def _run_study(ctx, config, out, progress):
 @click.option("--folds", type=int, default=None, help="Cross-validation folds, at least 2 (config default 10).")
 @click.option("--jobs", type=int, default=None, help="Parallel jobs for the base taggers, or -1 for every core (config default 1).")
 @click.option("--seed", type=int, default=None, help="Seed of folds and resampling tests (config default 0).")
-@click.option("--test", type=click.Choice(["t-test", "randomization", "bootstrap"]), default=None, help="Significance test behind the asterisks (config default randomization).")
+@click.option("--test", type=SuggestingChoice(["t-test", "randomization", "bootstrap"]), default=None, help="Significance test behind the asterisks (config default randomization).")
 @click.option("--trials", type=int, default=None, help="Randomization swaps / bootstrap resamples (config default 10000).")
 @click.option("--no-union", is_flag=True, help="Do not train on the union of two corpora.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/NAME-TIMESTAMP).")
