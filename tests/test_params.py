@@ -330,3 +330,13 @@ def test_fuzzed_tagger_specs_never_crash():
         except (ValueError, EnsembleDeidError) as exc:
             assert name in str(exc) or text in str(exc), (text, str(exc))
     assert tried >= 200
+
+
+def test_voting_threshold_above_the_member_count_is_refused(tiny, workspace):
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=4",
+               ok=False)
+    assert res.exit_code == 2 and "threshold 4 exceeds the number of members (3)" in res.output
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--grid", "threshold=2|5",
+               ok=False)
+    assert "threshold 5 exceeds" in res.output and "--grid" in res.output
+    assert _entries(workspace) == []

@@ -138,6 +138,12 @@ def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, n
         learner.validate_params()  # bad or conflicting values fail before any member is computed
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--grid" if "search" in str(exc) else "--param")
+    n_members = len(parse_members(members)[2])
+    thresholds = [fixed.get("threshold")] + list((grid_ or {}).get("threshold", []))
+    too_high = [t for t in thresholds if isinstance(t, int) and t > n_members]
+    if method.startswith("voting") and too_high:  # no span could get that many votes
+        raise click.BadParameter(f"threshold {too_high[0]} exceeds the number of members ({n_members})",
+                                 param_hint="--param" if fixed.get("threshold") in too_high else "--grid")
     with fail_on_error():
         corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
         learner.set_params(folds=engine.k)  # the members' cached CV may have been reused

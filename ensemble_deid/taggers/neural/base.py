@@ -234,7 +234,7 @@ class NeuralTagger(Tagger):
     # --- learning -------------------------------------------------------------------------
     def fit(self, documents: Sequence[Document]) -> "NeuralTagger":
         self.check_available()
-        self._check_params()
+        self.validate_params()  # declared constraints, then _check_params
         documents = list(documents)
         if not documents:
             raise ValueError(f"{self.name}: no training documents")
