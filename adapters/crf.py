@@ -24,6 +24,7 @@ from ensemble_deid.corpus.document import Document
 from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.taggers.prediction import DocumentPrediction
 from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
+from ensemble_deid.taggers.constraints import Interval, Options
 
 _SEQUENCES = ("document", "sentence")
 
@@ -58,6 +59,13 @@ class CRFTagger(Tagger):
     version = "1-f" + FEATURES_VERSION
     requires = ("pycrfsuite",)
     description = "linear-chain CRF (CRFsuite, L-BFGS) with the [LIU17] feature set"
+
+    _parameter_constraints = {
+        "c1": [Interval(float, 0, None)], "c2": [Interval(float, 0, None)],
+        "max_iterations": [Interval(int, 1, None)], "epsilon": [Interval(float, 0, None, closed="neither")],
+        "min_freq": [Interval(float, 0, None)], "possible_transitions": [bool],
+        "sequence": [Options(*_SEQUENCES)],
+    }
 
     def __init__(
         self,
@@ -94,14 +102,6 @@ class CRFTagger(Tagger):
             return [(0, n)] if n else []
         return doc.tokens.sentences()
 
-    def _check_params(self) -> None:
-        if self.sequence not in _SEQUENCES:
-            raise ValueError(f"sequence must be one of {_SEQUENCES}, got {self.sequence!r}")
-        if self.c1 < 0 or self.c2 < 0:
-            raise ValueError(f"c1 and c2 must be >= 0, got c1={self.c1}, c2={self.c2}")
-        if int(self.max_iterations) < 1:
-            raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
-
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_fx", None)
@@ -110,7 +110,7 @@ class CRFTagger(Tagger):
 
     # --- learning --------------------------------------------------------------
     def fit(self, documents: Sequence[Document]) -> "CRFTagger":
-        self._check_params()
+        self.validate_params()
         pycrfsuite = _pycrfsuite()
         documents = list(documents)
         if not any(len(d.tokens) for d in documents):
@@ -176,7 +176,7 @@ class CRFTagger(Tagger):
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         self.check_fitted()
-        self._check_params()
+        self.validate_params()
         tagger = self._get_tagger()
         fx = self._extractor()
         out = []

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ensemble_deid.corpus.document import Document
+from ensemble_deid.taggers.constraints import Interval
 from ensemble_deid.taggers.neural.base import NeuralTagger
 
 
@@ -31,6 +32,8 @@ class LstmCrfFeaTagger(NeuralTagger):
     # (FeatureExtractor options) and ehr_names_path (a local EHR name list).
     defaults = {"epochs": 80, "lr": 0.01,
                 "feature_dim": 32, "features": None, "ehr_names_path": None}
+
+    _parameter_constraints = {"feature_dim": [Interval(int, 1, None)], "ehr_names_path": [None, str]}
 
     # --- features -----------------------------------------------------------------
     def _extractor(self):

@@ -35,6 +35,7 @@ from ensemble_deid.taggers.external.base import (
     files_digest, hybridmethod, load_category_map, map_spans,
 )
 from ensemble_deid.taggers.external.mat_format import read_mat_file
+from ensemble_deid.taggers.constraints import Interval, Options
 
 ENV = "ENSEMBLE_DEID_MIST_HOME"
 _SUFFIXES = (".json", ".txt.json", ".xml")
@@ -52,6 +53,12 @@ class MistTagger(ExternalTagger):
     name = "mist"
     version = "1"
     description = "MIST / MAT: run MATEngine, or import MAT JSON / inline XML outputs"
+
+    _parameter_constraints = {
+        "mist_home": [None, str], "task": [str], "workflow": [str], "steps": [str], "model": [None, str],
+        "extra_args": [str], "import_dir": [None, str], "import_format": [Options("auto", "json", "xml-inline")],
+        "label_map": [None, str], "timeout": [Interval(float, 0, None, closed="neither")],
+    }
 
     def __init__(self, mist_home=None, task="HIPAA Deidentification", workflow="Demo", steps="zone,tag", model=None,
                  extra_args="", import_dir=None, import_format="auto", label_map=None, timeout=3600):

@@ -15,12 +15,18 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
+from ensemble_deid.taggers.constraints import Interval
 
 
 class OgdTagger(VowpalTagger):
     name = "ogd"
     version = "1" + FEATURES_TAG
     description = "per-token multiclass online gradient descent (Vowpal Wabbit --oaa, logistic)"
+
+    _parameter_constraints = {
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, None)],
+        "bits": [Interval(int, 1, 30)], "l2": [Interval(float, 0, None)],
+    }
 
     def __init__(self, learning_rate=0.1, passes=10, bits=24, l2=0.0, features=None, random_state=0):
         self.learning_rate = learning_rate

@@ -63,6 +63,7 @@ def heuristic_pos_tag(tokens):
 class _NltkShim:
     """``nltk`` as Philter sees it: everything real except ``pos_tag``."""
 
+
     def __init__(self, real):
         self._real = real
 
@@ -83,6 +84,8 @@ class PhilterTagger(ExternalTagger):
     version = "1"
     requires = ("philter_ucsf", "nltk", "chardet")
     description = "Philter (philter-ucsf): rule/whitelist PHI filter, offline with fixes"
+
+    _parameter_constraints = {"config": [None, str], "label_map": [None, str]}
 
     def __init__(self, config=None, label_map=None):
         self.config = config

@@ -36,6 +36,7 @@ from ensemble_deid.taggers.external.base import (
 from ensemble_deid.taggers.external.physionet_format import (
     PhiFile, format_records, parse_phi, parse_records, read_text_file, res_categories,
 )
+from ensemble_deid.taggers.constraints import Interval, Options
 
 ENV = "ENSEMBLE_DEID_DEID_PL"
 DEFAULT_CATEGORY = "PHI"  # the name given to a span whose category deid did not say
@@ -45,6 +46,12 @@ class PhysioNetDeidTagger(ExternalTagger):
     name = "physionet-deid"
     version = "1"
     description = "PhysioNet deid (deid.pl): run it, or import its .phi output"
+
+    _parameter_constraints = {
+        "deid_pl": [None, str], "config": [None, str], "records": [None, str], "phi": [None, str], "res": [None, str],
+        "offsets": [Options("bytes", "chars")], "label_map": [None, str],
+        "timeout": [Interval(float, 0, None, closed="neither")],
+    }
 
     def __init__(self, deid_pl=None, config=None, records=None, phi=None, res=None, offsets="bytes",
                  label_map=None, timeout=3600):

@@ -31,12 +31,18 @@ from ensemble_deid.errors import ERROR
 from ensemble_deid.taggers.external.base import ExternalOutputError, ExternalTagger, check_text, files_digest, hybridmethod
 from ensemble_deid.corpus.formats import detect_format, read_brat, read_i2b2_xml
 from ensemble_deid.corpus.labelmap import LabelMap
+from ensemble_deid.taggers.constraints import Options
 
 
 class PrecomputedTagger(ExternalTagger):
     name = "precomputed"
     version = "1"
     description = "imports another system's predictions (i2b2 XML or BRAT files per document)"
+
+    _parameter_constraints = {
+        "test_dir": [None, str], "train_dir": [None, str], "fold_dirs": [None, str, list],
+        "format": [Options("auto", "xml", "brat")], "label_map": [None, str],
+    }
 
     def __init__(self, test_dir=None, train_dir=None, fold_dirs=None, format="auto", label_map=None):
         self.test_dir = test_dir

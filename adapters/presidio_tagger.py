@@ -20,6 +20,7 @@ from ensemble_deid.taggers.external.base import (
     ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
     requirements_available,
 )
+from ensemble_deid.taggers.constraints import Interval
 
 _ENGINES: dict[tuple, object] = {}  # building an engine costs seconds: one per settings, per process
 _ENGINE_LOCK = threading.Lock()
@@ -66,6 +67,10 @@ class PresidioTagger(ExternalTagger):
     version = "1"
     requires = ("presidio_analyzer", "tldextract")
     description = "Presidio analyzer, pattern recognisers only (no NLP model), offline"
+
+    _parameter_constraints = {
+        "language": [str], "score_threshold": [Interval(float, 0, 1)], "exclude": [str], "label_map": [None, str],
+    }
 
     def __init__(self, language="en", score_threshold=0.0, exclude="", label_map=None):
         self.language = language

@@ -260,18 +260,25 @@ class RuleTagger(Tagger):
 
     LABELS: tuple[str, ...] = tuple(sorted({label for label, _, _ in _PATTERNS}))
 
+    # label_map and types are checked by loading them (_check_params).
+    _parameter_constraints = {"types": [None, list, tuple], "label_map": [None, str, dict, LabelMap]}
+
     def __init__(self, types: Sequence[str] | None = None, label_map: Any = None):
         self.types = types
         self.label_map = label_map
 
-    def fit(self, documents: Sequence[Document] = ()) -> "RuleTagger":
-        """Nothing to learn: checks the parameters and marks the tagger fitted."""
-        self.label_map_ = _load_label_map(self.label_map)
+    def _check_params(self) -> None:
+        _load_label_map(self.label_map)
         if self.types is not None:
             known = set(self.LABELS) | {label.split(":")[1] for label in self.LABELS}
             unknown = sorted(set(self.types) - known)
             if unknown:
                 raise ValueError(f"rules: unknown type(s) {unknown}; known: {list(self.LABELS)}")
+
+    def fit(self, documents: Sequence[Document] = ()) -> "RuleTagger":
+        """Nothing to learn: checks the parameters and marks the tagger fitted."""
+        self.validate_params()
+        self.label_map_ = _load_label_map(self.label_map)
         self.fitted_ = True
         return self
 

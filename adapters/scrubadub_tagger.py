@@ -28,6 +28,8 @@ class ScrubadubTagger(ExternalTagger):
     requires = ("scrubadub",)
     description = "scrubadub regex detectors (phone, e-mail, URL, SSN, ...), offline"
 
+    _parameter_constraints = {"detectors": [str], "locale": [str], "label_map": [None, str]}
+
     def __init__(self, detectors=DEFAULT_DETECTORS, locale="en_US", label_map=None):
         self.detectors = detectors
         self.locale = locale

@@ -21,12 +21,22 @@ from __future__ import annotations
 import numpy as np
 
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
+from ensemble_deid.taggers.constraints import Interval, Options
 
 
 class SearnTagger(VowpalTagger):
     name = "searn"
     version = "1" + FEATURES_TAG
     description = "learning-to-search sequence labelling (Vowpal Wabbit --search sequence)"
+
+    # VW's --search_rollin / --search_rollout / --search_interpolation values.
+    _parameter_constraints = {
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, None)],
+        "bits": [Interval(int, 1, 30)], "history": [Interval(int, 0, None)],
+        "rollin": [None, Options("policy", "learn", "oracle", "ref", "mix_per_state", "mix_per_roll")],
+        "rollout": [None, Options("policy", "learn", "oracle", "ref", "mix_per_state", "mix_per_roll", "none")],
+        "interpolation": [None, Options("data", "policy")],
+    }
 
     def __init__(self, learning_rate=0.05, passes=20, bits=22, history=1, rollin=None, rollout="none",
                  interpolation=None, features=None, random_state=0):

@@ -31,6 +31,7 @@ from ensemble_deid.taggers.linear import (
     offsets_of,
     training_chunks,
 )
+from ensemble_deid.taggers.constraints import Interval
 
 
 class StructSvmTagger(LinearTagger):
@@ -38,6 +39,12 @@ class StructSvmTagger(LinearTagger):
     version = "1" + FEATURES_TAG
     requires = ("sklearn",)  # feature hashing
     description = "structural SVM (structured hinge, loss-augmented Viterbi, averaged SGD)"
+
+    _parameter_constraints = {
+        "reg": [Interval(float, 0, None)], "epochs": [Interval(int, 1, None)],
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "cost": [Interval(float, 0, None, closed="neither")],
+        "average_from": [Interval(int, 1, None)], "min_count": [Interval(int, 1, None)],
+    }
 
     def __init__(self, reg=1e-6, epochs=10, learning_rate=0.01, cost=1.0, average_from=1, min_count=2,
                  features=None, random_state=0):

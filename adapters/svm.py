@@ -18,6 +18,7 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of
+from ensemble_deid.taggers.constraints import Interval
 
 
 class SvmTagger(LinearTagger):
@@ -25,6 +26,12 @@ class SvmTagger(LinearTagger):
     version = "1" + FEATURES_TAG
     requires = ("sklearn",)
     description = "per-token linear SVM (LIBLINEAR via scikit-learn LinearSVC)"
+
+    _parameter_constraints = {
+        "c": [Interval(float, 0, None, closed="neither")], "o_weight": [Interval(float, 0, None, closed="neither")],
+        "max_iter": [Interval(int, 1, None)], "tol": [Interval(float, 0, None, closed="neither")],
+        "min_count": [Interval(int, 1, None)],
+    }
 
     def __init__(self, c=0.1, o_weight=0.01, max_iter=1000, tol=1e-4, min_count=1, features=None, random_state=0):
         self.c = c

@@ -62,3 +62,11 @@ class CorpusError(EnsembleDeidError):
 
 def fatal(problems: Iterable[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == ERROR]
+
+
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """" (did you mean 'crf'?)" for a mistyped name (difflib), or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from ensemble_deid.corpus.bio import decode
-from ensemble_deid.taggers.registry import entry_points, tagger_class
+from ensemble_deid.taggers.constraints import InvalidParameter, refused_examples
+from ensemble_deid.taggers.registry import entry_points, make_tagger, tagger_class
 from ensemble_deid.taggers.base import NotFittedError, Tagger
 
 from .tiny_corpus import tiny_corpus
@@ -112,6 +113,31 @@ class TaggerContract:
         assert tagger.param_hash() == twin.param_hash()
         with pytest.raises(ValueError, match="invalid parameter"):
             tagger.set_params(no_such_parameter=1)
+
+    # Parameter constraints (after scikit-learn's check_estimator): every
+    # parameter is declared, the defaults pass, and a value outside a
+    # declaration is refused when the tagger is made, naming the parameter.
+    def test_every_parameter_declared(self):
+        cls = tagger_class(self.tagger_name)
+        undeclared = sorted(set(cls()._param_names()) - set(cls.parameter_constraints()))
+        assert not undeclared, f"declare _parameter_constraints for {undeclared}"
+
+    def test_default_parameters_are_valid(self):
+        tagger_class(self.tagger_name)().validate_params()
+        self.make().validate_params()
+
+    def test_bad_values_are_refused_by_name(self):
+        self.make()  # skips an unavailable tagger
+        cls = tagger_class(self.tagger_name)
+        for name, constraints in cls.parameter_constraints().items():
+            if name not in cls()._param_names():
+                continue
+            bad_values = refused_examples(constraints)
+            assert bad_values, f"{name}: no value outside {constraints}"
+            for bad in bad_values:
+                with pytest.raises(InvalidParameter) as info:
+                    make_tagger(self.tagger_name, **{**self.tagger_params, name: bad})
+                assert f"{name}=" in str(info.value) and self.tagger_name in str(info.value), str(info.value)
 
     def test_unfitted_predict_raises(self, corpus):
         with pytest.raises(NotFittedError):

@@ -40,3 +40,18 @@ def fail_on_error():
             raise
         where = f"{printable(exc.filename)}: " if exc.filename is not None else ""
         raise click.ClickException(where + reason(exc)) from exc
+
+
+class SuggestingChoice(click.Choice):
+    """click.Choice that suggests the closest name for a typo ("did you mean")."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from ..errors import did_you_mean
+
+            hint = did_you_mean(value, self.choices)
+            if not hint:
+                raise
+            self.fail(f"{exc.message.rstrip('.')}{hint}", param, ctx)

@@ -33,6 +33,12 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     from ..studies.table import render_table
     from .cv import parse_tagger_specs
 
+    from ..evaluation.criteria import get_criterion
+
+    try:
+        get_criterion(criterion)  # before any prediction is computed
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--criterion")
     ensembles = [s.strip() for s in systems if is_ensemble_spec(s)]
     regular = [s for s in systems if not is_ensemble_spec(s)]
     specs = parse_tagger_specs(",".join(regular), param_hint="SYSTEMS") if regular else []

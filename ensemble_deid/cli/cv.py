@@ -68,8 +68,13 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets, no
     cache parts are reported and recomputed. With --target B, the models
     trained on this corpus also predict B's test split (cross-corpus).
     """
-    if jobs == 0:
-        raise click.BadParameter("must be positive, or -1 for every core", param_hint="--jobs")
+    from ..errors import EnsembleDeidError
+    from ..experiment.cv import check_jobs
+
+    try:
+        check_jobs(jobs)
+    except EnsembleDeidError as exc:
+        raise click.BadParameter(str(exc), param_hint="--jobs")
     if backend == "dask" and not scheduler:
         raise click.BadParameter("--backend dask needs --scheduler tcp://HOST:PORT", param_hint="--scheduler")
     specs = parse_tagger_specs(taggers)
@@ -80,16 +85,22 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets, no
     from ..studies.crosscorpus import cross_corpus_target
     from ..studies.summary import cv_summary_table
 
+    from ..experiment.cv import label_warnings
+
+    warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
     with fail_on_error():
         corpus = ws.load(corpus_name)
         # Every corpus loads (and is checked) before any tagger runs.
         other = {cross_corpus_target(name): ws.load(name).test for name in targets}
         engine = CrossValidation(corpus.train, {"test": corpus.test, **other}, PredictionCache(ws.cache_dir),
                                  k=k, seed=seed)
+        for msg in engine.split_warnings():
+            warn(msg)
         runs = engine.run(
-            specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=not no_progress,
-            on_corrupt=lambda msg: click.echo(f"warning: {msg}", err=True),
+            specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=not no_progress, on_corrupt=warn,
         )
+    for msg in label_warnings(runs, corpus.train, f"corpus {corpus_name!r}"):
+        warn(msg)
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {engine.folds.fingerprint}), cache {ws.cache_dir}")
     click.echo(cv_summary_table(runs, corpus.train, corpus.test, other))
     for name, documents in other.items():

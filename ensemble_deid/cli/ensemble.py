@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error, workspace_of
+from .common import SuggestingChoice, fail_on_error, workspace_of
 
 METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
 
@@ -57,17 +57,37 @@ def parse_grid(items, param_hint: str = "--grid") -> dict | None:
 
 
 def load_members(ctx, corpus_name, members, k, seed, no_progress):
-    """(corpus, engine, {label: MemberRun}) with the members' CV run or reused."""
+    """(corpus, engine, {label: MemberRun}) with the members' CV run or reused.
+    With --folds left at its default and the members cached for one other k
+    only, that CV is reused (and said); otherwise a new k-fold CV is said."""
     from ..experiment.cache import PredictionCache
-    from ..experiment.cv import CrossValidation
+    from ..experiment.cv import CrossValidation, label_warnings
     from ..ensemble.caching import resolve_members
 
     specs, ensembles, order = parse_members(members)
     ws = workspace_of(ctx)
     corpus = ws.load(corpus_name)
+    warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
-    runs = resolve_members(engine, specs, ensembles, order, progress=not no_progress,
-                           on_corrupt=lambda msg: click.echo(f"warning: {msg}", err=True))
+    cached = engine.cached_fold_counts(specs) if specs else [k]
+    if k not in cached and cached:
+        others = cached
+        default_k = ctx.get_parameter_source("k") == click.core.ParameterSource.DEFAULT
+        if len(others) == 1 and default_k:
+            click.echo(f"note: reusing the members' cached {others[0]}-fold CV (--folds {others[0]}); "
+                       f"pass --folds {k} to compute a {k}-fold CV instead", err=True)
+            engine = CrossValidation(corpus.train, {"test": corpus.test}, engine.cache, k=others[0], seed=seed)
+        elif others:
+            click.echo(f"note: the members are cached for {', '.join(map(str, others))}-fold CV, not {k}-fold: "
+                       f"computing a {k}-fold CV (--folds {others[0]} reuses the cache)", err=True)
+    for msg in engine.split_warnings():
+        warn(msg)
+    if "dev" in corpus.splits:
+        click.echo(f"note: corpus {corpus.name!r} has a dev split; cross-validation and the ensembles use the "
+                   "train and test splits only", err=True)
+    runs = resolve_members(engine, specs, ensembles, order, progress=not no_progress, on_corrupt=warn)
+    for msg in label_warnings({s.label: runs[s.label] for s in specs}, corpus.train, f"corpus {corpus.name!r}"):
+        warn(msg)
     return corpus, engine, runs
 
 
@@ -87,7 +107,7 @@ SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1
 
 @click.command("ensemble")
 @click.option("--corpus", "corpus_name", required=True, help="Registered or embedded corpus name.")
-@click.option("--method", required=True, type=click.Choice(METHOD_NAMES), help="Ensemble method.")
+@click.option("--method", required=True, type=SuggestingChoice(METHOD_NAMES), help="Ensemble method.")
 @click.option("--members", required=True, help="Comma-separated member taggers (as for cv --taggers), or "
               "ensemble.<method>[:hash=<prefix>] for an ensemble already cached.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Fix a method parameter (repeatable).")
@@ -95,7 +115,7 @@ SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1
               "(repeatable; replaces the method's default grid).")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises (f2/recall: privacy first).")
+@click.option("--metric", type=SuggestingChoice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises (f2/recall: privacy first).")
 @click.option("--nested", is_flag=True, help="Also estimate the whole selection by nested CV (k times the cost); the ensemble's own OOF predictions then choose inside each fold.")
 @click.option("--no-oof", is_flag=True, help="Do not compute the ensemble's own out-of-fold predictions (it then cannot be a member).")
 @click.option("--refit", is_flag=True, help="Recompute even when the ensemble's predictions are cached.")
@@ -113,11 +133,20 @@ def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, n
     fixed = parse_params(params, "--param")
     grid_ = parse_grid(grid)
     try:
-        learner = GridSearch(make_method(method, **fixed), grid_, folds=k, seed=seed, metric=metric, nested=nested)
+        learner = GridSearch(make_method(method, **fixed), grid_, folds=k, seed=seed, metric=metric, nested=nested,
+                             fixed=tuple(fixed))
+        learner.validate_params()  # bad or conflicting values fail before any member is computed
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--param")
+        raise click.BadParameter(str(exc), param_hint="--grid" if "search" in str(exc) else "--param")
+    n_members = len(parse_members(members)[2])
+    thresholds = [fixed.get("threshold")] + list((grid_ or {}).get("threshold", []))
+    too_high = [t for t in thresholds if isinstance(t, int) and t > n_members]
+    if method.startswith("voting") and too_high:  # no span could get that many votes
+        raise click.BadParameter(f"threshold {too_high[0]} exceeds the number of members ({n_members})",
+                                 param_hint="--param" if fixed.get("threshold") in too_high else "--grid")
     with fail_on_error():
         corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
+        learner.set_params(folds=engine.k)  # the members' cached CV may have been reused
         result = run_ensemble(engine, learner, method, runs, refit=refit, oof=not no_oof,
                               echo=lambda s: click.echo(s, err=True))
     report(corpus, engine, runs, result, method, learner, diagnostics)
@@ -134,6 +163,8 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
     train, test = engine.train, engine.targets["test"]
     settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
                 "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
+    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
+        settings["fixed"] = sorted(learner.fixed)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
     cache = engine.cache
     cache.ensure_entry(entry, {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),
@@ -150,6 +181,7 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
         preds = learner.predict(members_test, test)
         record = {
             "best_params": learner.best_params_, "best_score": learner.best_score_,
+            "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
             "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
             "members": list(runs), "metric": learner.metric,
         }
@@ -218,8 +250,15 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     best_member = max(rows[:-1], key=lambda r: r[3])
     click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
                f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
-    click.echo(f"chosen parameters: {record.get('best_params') or '(none to choose)'} "
-               f"by {engine.k}-fold CV on {record.get('metric', learner.metric)}")
+    if record.get("best_params"):
+        click.echo(f"chosen parameters: {record['best_params']} by {learner.folds}-fold CV on "
+                   f"{record.get('metric', learner.metric)}")
+    else:
+        click.echo("chosen parameters: (none to choose: no values searched)")
+    if record.get("params") is not None:
+        fixed = set(record.get("fixed", ()))
+        click.echo("parameters used: " + (", ".join(
+            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in record["params"].items()) or "(none)"))
     if record.get("threshold") is not None:
         click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}")
     if record.get("cv_results"):

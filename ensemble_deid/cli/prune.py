@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error
+from .common import SuggestingChoice, fail_on_error
 
 
 def _threshold(value: str):
@@ -43,7 +43,7 @@ def _variant(params: dict) -> dict:
 @click.option("--threshold", default="auto", help="Voting threshold N, or 'auto' to search every threshold 1..m.")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score the elimination maximises.")
+@click.option("--metric", type=SuggestingChoice(["f1", "f2", "recall"]), default="f1", help="Strict micro score the elimination maximises.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A voting-pruned variant (repeatable): "
               "removal_ties=worse|earliest, overlap=greedy|chain (see docs/ensembles.md).")
 @click.option("--all-paths", is_flag=True, help="Print the elimination path of every threshold, not only the chosen one.")

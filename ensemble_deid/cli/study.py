@@ -5,7 +5,7 @@ import time
 
 import click
 
-from .common import fail_on_error, workspace_of
+from .common import SuggestingChoice, fail_on_error, workspace_of
 
 # The demo's members: every trainable tagger, the rule tagger and the
 # offline external systems that are installed. 10-fold CV of 12 trained
@@ -66,11 +66,11 @@ def _run_study(ctx, config, out, progress):
 @click.option("--taggers", default=None, help="Comma-separated tagger specs; overrides the config.")
 @click.option("--methods", default=None, help="Comma-separated ensemble methods; overrides the config (default: all "
               "six); --methods \"\" runs no ensemble.")
-@click.option("--folds", type=click.IntRange(min=2), default=None, help="Cross-validation folds (config default 10).")
-@click.option("--jobs", type=int, default=None, help="Parallel jobs for the base taggers (config default 1).")
+@click.option("--folds", type=int, default=None, help="Cross-validation folds, at least 2 (config default 10).")
+@click.option("--jobs", type=int, default=None, help="Parallel jobs for the base taggers, or -1 for every core (config default 1).")
 @click.option("--seed", type=int, default=None, help="Seed of folds and resampling tests (config default 0).")
-@click.option("--test", type=click.Choice(["t-test", "randomization", "bootstrap"]), default=None, help="Significance test behind the asterisks (config default randomization).")
-@click.option("--trials", type=click.IntRange(min=100), default=None, help="Randomization swaps / bootstrap resamples (config default 10000).")
+@click.option("--test", type=SuggestingChoice(["t-test", "randomization", "bootstrap"]), default=None, help="Significance test behind the asterisks (config default randomization).")
+@click.option("--trials", type=int, default=None, help="Randomization swaps / bootstrap resamples (config default 10000).")
 @click.option("--no-union", is_flag=True, help="Do not train on the union of two corpora.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/NAME-TIMESTAMP).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
@@ -98,9 +98,8 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
             if not overrides["corpora"] or not overrides["taggers"]:
                 raise click.UsageError("give --config, or at least --corpus and --taggers")
             config = StudyConfig(**{k: v for k, v in overrides.items() if v is not None})
-    except EnsembleDeidError as exc:
-        raise click.BadParameter(str(exc), param_hint="--config")
-    _check_method_params(config)
+    except EnsembleDeidError as exc:  # StudyConfig.validate: the one check of config and options alike
+        raise click.UsageError(str(exc))
     _run_study(ctx, config, out, not no_progress)
 
 
@@ -116,17 +115,6 @@ def _methods(value: str | None) -> list[str] | None:
     return methods
 
 
-def _check_method_params(config) -> None:
-    """Every method's fixed parameters (method_params), checked before any tagger runs."""
-    from ..ensemble import make_method
-
-    for method in config.methods:
-        try:
-            make_method(method, **config.method_params.get(method, {}))
-        except ValueError as exc:
-            raise click.BadParameter(f"method_params of {method}: {exc}", param_hint="--config")
-
-
 @click.command()
 @click.option("--quick", is_flag=True, help="A small version (3 taggers, 3 folds, 4 methods) that finishes in about two minutes.")
 @click.option("--jobs", type=int, default=2, help="Parallel jobs for the base taggers.")
@@ -139,7 +127,14 @@ def demo(ctx, quick, jobs, out, no_progress):
     10-fold CV, all six ensembles, significance, tables and plots."""
     from ..studies.study import ALL_METHODS, StudyConfig
 
+    from ..errors import EnsembleDeidError
+    from ..experiment.cv import check_jobs
+
     log = lambda m: click.echo(m, err=True)  # noqa: E731
+    try:
+        check_jobs(jobs, "demo")
+    except EnsembleDeidError as exc:
+        raise click.BadParameter(str(exc), param_hint="--jobs")
     t0 = time.perf_counter()
     if quick:
         config = StudyConfig(corpora=["synthetic-2014", "synthetic-2016"], taggers=_available(QUICK_TAGGERS, log),

@@ -1,17 +1,47 @@
-"""``ensemble-deid taggers``: the registered tagger adapters."""
+"""``ensemble-deid taggers [NAME]``: the registered tagger adapters, or one
+tagger's parameters with their defaults and the values they accept."""
 from __future__ import annotations
 
 import click
 
 
 @click.command("taggers")
-def taggers():
-    """List registered taggers, their availability and why one is unavailable."""
-    from ..taggers.registry import describe_taggers
+@click.argument("name", required=False)
+def taggers(name):
+    """List registered taggers, their availability and why one is unavailable;
+    with NAME, that tagger's parameters, defaults and accepted values."""
     from ..studies.table import render_table
+    from ..taggers.registry import describe_taggers
 
+    if name:
+        click.echo(describe_parameters(name))
+        return
     rows = [
         [i.name, "yes" if i.available else "no", "external" if i.external else "trained", i.distribution, i.reason or i.description]
         for i in describe_taggers()
     ]
     click.echo(render_table(["tagger", "available", "kind", "package", "notes"], rows) if rows else "no taggers registered")
+
+
+def describe_parameters(name: str) -> str:
+    """One tagger's description, availability and parameter table."""
+    from ..errors import EnsembleDeidError
+    from ..studies.table import render_table
+    from ..taggers.constraints import describe
+    from ..taggers.registry import tagger_class
+
+    try:
+        cls = tagger_class(name)
+        defaults = cls().get_params()
+    except EnsembleDeidError as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME")
+    ok, reason = cls.availability()
+    constraints = cls.parameter_constraints()
+    rows = [[param, repr(value), describe(constraints[param]) if param in constraints else "(not declared)"]
+            for param, value in defaults.items()]
+    lines = [f"{name}: {cls.description or cls.__name__}",
+             f"{'external system' if cls.external else 'trained tagger'}, version {cls.version}; "
+             f"available: {'yes' if ok else 'no (' + reason + ')'}",
+             render_table(["parameter", "default", "accepts"], rows) if rows else "no parameters",
+             f"set them as {name}:{next(iter(defaults), 'key')}=VALUE,... in --taggers or a study's taggers list"]
+    return "\n".join(lines)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .document import Document
-from ..errors import EnsembleDeidError, printable
+from ..errors import EnsembleDeidError, did_you_mean, printable
 from ..files import FILE_MODE, private_dir, write_private_json
 from .fingerprint import corpus_fingerprint
 from .formats import I2B2_GROUP_PATTERN, load_directory
@@ -201,7 +201,8 @@ class Workspace:
         if name in embedded:
             return self._materialize_embedded(name)
         known = sorted(set(specs) | set(embedded))
-        raise UnknownCorpus(f"no corpus named {name!r}; known: {', '.join(known) or 'none'} (register one with 'corpus add')")
+        raise UnknownCorpus(f"no corpus named {name!r} in workspace {self.root}{did_you_mean(name, known)}; known: "
+                            f"{', '.join(known) or 'none'} (register one with 'corpus add', or set ENSEMBLE_DEID_HOME)")
 
     def load(self, name: str) -> Corpus:
         return self.load_spec(self.spec(name))

@@ -31,6 +31,7 @@ from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from ..taggers.prediction import DocumentPrediction
 from ..taggers.base import NotFittedError, Tagger
+from ..taggers.constraints import validate_params
 
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 
@@ -70,7 +71,9 @@ class MetaLearner:
     level: ClassVar[str] = "span"  # "span" (candidate spans) or "token"
     description: ClassVar[str] = ""
 
-    # Parameters: the Tagger machinery, reused as is.
+    # Parameters: the Tagger machinery, reused as is (constraints included).
+    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, int]}
+    parameter_constraints = Tagger.__dict__["parameter_constraints"]
     _param_names = Tagger.__dict__["_param_names"]
     get_params = Tagger.get_params
     clone = Tagger.clone
@@ -90,6 +93,13 @@ class MetaLearner:
             setattr(self, key, value)
         return self
 
+    def validate_params(self) -> None:
+        """Every parameter against its declared constraints (InvalidParameter
+        naming the method, the parameter and the value)."""
+        validate_params(f"ensemble method {self.name or type(self).__name__!r}", self.get_params(),
+                        self.parameter_constraints())
+        self.check_params()
+
     def check_fitted(self) -> None:
         if not self.is_fitted():
             raise NotFittedError(
@@ -102,7 +112,8 @@ class MetaLearner:
         return {}
 
     def check_params(self) -> None:
-        """Raise ValueError for a bad parameter value (``make_method`` calls it before any work)."""
+        """Checks the declared constraints cannot express (ValueError);
+        ``validate_params`` runs it after them, before any work."""
 
     # --- the public API ----------------------------------------------------
     def fit(self, members: Members, documents: Sequence[Document]) -> "MetaLearner":

@@ -32,5 +32,5 @@ def make_method(name: str, **params: Any) -> MetaLearner:
     method = method_class(name)()
     if params:
         method.set_params(**params)
-    method.check_params()
+    method.validate_params()
     return method

@@ -24,8 +24,9 @@ import numpy as np
 
 from ..corpus.document import Document
 from ..corpus.folds import FoldAssignment, assign_folds
+from ..taggers.constraints import Interval, InvalidParameter, Options
 from ..taggers.prediction import DocumentPrediction
-from .base import MetaLearner, Members, check_metric, metric_value, ordered_members
+from .base import METRICS, MetaLearner, Members, metric_value, ordered_members
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -103,8 +104,12 @@ class GridSearch(MetaLearner):
     estimator : MetaLearner
     param_grid : dict or None
         name -> values; None uses ``estimator.default_grid(m)`` (e.g. every
-        voting threshold 1..m). Parameters set on the estimator and absent from
-        the grid are kept.
+        voting threshold 1..m) less the ``fixed`` parameters. Parameters set on
+        the estimator and absent from the grid are kept.
+    fixed : sequence of str
+        Parameters the user set on the estimator (``--param``, a study's
+        ``[method_params]``): their value is used as given, never searched.
+        Naming one in ``param_grid`` too is refused.
     folds, seed : int
         k and the seed of the patient-grouped fold assignment.
     metric : {"f1", "f2", "recall"}
@@ -114,24 +119,55 @@ class GridSearch(MetaLearner):
 
     name = "grid-search"
     description = "cross-validated choice of a method's hyperparameters"
+    _parameter_constraints = {"folds": [Interval(int, 2, None)], "seed": [int], "metric": [Options(*METRICS)],
+                              "nested": [bool]}
 
-    def __init__(self, estimator, param_grid=None, folds=10, seed=0, metric="f1", nested=False):
+    def __init__(self, estimator, param_grid=None, folds=10, seed=0, metric="f1", nested=False, fixed=()):
         self.estimator = estimator
         self.param_grid = param_grid
         self.folds = folds
         self.seed = seed
         self.metric = metric
         self.nested = nested
+        self.fixed = tuple(fixed)
 
     def grid(self, n_members: int) -> list[dict[str, Any]]:
-        grid = self.param_grid if self.param_grid is not None else self.estimator.default_grid(n_members)
-        return expand_grid(grid)
+        if self.param_grid is not None:
+            return expand_grid(self.param_grid)
+        default = self.estimator.default_grid(n_members)
+        return expand_grid({k: v for k, v in default.items() if k not in self.fixed})
+
+    def validate_params(self) -> None:
+        """The search settings, the estimator's parameters and every grid
+        value, before any fit: a fixed parameter that is also searched, an
+        unknown name or a bad value is one error naming it."""
+        super().validate_params()
+        self.estimator.validate_params()
+        method = f"ensemble method {self.estimator.name!r}"
+        valid = set(self.estimator._param_names())
+        unknown = sorted(set(self.fixed) - valid)
+        if unknown:
+            raise InvalidParameter(f"{method}: unknown parameter(s) {unknown}; valid: {sorted(valid)}")
+        for key, values in (self.param_grid or {}).items():
+            if key not in valid:
+                raise InvalidParameter(f"{method}: cannot search unknown parameter {key!r}; valid: {sorted(valid)}")
+            if key in self.fixed:
+                raise InvalidParameter(f"{method}: {key} is both fixed and searched; give it either a value "
+                                       "(--param) or values to choose from (--grid), not both")
+            if not list(values):
+                raise InvalidParameter(f"{method}: no values to search for {key}")
+            for value in values:
+                self.estimator.clone().set_params(**{key: value}).validate_params()
+
+    def chosen_params(self) -> dict[str, Any]:
+        """Every parameter of the refitted model: fixed, chosen and defaults."""
+        return self.best_estimator_.get_params()
 
     def _prepare(self, members, names, documents):
         return self.estimator._prepare(members, names, documents)
 
     def _fit_prepared(self, prepared) -> None:
-        check_metric(self.metric)
+        self.validate_params()
         grid = self.grid(prepared.n_members)
         t0 = time.perf_counter()
         if len(grid) > 1:

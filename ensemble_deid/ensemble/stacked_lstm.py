@@ -16,6 +16,7 @@ import random
 import numpy as np
 
 from .tokens import TokenMetaLearner, TokenTable
+from ..taggers.constraints import Interval
 
 PAD, UNKNOWN = 0, 1
 
@@ -43,6 +44,15 @@ class StackedLSTM(TokenMetaLearner):
 
     name = "stacked-lstm"
     description = "token-level BiLSTM-CRF over members' tags (10-d embedding per member)"
+
+    _parameter_constraints = {
+        "embedding_dim": [Interval(int, 1, None)], "hidden_size": [Interval(int, 1, None)],
+        "num_layers": [Interval(int, 1, None)], "dropout": [Interval(float, 0, 1, closed="left")],
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, None)],
+        "batch_size": [Interval(int, 1, None)], "max_length": [Interval(int, 1, None)], "early_stopping": [bool],
+        "validation_fraction": [Interval(float, 0, 1, closed="left")], "patience": [Interval(int, 0, None)],
+        "device": [None, str], "threads": [None, Interval(int, 1, None)],
+    }
 
     def __init__(self, embedding_dim=10, hidden_size=100, num_layers=2, dropout=0.25, learning_rate=0.001,
                  epochs=25, batch_size=32, max_length=200, early_stopping=True, validation_fraction=0.1,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .tokens import TokenMetaLearner, TokenTable
+from ..taggers.constraints import Interval
 
 
 class StackedSEARN(TokenMetaLearner):
@@ -41,6 +42,12 @@ class StackedSEARN(TokenMetaLearner):
 
     name = "stacked-searn"
     description = "token-level Vowpal Wabbit learning-to-search over members' tags (+-2 window, tag trigrams)"
+
+    _parameter_constraints = {
+        "passes": [Interval(int, 1, None)], "learning_rate": [Interval(float, 0, None, closed="neither")],
+        "window": [Interval(int, 0, None)], "history": [Interval(int, 0, None)], "bits": [Interval(int, 1, 30)],
+        "max_length": [Interval(int, 1, None)], "vw_options": [str],
+    }
 
     def __init__(self, passes=20, learning_rate=0.025, window=2, history=2, bits=22, max_length=50, vw_options="",
                  random_state=0):

@@ -48,6 +48,7 @@ import numpy as np
 from .base import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, gold_keys, voting_priority
 from .voting import check_overlap, resolve
+from ..taggers.constraints import Interval, Options
 
 VARIANTS = ("paper", "authors")
 NONE = "NONE"  # the authors' class of spans that are no PHI (labels always hold a ':')
@@ -123,6 +124,9 @@ class DecisionTemplates(SpanMetaLearner):
 
     name = "decision-templates"
     description = "nearest decision template per candidate span (paper: Hamming; authors: cosine, relabelled)"
+
+    _parameter_constraints = {"variant": [Options(*VARIANTS)], "overlap": [Options("greedy", "chain")],
+                              "min_similarity": [Interval(float, 0, 1, closed="left")]}
 
     def __init__(self, variant="paper", min_similarity=0.5, overlap="greedy"):
         self.variant = variant

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..errors import did_you_mean
+
 MATCHES = ("token", "strict", "relaxed", "semeval")
 SEMEVAL_SCHEMES = ("strict", "exact", "partial", "type")
 
@@ -63,7 +65,7 @@ def get_criterion(name: str | Criterion) -> Criterion:
     try:
         return CRITERIA[key]
     except KeyError:
-        raise ValueError(f"unknown criterion {name!r}; known: {', '.join(CRITERIA)}") from None
+        raise ValueError(f"unknown criterion {name!r}{did_you_mean(key, CRITERIA)}; known: {', '.join(CRITERIA)}") from None
 
 
 def parse_criteria(names: str | Iterable[str | Criterion]) -> tuple[Criterion, ...]:

@@ -25,11 +25,24 @@ from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from ..corpus.fingerprint import corpus_fingerprint
 from ..corpus.folds import FoldAssignment, assign_folds
+from ..taggers.constraints import Interval, InvalidParameter, Options, validate_params
 from ..taggers.prediction import DocumentPrediction, check_predictions
 from .shipping import ShippedDocuments
 
 log = logging.getLogger(__name__)
 BACKENDS = ("loky", "threading", "dask", "ray")
+# Parallel jobs: a positive count, or -1 for every core (joblib's other
+# negative values are a surprise more than a feature).
+JOBS = [Interval(int, 1, None), Options(-1)]
+
+
+def check_jobs(jobs: Any, owner: str = "cv") -> int:
+    """``jobs`` if it is a positive count or -1, else one clear error."""
+    try:
+        validate_params(owner, {"jobs": jobs}, {"jobs": JOBS})
+    except InvalidParameter as exc:
+        raise EnsembleDeidError(str(exc)) from None
+    return jobs
 
 
 # --- what to run -----------------------------------------------------------------
@@ -224,6 +237,10 @@ class CrossValidation:
 
     def __post_init__(self):
         self.train = list(self.train)
+        patients = len({d.group for d in self.train})
+        if patients < self.k:
+            raise EnsembleDeidError(f"{self.k} folds but the training set has only {patients} patient group(s) "
+                                    f"({len(self.train)} documents): lower --folds to at most {patients}")
         self.folds = assign_folds(self.train, self.k, self.seed)
         self.train_fingerprint = corpus_fingerprint(self.train)
         self.target_fingerprints = {name: corpus_fingerprint(docs) for name, docs in self.targets.items()}
@@ -242,6 +259,37 @@ class CrossValidation:
             tasks += [Task(spec, PartKey.fold(entry, self.folds.fingerprint, f), fold=f) for f in range(self.k)]
         tasks += [Task(spec, PartKey.predict(entry, fp), target=name) for name, fp in self.target_fingerprints.items()]
         return tasks
+
+    def cached_fold_counts(self, specs: Sequence[TaggerSpec], most: int = 20) -> list[int]:
+        """The fold counts k (same seed; ``self.k`` included) for which every
+        trained tagger of ``specs`` has all its out-of-fold parts in the
+        cache, without touching it: a run asking for a k not among them
+        starts a new CV, which deserves a word."""
+        trained = [e for e, external in map(self.entry_key, specs) if not external]
+        if not trained:
+            return []
+        patients = len({d.group for d in self.train})
+        found = []
+        for k in sorted(set(range(2, min(patients, most) + 1)) | {self.k}):
+            scope = assign_folds(self.train, k, self.seed).fingerprint
+            if all(len(list((self.cache.root / e.relpath / f"oof-{scope}").glob("fold-*.json"))) == k for e in trained):
+                found.append(k)
+        return found
+
+    def split_warnings(self) -> list[str]:
+        """Target document sets that repeat training notes (a test split equal
+        to the training split scores the taggers on what they learnt)."""
+        train_texts = {hash(d.text) for d in self.train}
+        out = []
+        for name, docs in self.targets.items():
+            if self.target_fingerprints[name] == self.train_fingerprint:
+                out.append(f"the {name} split is identical to the training split: its scores measure "
+                           "memorisation, not generalisation")
+                continue
+            repeated = sum(hash(d.text) in train_texts for d in docs)
+            if repeated:
+                out.append(f"{repeated} of {len(docs)} {name} document(s) also occur (same text) in the training split")
+        return out
 
     def _describe(self, spec: TaggerSpec) -> dict:
         tagger = spec.make()
@@ -273,6 +321,7 @@ class CrossValidation:
     ) -> dict[str, TaggerRun]:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        check_jobs(jobs)
         for spec in specs:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)
@@ -364,3 +413,27 @@ class CrossValidation:
                 raise EnsembleDeidError(f"{spec.label}: cached out-of-fold predictions lack {len(missing)} training document(s)")
             runs[spec.label] = run
         return runs
+
+
+def label_warnings(runs: Mapping[str, "TaggerRun"], train: Sequence[Document], corpus_name: str = "the corpus",
+                   share: float = 0.2) -> list[str]:
+    """Taggers whose predicted labels mostly do not occur in the corpus's gold
+    (e.g. the i2b2-labelled rules on MEDDOCAN without a label map): every
+    such span counts as a false positive, so say so instead of scoring 0 quietly."""
+    gold = {a.label for d in train for a in d.annotations}
+    out = []
+    for label, run in runs.items():
+        predicted: dict[str, int] = {}
+        for pred in run.oof.values():
+            for tag in pred.tags:
+                if tag.startswith("B-"):
+                    predicted[tag[2:]] = predicted.get(tag[2:], 0) + 1
+        total = sum(predicted.values())
+        foreign = {lab: n for lab, n in predicted.items() if lab not in gold}
+        if total and sum(foreign.values()) / total > share:
+            top = ", ".join(sorted(foreign, key=foreign.get, reverse=True)[:5])
+            out.append(f"tagger {label}: {sum(foreign.values())} of {total} predicted spans carry labels that "
+                       f"{corpus_name} never uses ({top}); they all count as errors. Give it a label map "
+                       f"(its label_map parameter, e.g. rules:label_map=i2b2-to-meddocan) or register "
+                       f"the corpus with --label-map")
+    return out

@@ -42,8 +42,9 @@ from .. import __version__
 from ..experiment.cache import PredictionCache
 from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, did_you_mean
 from ..files import private_dir, write_private
+from ..taggers.constraints import Interval, Options
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
 
@@ -69,20 +70,48 @@ class StudyConfig:
     method_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self):
-        from ..ensemble import METHODS
+        self.validate()
+
+    def validate(self) -> None:
+        """The one check of a study's settings, from a config file, the
+        command line or code alike: every value, every tagger spec and every
+        method parameter, before any work starts."""
+        from ..ensemble import METHODS, GridSearch, make_method
+        from ..ensemble.base import METRICS
+        from ..experiment.cv import JOBS
+        from ..taggers.constraints import InvalidParameter, validate_params
         from .significance import TESTS
 
-        if not 1 <= len(self.corpora) <= 2:
-            raise EnsembleDeidError(f"a study takes one or two corpora, got {len(self.corpora)}")
-        if not self.taggers:
+        if not isinstance(self.corpora, list) or not 1 <= len(self.corpora) <= 2:
+            raise EnsembleDeidError(f"a study takes one or two corpora, got {self.corpora!r}")
+        if not isinstance(self.taggers, list) or not self.taggers:
             raise EnsembleDeidError("a study needs at least one tagger")
+        if not isinstance(self.methods, list):
+            raise EnsembleDeidError(f"methods must be a list, got {self.methods!r}")
         bad = [m for m in self.methods if m not in METHODS]
         if bad:
-            raise EnsembleDeidError(f"unknown ensemble method(s) {bad}; known: {', '.join(METHODS)}")
-        if self.test not in TESTS:
-            raise EnsembleDeidError(f"unknown test {self.test!r}; choose from {', '.join(TESTS)}")
-        if self.folds < 2:
-            raise EnsembleDeidError(f"folds={self.folds}: need at least 2")
+            raise EnsembleDeidError(f"unknown ensemble method(s) {bad}; known: {', '.join(METHODS)}"
+                                    + did_you_mean(bad[0], METHODS))
+        constraints = {
+            "name": [str], "folds": [Interval(int, 2, None)], "seed": [int], "jobs": JOBS,
+            "metric": [Options(*METRICS)], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
+            "union": [bool], "significance_level": [Interval(float, 0, 1, closed="neither")],
+            "method_params": [dict],
+        }
+        try:
+            validate_params("study config", {k: getattr(self, k) for k in constraints}, constraints)
+            for text in self.taggers:
+                TaggerSpec.parse(text).make()
+            for method, params in self.method_params.items():
+                if method not in METHODS:
+                    raise InvalidParameter(f"study config [method_params.{method}]: unknown ensemble method"
+                                           + did_you_mean(method, METHODS))
+                if not isinstance(params, dict):
+                    raise InvalidParameter(f"study config [method_params.{method}] must be a table of parameters")
+                GridSearch(make_method(method, **params), folds=self.folds, seed=self.seed, metric=self.metric,
+                           fixed=tuple(params)).validate_params()
+        except (ValueError, KeyError, EnsembleDeidError) as exc:
+            raise EnsembleDeidError(str(exc)) from None
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> "StudyConfig":
@@ -149,6 +178,7 @@ class Study:
         self.config = config
         self.log = log
         self.progress = progress
+        self.chosen: dict[str, dict] = {}  # every ensemble's parameters, for the manifest
 
     def run(self, out_dir: str | Path | None = None) -> StudyResult:
         from . import plots
@@ -270,14 +300,17 @@ class Study:
             rows["oracle recall (any member)"][j] = f"({100 * _oracle_recall(t.test, test_members):.2f})"
             for method in cfg.methods:
                 self.log(f"  {method} on {t.name} test, {set_name} ({len(members)} members)")
-                est = make_method(method, **cfg.method_params.get(method, {}))
-                search = GridSearch(est, folds=cfg.folds, seed=cfg.seed, metric=cfg.metric)
+                fixed = cfg.method_params.get(method, {})
+                search = GridSearch(make_method(method, **fixed), folds=cfg.folds, seed=cfg.seed, metric=cfg.metric,
+                                    fixed=tuple(fixed))
                 try:
                     search.fit(train_members, t.train)
                     pred = {p.doc_id: p for p in search.predict(test_members, t.test)}
                 except ValueError as exc:  # e.g. too few members for a method
                     self.log(f"    skipped: {exc}")
                     continue
+                self.chosen[f"{method} on {t.name} test, {set_name}"] = {
+                    "chosen_by_cv": search.best_params_, "fixed": sorted(fixed), "params": search.chosen_params()}
                 c = _counts(scorers[t.name], t.test, pred)
                 rows[method][j] = float(c.prf()[2])
                 counts[(row_index[method], j)] = c
@@ -345,7 +378,7 @@ class Study:
             "libraries": versions, "config": asdict(self.config),
             "corpora": {c.name: {"fingerprints": c.fingerprints, "documents": {s: len(d) for s, d in c.splits.items()}}
                         for c in corpora},
-            "cache": str(self.ws.cache_dir), "members": members,
+            "cache": str(self.ws.cache_dir), "members": members, "ensemble_parameters": self.chosen,
             "seconds": {"base_taggers": round(base_s, 1), "ensembles": round(ens_s, 1), "total": round(total_s, 1)},
             "figures": [str(Path(f).name) for f in figures],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

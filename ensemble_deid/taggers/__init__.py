@@ -16,12 +16,13 @@ from ..corpus.bio import OUTSIDE, decode, gold_tags
 from ..corpus.document import Annotation, Document
 from ..errors import EnsembleDeidError
 from .base import NotFittedError, Tagger, TaggerUnavailable
+from .constraints import Check, Interval, InvalidParameter, Options
 from .prediction import DocumentPrediction
 from .registry import UnknownTagger, make_tagger, tagger_class
 
 __all__ = [
-    "OUTSIDE", "Annotation", "Document", "DocumentPrediction", "EnsembleDeidError",
-    "NotFittedError", "Tagger", "TaggerUnavailable", "UnknownTagger",
+    "OUTSIDE", "Annotation", "Check", "Document", "DocumentPrediction", "EnsembleDeidError", "Interval",
+    "InvalidParameter", "NotFittedError", "Options", "Tagger", "TaggerUnavailable", "UnknownTagger",
     "decode", "gold_tags", "make_tagger", "tagger_class", "FeatureExtractor",
 ]
 

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Sequence
 
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError
+from .constraints import InvalidParameter, validate_params
 from .prediction import DocumentPrediction
 
 
@@ -49,6 +50,10 @@ class Tagger:
     requires: ClassVar[tuple[str, ...]] = ()
     external: ClassVar[bool] = False
     description: ClassVar[str] = ""
+    # name -> accepted values (see ``constraints``); a subclass's declarations
+    # extend and override its bases'. Checked by ``validate_params``.
+    # Parameters many adapters share, declared once here.
+    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, int], "features": [None, dict]}
 
     # --- parameters (as scikit-learn's BaseEstimator) -------------------
     @classmethod
@@ -76,6 +81,32 @@ class Tagger:
                 )
             setattr(self, key, value)
         return self
+
+    @classmethod
+    def parameter_constraints(cls) -> dict[str, list]:
+        """Every declared constraint, bases first (a subclass may override)."""
+        merged: dict[str, list] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(klass.__dict__.get("_parameter_constraints", {}))
+        return merged
+
+    def validate_params(self) -> None:
+        """Check every parameter against its declared constraints, then the
+        adapter's own checks across parameters (``_check_params``), so that a
+        bad value fails before any work starts, naming tagger, parameter and value."""
+        owner = f"tagger {self.name or type(self).__name__!r}"
+        validate_params(owner, self.get_params(), self.parameter_constraints())
+        try:
+            self._check_params()
+        except InvalidParameter:
+            raise
+        except (ValueError, TypeError) as exc:
+            message = str(exc).removeprefix(f"{self.name}: ")
+            raise InvalidParameter(f"{owner}: {message}") from exc
+
+    def _check_params(self) -> None:
+        """Adapter hook: checks a per-parameter constraint cannot state (e.g.
+        one parameter's range depending on another). Raise ValueError."""
 
     def clone(self) -> "Tagger":
         """An unfitted copy with the same parameters."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, did_you_mean
 from .base import Tagger
 
 GROUP = "ensemble_deid.taggers"
@@ -40,7 +40,8 @@ def entry_points() -> dict[str, metadata.EntryPoint]:
 def tagger_class(name: str) -> type[Tagger]:
     eps = entry_points()
     if name not in eps:
-        raise UnknownTagger(f"unknown tagger {name!r}; registered taggers: {', '.join(sorted(eps)) or 'none'}")
+        raise UnknownTagger(f"unknown tagger {name!r}{did_you_mean(name, eps)}; registered taggers: "
+                            f"{', '.join(sorted(eps)) or 'none'}")
     cls = eps[name].load()
     if not (isinstance(cls, type) and issubclass(cls, Tagger)):
         raise EnsembleDeidError(f"entry point {name!r} ({eps[name].value}) is not a Tagger subclass")
@@ -48,7 +49,7 @@ def tagger_class(name: str) -> type[Tagger]:
 
 
 def make_tagger(name: str, **params: Any) -> Tagger:
-    """An unfitted tagger, its availability checked (an external tool's on the
+    """An unfitted tagger, its parameters validated and its availability checked (an external tool's on the
     instance, at fit and predict: its parameters may configure it)."""
     cls = tagger_class(name)
     if not cls.external:
@@ -56,6 +57,7 @@ def make_tagger(name: str, **params: Any) -> Tagger:
     tagger = cls()
     if params:
         tagger.set_params(**params)
+    tagger.validate_params()  # before any fold runs or cache entry is made
     return tagger
 
 

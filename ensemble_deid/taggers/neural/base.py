@@ -22,6 +22,7 @@ from ...corpus.bio import OUTSIDE, gold_tags
 from ...corpus.document import Document
 from ..prediction import DocumentPrediction
 from ..base import Tagger
+from ..constraints import Check, Interval, Options
 from .vocab import Vocab
 
 log = logging.getLogger("ensemble_deid.taggers.neural")
@@ -97,6 +98,23 @@ class NeuralTagger(Tagger):
     defaults: ClassVar[dict[str, Any]] = {}
     use_crf: ClassVar[bool] = True
     uses_features: ClassVar[bool] = False
+    # Checked before any fold runs (Tagger.validate_params; _check_params follows).
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "epochs": [Interval(int, 1, None)], "patience": [Interval(int, 0, None)],
+        "batch_size": [Interval(int, 1, None)], "lr": [Interval(float, 0, None, closed="neither")],
+        "optimizer": [str], "lr_decay": [Interval(float, 0, None)], "anneal": [Interval(float, 0, 1, closed="right")],
+        "anneal_patience": [Interval(int, 0, None)], "ema_decay": [Interval(float, 0, 1, closed="left")],
+        "clip": [Interval(float, 0, None)], "dropout": [Interval(float, 0, 1, closed="left")],
+        "output_dropout": [bool], "bio_constraints": [bool], "char_dim": [Interval(int, 1, None)],
+        "char_lstm_dim": [Interval(int, 1, None)], "word_dim": [Interval(int, 1, None)],
+        "word_lstm_dim": [Interval(int, 1, None)], "shape_dim": [Interval(int, 0, None)],
+        "embeddings_path": [None, str], "corpus_vectors": [bool], "unk_prob": [Interval(float, 0, 1)],
+        "context": [Options(*CONTEXTS)], "max_length": [Interval(int, 0, None)],
+        "device": [Check(lambda d: d in ("auto", "cpu", "cuda", "mps") or str(d).startswith("cuda:") and str(d)[5:].isdigit(),
+                         "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")],
+        "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
+        "num_threads": [None, Interval(int, 1, None)], "verbose": [bool],
+    }
 
     def __init__(
         self,
@@ -216,7 +234,7 @@ class NeuralTagger(Tagger):
     # --- learning -------------------------------------------------------------------------
     def fit(self, documents: Sequence[Document]) -> "NeuralTagger":
         self.check_available()
-        self._check_params()
+        self.validate_params()  # declared constraints, then _check_params
         documents = list(documents)
         if not documents:
             raise ValueError(f"{self.name}: no training documents")

@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from ensemble_deid.taggers import OUTSIDE, DocumentPrediction, Tagger, gold_tags
+from ensemble_deid.taggers import OUTSIDE, DocumentPrediction, Interval, Tagger, gold_tags
 
 __all__ = ["LexiconTagger"]
 __version__ = "0.1.0"
@@ -32,6 +32,13 @@ class LexiconTagger(Tagger):
     version = "1"  # bump whenever the output for the same input can change
     requires = ("numpy",)  # importable modules it needs (checked by availability())
     description = "example third-party adapter: each token gets the label it most often had in training"
+
+    # The values each parameter accepts: checked before any fold runs, so a
+    # bad value is one error naming tagger, parameter and value.
+    _parameter_constraints = {
+        "min_count": [Interval(int, 1, None)], "min_share": [Interval(float, 0, 1)],
+        "lowercase": [bool], "bridge": [bool],
+    }
 
     def __init__(self, min_count=1, min_share=0.5, lowercase=True, bridge=True):
         # The constructor only stores its arguments (scikit-learn style):

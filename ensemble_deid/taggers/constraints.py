@@ -1,0 +1,161 @@
+"""Declared parameter constraints (after scikit-learn's ``_parameter_constraints``).
+
+A tagger or meta-learner lists, per parameter, the values it accepts; any one
+constraint passing accepts the value:
+
+    _parameter_constraints = {
+        "c1": [Interval(float, 0, None)],                  # a number >= 0, not NaN
+        "max_iterations": [Interval(int, 1, None)],
+        "sequence": [Options("document", "sentence")],
+        "features": [None, dict],                          # None, or any dict
+        "label_map": [None, Check(resolvable, "a label map file or shipped name")],
+    }
+
+:func:`validate_params` checks them when a tagger is made from a spec, before
+any fold runs, so a bad value is one error naming the tagger, the parameter
+and the value instead of a traceback mid-run (and an empty cache entry).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, Callable, Mapping
+
+
+class InvalidParameter(ValueError):
+    """A parameter value outside its declared constraints."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A number of ``kind`` (int or float; an int is a float, a bool is
+    neither, NaN never passes) within [low, high] (None: unbounded); ``closed``
+    says which ends are included: "both", "left", "right" or "neither"."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        if self.kind is int:
+            if not isinstance(value, Integral):
+                return False
+        elif not isinstance(value, Real) or math.isnan(value):
+            return False
+        if self.low is not None:
+            if value < self.low or (value == self.low and self.closed in ("right", "neither")):
+                return False
+        if self.high is not None:
+            if value > self.high or (value == self.high and self.closed in ("left", "neither")):
+                return False
+        return True
+
+    def __str__(self) -> str:
+        word = "an integer" if self.kind is int else "a number"
+        if self.low is None and self.high is None:
+            return word
+        left = "[" if self.closed in ("both", "left") and self.low is not None else "("
+        right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{word} in {left}{low}, {high}{right}"
+
+
+@dataclass(frozen=True, init=False)
+class Options:
+    """One of a fixed set of values."""
+
+    values: tuple
+
+    def __init__(self, *values: Any):
+        object.__setattr__(self, "values", tuple(values))
+
+    def accepts(self, value: Any) -> bool:
+        return any(value == v and type(value) is type(v) for v in self.values)
+
+    def __str__(self) -> str:
+        if len(self.values) == 1:
+            return repr(self.values[0])
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A predicate with the words that describe what it accepts (for values
+    whose validity is not a range or a list: a file, a label-map name)."""
+
+    predicate: Callable[[Any], bool]
+    description: str
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            return bool(self.predicate(value))
+        except Exception:  # a predicate that cannot even read the value refuses it
+            return False
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def _accepts(constraint: Any, value: Any) -> bool:
+    if constraint is None:
+        return value is None
+    if isinstance(constraint, type):
+        if constraint is int or constraint is float:
+            return Interval(constraint).accepts(value)
+        return isinstance(value, constraint) and not (constraint is not bool and isinstance(value, bool))
+    return constraint.accepts(value)
+
+
+def accepts(constraints: list, value: Any) -> bool:
+    """Whether any of a parameter's constraints accepts ``value``."""
+    return any(_accepts(c, value) for c in constraints)
+
+
+def refused_examples(constraints: list) -> list:
+    """Values just outside the constraints (for contract tests and docs): each
+    bound crossed, a wrong type, an unknown option."""
+    candidates: list = ["no-such-value", {1, 2}]
+    for c in constraints:
+        if isinstance(c, Interval):
+            step = 1 if c.kind is int else 0.5
+            if c.low is not None:
+                candidates.append(c.low - step)
+            if c.high is not None:
+                candidates.append(c.high + step)
+            if c.kind is int:
+                candidates.append(1.5)
+            else:
+                candidates.append(float("nan"))
+        elif c is int or c is float:
+            candidates.append(float("nan"))
+    return [v for v in candidates if not accepts(constraints, v)]
+
+
+def describe(constraints: list) -> str:
+    """The accepted values in words: "None or an integer in [1, inf)"."""
+    words = []
+    for c in constraints:
+        if c is None:
+            words.append("None")
+        elif isinstance(c, type):
+            words.append({int: "an integer", float: "a number", bool: "true/false", str: "a string",
+                          dict: "a table (dict)"}.get(c, f"a {c.__name__}"))
+        else:
+            words.append(str(c))
+    return " or ".join(words)
+
+
+def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, list]) -> None:
+    """Raise :class:`InvalidParameter` for the first parameter whose value no
+    declared constraint accepts, naming the owner, the parameter and the value."""
+    for name, value in params.items():
+        allowed = constraints.get(name)
+        if allowed is None or allowed == "no_validation":
+            continue
+        if not accepts(allowed, value):
+            raise InvalidParameter(f"{owner}: invalid value {name}={value!r}; expected {describe(allowed)}")

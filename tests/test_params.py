@@ -1,0 +1,342 @@
+"""Honest parameters (issue 21 items 9-11, issue 22 items 1 and 7): fixed
+ensemble parameters are the ones used, every tagger, method and study value
+is checked before any work starts, and mistyped names get a suggestion."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.ensemble import GridSearch, StackedSVM, Voting
+from ensemble_deid.errors import EnsembleDeidError
+from ensemble_deid.studies.study import StudyConfig
+from ensemble_deid.taggers.constraints import Interval, InvalidParameter, Options, validate_params
+from ensemble_deid.taggers.registry import make_tagger
+
+from .test_ensemble_fixtures import NAME, doc, members_of, spans_of
+
+
+def _run(*args, ok=True):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if ok:
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    else:
+        assert result.exit_code != 0, result.output
+        assert "Traceback" not in result.output and not isinstance(result.exception, (TypeError, AttributeError))
+    return result
+
+
+def _entries(workspace: Path) -> list[Path]:
+    root = workspace / "cached_predictions"
+    return sorted(p for p in root.rglob("*") if p.is_dir()) if root.exists() else []
+
+
+# --- 21.9 = 22.1: fixed ensemble parameters --------------------------------------
+
+def _three_vote_case():
+    """Four notes (four patients), gold A = tokens 0-1 and B = tokens 2-3.
+    m0 finds A, B and a false span C (tokens 4-5); m1 finds A and B; m2 finds A.
+    Votes: A 3, B 2, C 1. Per note, by hand:
+      threshold 1: A, B, C -> tp 2, fp 1, fn 0
+      threshold 2: A, B    -> tp 2, fp 0, fn 0   (the best: CV chooses it)
+      threshold 3: A       -> tp 1, fp 0, fn 1
+    Over the four notes: F1 0.8, 1.0 and 2*4/(2*4+4) = 2/3."""
+    docs = [doc(f"d{i}", 8, [(0, 1, NAME), (2, 3, NAME)], group=f"p{i}") for i in range(4)]
+    a, b, c = (0, 1, NAME), (2, 3, NAME), (4, 5, NAME)
+    members = members_of(docs, {"m0": {d.id: [a, b, c] for d in docs}, "m1": {d.id: [a, b] for d in docs},
+                                "m2": {d.id: [a] for d in docs}})
+    return docs, members
+
+
+def _f1(docs, preds) -> float:
+    gold = {(d.id, 0, 1, NAME) for d in docs} | {(d.id, 2, 3, NAME) for d in docs}
+    found = {(p.doc_id, *s) for p, d in zip(preds, docs) for s in spans_of(d, p)}
+    tp = len(gold & found)
+    return 2 * tp / (len(gold) + len(found))
+
+
+@pytest.mark.parametrize("threshold, expected_f1", [(1, 0.8), (3, 2 / 3)])
+def test_fixed_voting_threshold_is_the_one_used(threshold, expected_f1):
+    docs, members = _three_vote_case()
+    chosen = GridSearch(Voting(), folds=2).fit(members, docs)
+    assert chosen.best_params_ == {"threshold": 2}
+    assert _f1(docs, chosen.predict(members, docs)) == 1.0
+    fixed = GridSearch(Voting(threshold=threshold), folds=2, fixed=("threshold",)).fit(members, docs)
+    assert fixed.best_params_ == {} and fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold}
+    assert math.isclose(_f1(docs, fixed.predict(members, docs)), expected_f1)
+
+
+def test_fixed_value_equal_to_the_default_is_still_fixed():
+    # Voting's constructor default is threshold=2: fixing 2 must not search 1..m.
+    docs, members = _three_vote_case()
+    search = GridSearch(Voting(threshold=2), folds=2, fixed=("threshold",)).fit(members, docs)
+    assert search.cv_results_ == [] and search.fits_ == 1
+
+
+def test_fixed_and_searched_together_is_refused_before_fitting():
+    with pytest.raises(InvalidParameter, match="threshold is both fixed and searched"):
+        GridSearch(Voting(threshold=2), {"threshold": [1, 2]}, fixed=("threshold",)).validate_params()
+    with pytest.raises(InvalidParameter, match=r"C='a'"):
+        GridSearch(StackedSVM(), {"C": ["a", "b"]}).validate_params()
+    with pytest.raises(InvalidParameter, match="cannot search unknown parameter 'c'"):
+        GridSearch(StackedSVM(), {"c": [1.0]}).validate_params()
+    with pytest.raises(InvalidParameter, match=r"threshold=0"):
+        GridSearch(Voting(threshold=0), fixed=("threshold",)).validate_params()
+
+
+@pytest.fixture
+def tiny(tiny_registered):
+    return tiny_registered
+
+
+MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
+
+
+def _test_f1(output: str) -> str:
+    line = next(x for x in output.splitlines() if x.startswith("| ensemble.voting "))
+    return line.strip("|").split("|")[-1].strip()
+
+
+def test_cli_param_is_used_printed_and_recorded(tiny, workspace):
+    fixed = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                 "--param", "threshold=1", "--no-progress", "--no-diagnostics").output
+    assert "chosen parameters: (none to choose: no values searched)" in fixed
+    assert "parameters used: overlap='greedy', threshold=1 (fixed)" in fixed
+    searched = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                    "--grid", "threshold=1", "--no-progress", "--no-diagnostics").output
+    assert _test_f1(fixed) == _test_f1(searched)  # the same model: threshold 1
+    # The selection record of the cached test part keeps every value used.
+    records = []
+    for meta in (workspace / "cached_predictions").rglob("*.json"):
+        data = json.loads(meta.read_text())
+        if isinstance(data, dict) and "selection" in data:
+            records.append(data["selection"])
+    assert any(r.get("fixed") == ["threshold"] and r.get("params") == {"overlap": "greedy", "threshold": 1} for r in records), records
+
+
+def test_cli_grid_and_param_errors_come_before_any_work(tiny, workspace):
+    before = _entries(workspace)
+    res = _run("ensemble", "--corpus", tiny, "--method", "stacked-svm", "--members", MEMBERS, "--grid", "C=a|b", ok=False)
+    assert res.exit_code == 2 and "C='a'" in res.output
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=2",
+               "--grid", "threshold=1|2", ok=False)
+    assert res.exit_code == 2 and "both fixed and searched" in res.output
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=-1",
+               ok=False)
+    assert res.exit_code == 2 and "threshold=-1" in res.output
+    assert _entries(workspace) == before  # no member was computed, no entry made
+
+
+# --- 21.10: tagger parameters before any work ------------------------------------
+
+BAD_TAGGER_SPECS = [
+    ("crf:max_iterations=0", "max_iterations=0"), ("crf:c1=-1", "c1=-1"), ("crf:c1=abc", "c1='abc'"),
+    ("crf:c1=nan", "c1=nan"), ("memm:max_iter=-1", "max_iter=-1"), ("lstm-l:epochs=-1", "epochs=-1"),
+    ("lstm-l:device=tpu", "device='tpu'"), ("rules:label_map=nosuch", "label_map 'nosuch'"),
+]
+
+
+@pytest.mark.parametrize("spec, named", BAD_TAGGER_SPECS)
+def test_bad_tagger_parameters_fail_before_any_work(tiny, workspace, spec, named):
+    res = _run("cv", "--corpus", tiny, "--taggers", f"memorize,{spec}", "--folds", "3", "--no-progress", ok=False)
+    tagger = spec.split(":")[0]
+    assert res.exit_code == 2 and f"tagger {tagger!r}" in res.output and named in res.output, res.output
+    assert _entries(workspace) == []  # not even the valid tagger's entry
+
+
+def test_bad_tagger_parameters_refused_by_make_tagger():
+    for spec, named in BAD_TAGGER_SPECS:
+        name, _, param = spec.partition(":")
+        key, _, value = param.partition("=")
+        from ensemble_deid.experiment.cv import _parse_value
+
+        with pytest.raises(InvalidParameter, match=key):
+            make_tagger(name, **{key: _parse_value(value)})
+
+
+def test_constraints_in_words_and_edges():
+    c = {"n": [Interval(int, 1, None)], "p": [Interval(float, 0, 1, closed="left")], "s": [None, Options("a", "b")]}
+    validate_params("t", {"n": 1, "p": 0.0, "s": None}, c)
+    for bad, words in [({"n": 0}, "an integer in [1, inf)"), ({"n": True}, "n=True"), ({"n": 2.0}, "n=2.0"),
+                       ({"p": 1}, "a number in [0, 1)"), ({"p": float("nan")}, "p=nan"), ({"s": "c"}, "None or one of 'a', 'b'")]:
+        with pytest.raises(InvalidParameter, match=words.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+            validate_params("t", bad, c)
+
+
+# --- 21.11: folds, grid values, jobs, the study config -----------------------------
+
+def test_more_folds_than_patients_is_one_clear_error(tiny, workspace):
+    res = _run("cv", "--corpus", tiny, "--taggers", "memorize", "--folds", "500", "--no-progress", ok=False)
+    assert "500 folds" in res.output and "patient group" in res.output and "lower --folds" in res.output
+    assert _entries(workspace) == []
+
+
+@pytest.mark.parametrize("jobs", ["-5", "0"])
+def test_jobs_must_be_positive_or_minus_one(tiny, jobs):
+    res = _run("cv", "--corpus", tiny, "--taggers", "memorize", "--jobs", jobs, ok=False)
+    assert res.exit_code == 2 and f"jobs={jobs}" in res.output
+
+
+@pytest.mark.parametrize("override, named", [
+    ({"trials": 0}, "trials=0"), ({"significance_level": 2}, "significance_level=2"), ({"jobs": 0}, "jobs=0"),
+    ({"metric": "xx"}, "metric='xx'"), ({"folds": 1}, "folds=1"), ({"test": "z-test"}, "test='z-test'"),
+    ({"taggers": ["crf:c1=nan"]}, "c1=nan"), ({"methods": ["votng"]}, "did you mean 'voting'"),
+    ({"method_params": {"stacked-svm": {"C": "a"}}}, "C='a'"),
+    ({"method_params": {"voting": {"thresold": 2}}}, "invalid parameter 'thresold'"),
+])
+def test_study_config_is_validated_like_the_cli(override, named):
+    with pytest.raises(EnsembleDeidError, match=named.replace("(", r"\(")):
+        StudyConfig(**{"corpora": ["synthetic-2014"], "taggers": ["rules"], **override})
+
+
+def test_study_toml_with_a_bad_metric_fails_before_running(tmp_path, workspace):
+    cfg = tmp_path / "study.toml"
+    cfg.write_text('corpora = ["synthetic-2014"]\ntaggers = ["rules"]\nmethods = ["voting"]\nmetric = "xx"\n')
+    res = _run("study", "--config", cfg, "--no-progress", ok=False)
+    assert res.exit_code == 2 and "metric='xx'" in res.output
+    assert not (workspace / "results").exists()
+
+
+def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
+    from ensemble_deid.corpus.workspace import Workspace
+    from ensemble_deid.studies.study import Study
+
+    cfg = StudyConfig(corpora=[tiny], taggers=["memorize", "memorize:max_len=1", "memorize:max_len=2"],
+                      methods=["voting"], folds=3, trials=100, method_params={"voting": {"threshold": 1}})
+    result = Study(Workspace(workspace), cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
+    chosen = result.manifest["ensemble_parameters"]
+    assert chosen and all(v["params"] == {"overlap": "greedy", "threshold": 1} and v["fixed"] == ["threshold"]
+                          and v["chosen_by_cv"] == {} for v in chosen.values())
+
+
+# --- 22.7: taggers NAME and "did you mean" ----------------------------------------
+
+def test_taggers_name_shows_parameters_defaults_and_constraints():
+    out = _run("taggers", "crf").output
+    assert "| max_iterations " in out and "| 100 " in out and "an integer in [1, inf)" in out
+    assert "one of 'document', 'sentence'" in out
+    res = _run("taggers", "crff", ok=False)
+    assert "did you mean 'crf'?" in res.output
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["cv", "--corpus", "synthetic-2014", "--taggers", "memm,crff"], "did you mean 'crf'?"),
+    (["cv", "--corpus", "synthetic-214", "--taggers", "rules", "--no-progress"], "did you mean 'synthetic-2014'?"),
+    (["ensemble", "--corpus", "synthetic-2014", "--method", "votng", "--members", "rules,memm"], "did you mean 'voting'?"),
+    (["compare", "rules", "memm", "--corpus", "synthetic-2014", "--criterion", "strcit"], "did you mean 'strict'?"),
+])
+def test_mistyped_names_get_a_suggestion(workspace, args, suggestion):
+    res = _run(*args, ok=False)
+    assert suggestion in res.output, res.output
+
+
+def test_unknown_corpus_names_the_workspace_searched(workspace):
+    res = _run("cv", "--corpus", "meddocan", "--taggers", "rules", "--no-progress", ok=False)
+    assert f"in workspace {workspace}" in res.output and "ENSEMBLE_DEID_HOME" in res.output
+
+
+# --- 22.4: silent surprises ---------------------------------------------------------
+
+def test_ensemble_at_default_folds_reuses_the_cached_cv_and_says_so(tiny):
+    _run("cv", "--corpus", tiny, "--taggers", MEMBERS, "--folds", "3", "--no-progress")
+    out = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--no-progress",
+               "--no-diagnostics").output
+    assert "reusing the members' cached 3-fold CV" in out and "0/" not in out
+    assert "3-fold CV (folds" in out and "by 3-fold CV" in out
+    explicit = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "5",
+                    "--no-progress", "--no-diagnostics").output
+    assert "cached for 3-fold CV, not 5-fold: computing a 5-fold CV" in explicit
+
+
+def _register(tmp_path, name, train_docs, test_docs, dev_docs=None):
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+
+    args = ["corpus", "add", name]
+    for split, docs in (("train", train_docs), ("test", test_docs), ("dev", dev_docs)):
+        if docs is None:
+            continue
+        d = tmp_path / name / split
+        d.mkdir(parents=True)
+        for doc in docs:
+            write_i2b2_xml(doc, d / f"{doc.id}.xml")
+        args += [f"--{split}", d]
+    _run(*args)
+
+
+def test_train_equal_to_test_and_unused_dev_are_said(tmp_path, workspace):
+    from .tiny_corpus import tiny_corpus
+
+    docs = tiny_corpus(30, seed=2)
+    _register(tmp_path, "same", docs[:20], docs[:20], dev_docs=docs[20:])
+    out = _run("ensemble", "--corpus", "same", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+               "--no-progress", "--no-diagnostics").output
+    assert "the test split is identical to the training split" in out
+    assert "has a dev split" in out and "train and test splits only" in out
+    _register(tmp_path, "overlap", docs[:20], docs[15:25])
+    out = _run("cv", "--corpus", "overlap", "--taggers", "memorize", "--folds", "3", "--no-progress").output
+    assert "5 of 10 test document(s) also occur (same text) in the training split" in out
+
+
+def test_label_mismatch_is_warned(tmp_path, workspace):
+    # Gold relabelled to types no tagger knows: rules' i2b2 labels never match.
+    from dataclasses import replace
+
+    from ensemble_deid.corpus.document import Document
+
+    from .tiny_corpus import tiny_corpus
+
+    docs = [Document(d.id, d.text, [replace(a, category="OTHER", type="X") for a in d.annotations], d.metadata)
+            for d in tiny_corpus(24, seed=3)]
+    _register(tmp_path, "foreign", docs[:18], docs[18:])
+    out = _run("cv", "--corpus", "foreign", "--taggers", "rules,memorize", "--folds", "3", "--no-progress").output
+    assert "tagger rules:" in out and "labels that corpus 'foreign' never uses" in out and "label_map" in out
+    assert "tagger memorize:" not in out
+
+
+# --- fuzz: any spec text gives a tagger or one clean error --------------------------
+
+def test_fuzzed_tagger_specs_never_crash():
+    """Seeded and bounded: random parameter names (real and not) and values
+    (numbers at and past every edge, strings, unicode) for every registered
+    tagger. make_tagger either accepts or raises the toolkit's own error or
+    ValueError naming the tagger; never a TypeError or AttributeError."""
+    import random
+    import time
+
+    from ensemble_deid.experiment.cv import TaggerSpec
+    from ensemble_deid.taggers.registry import entry_points, tagger_class
+    from ensemble_deid.taggers.base import TaggerUnavailable
+
+    rng = random.Random(21)
+    values = ["0", "-1", "1", "2.5", "nan", "inf", "-inf", "1e999", "true", "none", "abc", "", "é", "0x10",
+              "document", "sentence", "auto", "cpu", "cuda:0", "tpu", "1,2", "-0", "3000000000"]
+    names = sorted(entry_points())
+    deadline = time.monotonic() + 8
+    tried = 0
+    while tried < 1000 and time.monotonic() < deadline:
+        name = rng.choice(names)
+        real = sorted(tagger_class(name)()._param_names())
+        key = rng.choice(real + ["bogus", "C", "c1 "]) if real else "bogus"
+        text = f"{name}:{key}={rng.choice(values)}"
+        tried += 1
+        try:
+            TaggerSpec.parse(text).make()
+        except TaggerUnavailable:
+            continue
+        except (ValueError, EnsembleDeidError) as exc:
+            assert name in str(exc) or text in str(exc), (text, str(exc))
+    assert tried >= 200
+
+
+def test_voting_threshold_above_the_member_count_is_refused(tiny, workspace):
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=4",
+               ok=False)
+    assert res.exit_code == 2 and "threshold 4 exceeds the number of members (3)" in res.output
+    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--grid", "threshold=2|5",
+               ok=False)
+    assert "threshold 5 exceeds" in res.output and "--grid" in res.output
+    assert _entries(workspace) == []
