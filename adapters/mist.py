@@ -9,10 +9,16 @@ raw UTF-8 files to a private temporary folder and tagged by::
     MATEngine --task TASK --workflow WORKFLOW --steps STEPS
               --input_dir IN --input_file_type raw --input_encoding utf-8
               --output_dir OUT --output_file_type mat-json --output_fsuff .json
-              [--tagger_model MODEL] [EXTRA_ARGS]
+              --tagger_local [--tagger_model MODEL] [EXTRA_ARGS]
 
-(MIST ships no trained model: give ``model=`` a model trained with
+(``--tagger_local``: MAT otherwise asks a running MAT web server to tag.
+MIST ships no trained model: give ``model=`` a model trained with
 ``MATModelBuilder``, or a task whose default model you have built.)
+
+Text: a ``clean`` step may rewrite carriage returns and non-ASCII characters
+in the signal. A signal that differs from the gold text only there is aligned
+with it and its spans mapped back (``realigned_documents_`` counts them); any
+other difference is an error naming the first differing offset.
 
 Import mode: ``import_dir`` holds MAT outputs made elsewhere, one per
 document and named by document id: MAT JSON (``ID.json``, also
@@ -22,6 +28,7 @@ text. Tag names map to i2b2 types by ``labelmaps/mist.toml`` (or
 """
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import subprocess
@@ -34,11 +41,28 @@ from ensemble_deid.taggers.external.base import (
     ExternalOutputError, ExternalTagger, ExternalToolError, ForeignSpan, MappingStats, check_bounds, check_text,
     files_digest, hybridmethod, load_category_map, map_spans,
 )
-from ensemble_deid.taggers.external.mat_format import read_mat_file
+from ensemble_deid.taggers.external.mat_format import CleanedTextMap, NotCleanedText, read_mat_file
 from ensemble_deid.taggers.constraints import Interval, Options
 
 ENV = "ENSEMBLE_DEID_MIST_HOME"
+log = logging.getLogger(__name__)
 _SUFFIXES = (".json", ".txt.json", ".xml")
+
+
+def _cleaned_text_map(doc: Document, signal: str, source: str) -> CleanedTextMap | None:
+    """None when the signal is the gold text; the offset map when it differs
+    only where MIST's clean step rewrites (carriage returns, non-ASCII);
+    otherwise an error naming the first differing offset."""
+    if signal == doc.text:
+        return None
+    try:
+        return CleanedTextMap.align(doc.text, signal)
+    except NotCleanedText as exc:
+        raise ExternalOutputError(
+            f"{source}: its text differs from the gold text of document {doc.id!r} ({len(signal)} vs "
+            f"{len(doc.text)} characters; first difference at offset {exc.offset} of the gold text that is not "
+            "a carriage return or non-ASCII character, the only ones MIST's clean step rewrites)"
+        ) from None
 
 
 def find_engine(home: str | Path) -> Path | None:
@@ -122,6 +146,7 @@ class MistTagger(ExternalTagger):
         env["mode"] = self.mode
         if self.mode == "run":
             env["task"], env["workflow"], env["steps"] = self.task, self.workflow, self.steps
+        env["realigned_documents"] = str(getattr(self, "realigned_documents_", 0))
         return env
 
     def _prepare(self) -> None:
@@ -156,16 +181,23 @@ class MistTagger(ExternalTagger):
     def _read_all(self, documents, paths, fmt) -> list[list[Annotation]]:
         stats = MappingStats()
         out = []
+        realigned = 0
         for doc, path in zip(documents, paths):
             signal, spans = read_mat_file(path, fmt)
-            check_text(doc, signal, str(path))
+            cleaned = _cleaned_text_map(doc, signal, str(path))
+            realigned += cleaned is not None
             foreign = []
             for s in spans:
-                check_bounds(doc, s.start, s.end, str(path), s.label)
-                if s.end > s.start:
-                    foreign.append(ForeignSpan(s.start, s.end, s.label))
+                start, end = (cleaned.start(s.start), cleaned.end(s.end)) if cleaned else (s.start, s.end)
+                check_bounds(doc, start, end, str(path), s.label)
+                if end > start:
+                    foreign.append(ForeignSpan(start, end, s.label))
             out.append(map_spans(foreign, self.category_map_, stats, f"{path} (document {doc.id!r})"))
         self._note_mapping(stats)
+        self.realigned_documents_ = realigned
+        if realigned:
+            log.info("mist: %d of %d signal(s) had carriage returns or non-ASCII characters rewritten "
+                     "(MIST's clean step); their spans were mapped back to the gold text", realigned, len(documents))
         return out
 
     def _run(self, documents: Sequence[Document], tmp: Path) -> list[Path]:
@@ -182,6 +214,7 @@ class MistTagger(ExternalTagger):
             str(engine), "--task", self.task, "--workflow", self.workflow, "--steps", self.steps,
             "--input_dir", str(src), "--input_file_type", "raw", "--input_encoding", "utf-8",
             "--output_dir", str(dst), "--output_file_type", "mat-json", "--output_fsuff", ".json",
+            "--tagger_local",  # without it MAT asks a MAT web server to tag
         ]
         if self.model:
             cmd += ["--tagger_model", str(self.model)]

@@ -163,22 +163,38 @@ def test_unknown_tag_names_get_the_default_and_are_counted(tmp_path):
 # --- run mode with a stand-in MATEngine -------------------------------------------------
 
 STAND_IN = '''#!{python}
-"""Stand-in MATEngine: tags 7-digit numbers as IDNUM, reading raw files and
-writing MAT JSON, with MATEngine's command-line options."""
-import argparse, json, os, re, sys
+"""Stand-in MATEngine: tags 7-digit numbers as IDNUM and the word after "Sr. "
+as PATIENT, reading raw files and writing MAT JSON, with MATEngine's
+command-line options. Without --tagger_local it stops as MAT does when no MAT
+web server answers. A "clean" step rewrites CRLF and lone CR to LF, a dash to
+"--" and other non-ASCII characters to ASCII (accents dropped, else "?")."""
+import argparse, json, os, re, sys, unicodedata
 ap = argparse.ArgumentParser()
 for opt in ("--task", "--workflow", "--steps", "--input_dir", "--input_file_type", "--input_encoding",
             "--output_dir", "--output_file_type", "--output_fsuff", "--tagger_model"):
     ap.add_argument(opt)
+ap.add_argument("--tagger_local", action="store_true")
 args = ap.parse_args()
 assert args.input_file_type == "raw" and args.output_file_type == "mat-json", args
 if os.environ.get("FAKE_MIST_FAIL"):
     sys.exit(2)
+if not args.tagger_local:
+    sys.exit(5)  # could not contact the MAT web server's tagger service
+
+def clean(text):
+    text = text.replace("\\r\\n", "\\n").replace("\\r", "\\n").replace("\\u2014", "--")
+    return "".join(c if c.isascii() else unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?"
+                   for c in text)
+
 for name in sorted(os.listdir(args.input_dir)):
     text = open(os.path.join(args.input_dir, name), encoding="utf-8", newline="").read()
+    if "clean" in args.steps.split(","):
+        text = clean(text)
     annots = [[m.start(), m.end()] for m in re.finditer(r"\\b\\d{{7}}\\b", text)]
+    names = [[m.start(1), m.end(1)] for m in re.finditer(r"Sr\\. (\\S+)", text)]
     doc = {{"signal": text, "metadata": {{}}, "version": 2,
-           "asets": [{{"type": "IDNUM", "hasID": False, "hasSpan": True, "attrs": [], "annots": annots}}]}}
+           "asets": [{{"type": "IDNUM", "hasID": False, "hasSpan": True, "attrs": [], "annots": annots}},
+                     {{"type": "PATIENT", "hasID": False, "hasSpan": True, "attrs": [], "annots": names}}]}}
     with open(os.path.join(args.output_dir, name + args.output_fsuff), "w", encoding="utf-8") as fh:
         json.dump(doc, fh)
 '''
@@ -210,3 +226,115 @@ def test_run_mode_through_matengine(mist_home, monkeypatch):
 
     ok, reason = tagger_class("mist").availability()
     assert not ok and "holds no bin/MATEngine" in reason
+
+
+# --- issue 21, item 20 ----------------------------------------------------------------
+
+def test_run_mode_tags_locally_not_through_a_mat_server(mist_home, tmp_path):
+    # the stand-in, like MAT, needs a MAT web server unless --tagger_local is given
+    doc = Document("d", "MRN 1234567.\n")
+    pred = make_tagger("mist", mist_home=str(mist_home)).fit([]).predict([doc])[0]
+    assert [(s.start, s.end, s.label) for s in pred.spans(doc)] == [(4, 11, "ID:IDNUM")]
+
+
+def test_clean_step_rewriting_crlf_and_non_ascii_is_mapped_back(mist_home):
+    text = "Sr. Muñoz\r\nvisto en Cádiz — MRN 1234567\r\nSr. José 😀 fin\r\n"
+    doc = Document("d", text)
+    tagger = make_tagger("mist", mist_home=str(mist_home), steps="clean,zone,tag").fit([])
+    pred = tagger.predict([doc])[0]
+    got = [(text[s.start:s.end], s.label) for s in pred.spans(doc)]
+    assert got == [("Muñoz", "NAME:PATIENT"), ("1234567", "ID:IDNUM"), ("José", "NAME:PATIENT")]
+    assert tagger.realigned_documents_ == 1 and tagger.environment()["realigned_documents"] == "1"
+    # unchanged signals need no realignment
+    tagger.predict([Document("e", "MRN 1234567.\n")])
+    assert tagger.realigned_documents_ == 0
+
+
+def test_signal_differing_beyond_what_clean_rewrites_is_still_an_error(tmp_path):
+    doc = Document("d", "Sr. Muñoz\r\nMRN 1234567\n")
+    changed = doc.text.replace("\r\n", "\n").replace("ñ", "n").replace("MRN", "NRM")
+    (tmp_path / "d.json").write_text(json.dumps({"signal": changed, "asets": [], "version": 2}), encoding="utf-8")
+    with pytest.raises(ExternalOutputError) as err:
+        make_tagger("mist", import_dir=str(tmp_path)).fit([]).predict([doc])
+    message = str(err.value)
+    assert "first difference at offset 11" in message and "the only ones MIST's clean step rewrites" in message
+    assert "Muñoz" not in message and "NRM" not in message
+
+
+def test_cleaned_text_map_fuzz():
+    """Seeded random texts with CR, LF and non-ASCII runs, rewritten at random
+    as the clean step may: every kept character maps back to itself (or, where
+    the rewrite is ambiguous, into a rewritten run), and a changed character
+    outside the rewritten stretch is never aligned."""
+    import random
+    import time
+
+    from ensemble_deid.taggers.external.mat_format import CleanedTextMap, NotCleanedText
+
+    rng = random.Random(21)
+    alphabet = list("ab -.\n") + ["\r", "ñ", "é", "—", "😀", "\u00a0"]
+    deadline = time.monotonic() + 5
+    for _ in range(1500):
+        original = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        pieces, kept_at = [], []  # kept_at: (signal offset, original offset) of kept characters
+        pos = 0
+        for ch in original:
+            if ch == "\r" or not ch.isascii():
+                pieces.append(rng.choice(["", "\n", "?", "--", "n", ch]))
+            else:
+                kept_at.append((sum(map(len, pieces)), pos))
+                pieces.append(ch)
+            pos += 1
+        signal = "".join(pieces)
+        cleaned = CleanedTextMap.align(original, signal)
+        for s, o in kept_at:  # the same character, or (where a rewrite is ambiguous) a rewritten run
+            a, b = cleaned.start(s), cleaned.end(s + 1)
+            assert 0 <= a < b <= len(original)
+            assert original[a:b] == signal[s] or all(c == "\r" or not c.isascii() for c in original[a:b])
+        assert cleaned.end(0) == 0
+        # a changed character before the first rewritable one or after the last is never explained
+        # (between two, a replacement may be any short text, so a change there can be absorbed)
+        rewritable = [i for i, c in enumerate(original) if c == "\r" or not c.isascii()]
+        anchored = [(s, o) for s, o in kept_at if not rewritable or o < rewritable[0] or o > rewritable[-1]]
+        if anchored:
+            s, o = rng.choice(anchored)
+            broken = signal[:s] + ("x" if signal[s] != "x" else "y") + signal[s + 1:]
+            with pytest.raises(NotCleanedText):
+                CleanedTextMap.align(original, broken)
+        assert time.monotonic() < deadline
+
+
+MEDDOCAN_DEV = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "meddocan" / "dev" / "xml"
+
+
+@pytest.mark.skipif(not MEDDOCAN_DEV.is_dir(), reason="MEDDOCAN is not beside the repository")
+def test_clean_step_on_meddocan_maps_every_gold_span_back(mist_home):
+    """Real Spanish case reports (MEDDOCAN dev; Marimon et al., IberLEF@SEPLN
+    2019, pp. 618-638, CC BY 4.0) with CRLF line ends, through the stand-in's
+    clean step: each gold span, located in the cleaned signal, maps back to
+    exactly its gold offsets."""
+    import unicodedata
+
+    from ensemble_deid.corpus.formats import load_directory
+    from ensemble_deid.taggers.external.mat_format import CleanedTextMap
+
+    def clean(text):  # the stand-in's rewrite
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2014", "--")
+        return "".join(c if c.isascii() else unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?"
+                       for c in text)
+
+    docs = load_directory(MEDDOCAN_DEV)[:25]
+    spans = 0
+    for doc in docs:
+        original = doc.text.replace("\n", "\r\n")
+        cleaned = CleanedTextMap.align(original, clean(original))
+        for a in doc.annotations:
+            s, e = a.start + doc.text.count("\n", 0, a.start), a.end + doc.text.count("\n", 0, a.end)
+            assert (cleaned.start(len(clean(original[:s]))), cleaned.end(len(clean(original[:e])))) == (s, e)
+            spans += 1
+    assert spans > 200
+    # and end to end through the stand-in MATEngine: the adapter accepts the cleaned signals
+    crlf = [Document(d.id, d.text.replace("\n", "\r\n")) for d in docs[:5]]
+    tagger = make_tagger("mist", mist_home=str(mist_home), steps="clean,zone,tag").fit([])
+    tagger.predict(crlf)
+    assert tagger.realigned_documents_ == 5

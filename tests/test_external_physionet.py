@@ -15,6 +15,7 @@ from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.taggers.external.base import ExternalOutputError, ExternalToolError, grouped_numbers
 from ensemble_deid.taggers.external.physionet_format import format_records, parse_phi, parse_records, res_categories
+from ensemble_deid.taggers.base import TaggerUnavailable
 from ensemble_deid.taggers.registry import make_tagger
 
 from .tagger_contract import TaggerContract
@@ -179,6 +180,8 @@ class TestPhysioNetDeidRunContract(TaggerContract):
         wanted = {"DATE": "DATE:DATE", "PHONE": "CONTACT:PHONE", "MEDICALRECORD": "ID:MEDICALRECORD"}
         for pred, doc in zip(predictions, corpus[1]):
             gold = {(a.start, a.end, wanted[a.type]) for a in doc.annotations if a.type in wanted}
+            # the stand-in marks the surname after "Dr. " (Last Name (STitle))
+            gold |= {(a.start + 4, a.end, "NAME:DOCTOR") for a in doc.annotations if a.type == "DOCTOR"}
             assert {(s.start, s.end, s.label) for s in pred.spans(doc)} == gold
 
 
@@ -200,6 +203,91 @@ def test_run_mode_failure_and_env_configuration(deid_dir, monkeypatch):
     monkeypatch.setenv("FAKE_DEID_FAIL", "1")
     with pytest.raises(ExternalToolError, match="deid.pl exited with status 3"):
         tagger.predict(tiny_corpus(1))
+
+
+# --- issue 21, item 19 ----------------------------------------------------------------
+
+@needs_perl
+def test_deids_own_known_patient_list_is_never_applied_to_our_notes(deid_dir):
+    # deid ships sample known patients keyed by patient number; ours are numbered 1..N
+    sample = "1||||Ana||||Ruiz\n2||||Luis||||Vega\n"
+    for folder in (deid_dir, deid_dir / "lists"):
+        folder.mkdir(exist_ok=True)
+        (folder / "pid_patientname.txt").write_text(sample, encoding="utf-8")
+    docs = [Document("a", "Ana Ruiz came on 01/02/2003.\n", metadata={"group": "p1"}),
+            Document("b", "Luis Vega, phone 555-321-9876.\n", metadata={"group": "p2"})]
+    preds = make_tagger("physionet-deid", deid_pl=str(deid_dir / "deid.pl")).fit([]).predict(docs)
+    got = [[(d.text[s.start:s.end], s.label) for s in p.spans(d)] for p, d in zip(preds, docs)]
+    assert got == [[("01/02/2003", "DATE:DATE")], [("555-321-9876", "CONTACT:PHONE")]]
+    assert (deid_dir / "pid_patientname.txt").read_text(encoding="utf-8") == sample  # deid's own files untouched
+
+
+@needs_perl
+def test_categories_come_from_info_where_res_repeats_the_first_marker(deid_dir, monkeypatch):
+    # deid gives "Garcia" one surrogate per record: the marker of its first
+    # occurrence (a patient, after "Ms.") also covers the doctor after "Dr."
+    doc = Document("n", "Ms. Garcia was seen. Dr. Garcia signed on 03/04/2019.\n")
+    names = {"Garcia": (4, 10), "Dr": (25, 31)}
+    tagger = make_tagger("physionet-deid", deid_pl=str(deid_dir / "deid.pl")).fit([])
+    spans = {(s.start, s.end): s.label for s in tagger.predict([doc])[0].spans(doc)}
+    assert spans == {names["Garcia"]: "NAME:PATIENT", names["Dr"]: "NAME:DOCTOR", (42, 52): "DATE:DATE"}
+    # without .info the .res fallback still types every span (with deid's repeated marker)
+    monkeypatch.setenv("FAKE_DEID_NO_INFO", "1")
+    spans = {(s.start, s.end): s.label for s in tagger.predict([doc])[0].spans(doc)}
+    assert spans == {names["Garcia"]: "NAME:PATIENT", names["Dr"]: "NAME:PATIENT", (42, 52): "DATE:DATE"}
+
+
+def test_info_lines_are_read_by_position_and_never_taken_for_text():
+    from ensemble_deid.taggers.external.physionet_format import parse_info
+
+    info = parse_info("Patient 1\tNote 2\n52\t63\tKnown patient lastname\n5-9\tJohn\tFirst Name (STitle)\n"
+                      "7 7 9\tDate\n10\t12\t2573\tDate\nnot a position\n")
+    assert info == {(1, 2): {(52, 63): ["Known patient lastname"], (5, 9): ["John", "First Name (STitle)"],
+                             (7, 9): ["Date"], (10, 12): ["2573", "Date"]}}
+
+
+@needs_perl
+def test_cache_key_covers_deids_lists_and_dictionaries(deid_dir):
+    for sub in ("lists", "dict"):
+        (deid_dir / sub).mkdir()
+        (deid_dir / sub / "words.txt").write_text("alpha\n", encoding="utf-8")
+    tagger = make_tagger("physionet-deid", deid_pl=str(deid_dir / "deid.pl"))
+    before = tagger.param_hash()
+    for sub in ("lists", "dict"):
+        (deid_dir / sub / "words.txt").write_text("beta\n", encoding="utf-8")
+        assert tagger.param_hash() != before, sub
+        before = tagger.param_hash()
+    (deid_dir / "deid-output.config").write_text("Gold standard comparison = 0\n# changed\n", encoding="utf-8")
+    assert tagger.param_hash() != before
+    # the known-patient list is never used, so it is not part of the key
+    before = tagger.param_hash()
+    (deid_dir / "lists" / "pid_patientname.txt").write_text("1||||A||||B\n", encoding="utf-8")
+    assert tagger.param_hash() == before
+
+
+@needs_perl
+def test_gold_comparison_config_is_an_actionable_error_before_any_run(deid_dir):
+    gold_config = deid_dir / "deid.config"
+    gold_config.write_text("# deid's gold-standard comparison config\nGold standard comparison = 1\n", encoding="utf-8")
+    tagger = make_tagger("physionet-deid", deid_pl=str(deid_dir / "deid.pl"), config=str(gold_config))
+    ok, reason = tagger.availability()
+    assert not ok
+    assert str(gold_config.resolve()) in reason and "Gold standard comparison = 1" in reason
+    assert "PREFIX.deid" in reason and "deid-output.config" in reason
+    with pytest.raises(TaggerUnavailable, match="Gold standard comparison = 0"):
+        tagger.fit([])
+
+
+@needs_perl
+def test_deid_failure_names_program_and_config_and_never_its_output(deid_dir, monkeypatch):
+    secret = "Paciente Zacarias Onofre visto el 03/04/2019.\n"
+    monkeypatch.setenv("FAKE_DEID_FAIL", "1")
+    tagger = make_tagger("physionet-deid", deid_pl=str(deid_dir / "deid.pl")).fit([])
+    with pytest.raises(ExternalToolError) as err:
+        tagger.predict([Document("n", secret)])
+    message = str(err.value)
+    assert "exited with status 3" in message and "deid-output.config" in message and "lists/ and dict/" in message
+    assert "Zacarias" not in message and "Onofre" not in message
 
 
 @needs_perl

@@ -22,6 +22,7 @@ element, and after a wrapper element, are not part of the signal.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -197,3 +198,94 @@ def read_mat_file(path, fmt: str = "auto") -> tuple[str, list[MatSpan]]:
     if fmt == "xml-inline":
         return parse_inline_xml(text, str(path))
     raise ExternalOutputError(f"unknown MAT format {fmt!r}; expected json, xml-inline or auto")
+
+
+# --- text rewritten by MIST's "clean" step ----------------------------------------------
+
+_REWRITABLE_RE = re.compile(r"[^\x00-\x0c\x0e-\x7f]+")  # runs of carriage returns and non-ASCII characters
+MAX_REPLACEMENT = 8  # characters one rewritten character may become ("--" for a dash, "EUR"...)
+
+
+class CleanedTextMap:
+    """Offsets of a signal that MIST's ``clean`` step rewrote, mapped back to
+    the original text. That step may only touch carriage returns and non-ASCII
+    characters, so the original is read as runs it must leave as they are and
+    runs of such characters, each of which the signal may replace by a short
+    string (empty included: CRLF becomes LF). A span edge inside a replacement
+    widens to the whole original run."""
+
+    def __init__(self, segments: list[tuple[int, int, int, int, bool]]):
+        self.segments = segments  # (signal start, signal end, original start, original end, kept), in order
+        self._ends = [s[1] for s in segments]
+
+    @classmethod
+    def align(cls, original: str, signal: str) -> "CleanedTextMap":
+        """The map; :class:`NotCleanedText` (with the furthest original offset
+        that could be explained) when the signal is not the original with only
+        those characters rewritten. A depth-first search over where each kept
+        run starts in the signal (usually one choice), remembering dead ends."""
+        runs = list(_REWRITABLE_RE.finditer(original))
+        kept_at = [0] + [m.end() for m in runs]  # original start of each kept run (one more than runs)
+        kept = [original[a:(runs[r].start() if r < len(runs) else len(original))] for r, a in enumerate(kept_at)]
+        furthest = [0]
+
+        def choices(r: int, j: int) -> list:
+            """Where kept run r + 1 may start in the signal if kept run r starts at j ([None]: all placed)."""
+            if not signal.startswith(kept[r], j):
+                furthest[0] = max(furthest[0], kept_at[r] + _common_prefix(kept[r], signal[j:]))
+                return []
+            j += len(kept[r])
+            if r == len(runs):
+                return [None] if j == len(signal) else []
+            follow = kept[r + 1]
+            limit = min(MAX_REPLACEMENT * len(runs[r].group()), len(signal) - j)
+            found = [j + k for k in range(limit + 1) if signal.startswith(follow, j + k)]
+            if not found:
+                best = max(_common_prefix(follow, signal[j + k:]) for k in range(limit + 1))
+                furthest[0] = max(furthest[0], runs[r].end() + best)
+            return found
+
+        path, stack, dead = [0], [iter(choices(0, 0))], set()
+        while stack:
+            nxt = next(stack[-1], -1)
+            if nxt == -1:
+                dead.add((len(stack) - 1, path.pop()))
+                stack.pop()
+            elif nxt is None:
+                break
+            elif (len(stack), nxt) not in dead:
+                path.append(nxt)
+                stack.append(iter(choices(len(stack), nxt)))
+        if not stack:
+            raise NotCleanedText(furthest[0])
+        segments = []
+        for r, j in enumerate(path):
+            segments.append((j, j + len(kept[r]), kept_at[r], kept_at[r] + len(kept[r]), True))
+            if r < len(runs):
+                segments.append((j + len(kept[r]), path[r + 1], runs[r].start(), runs[r].end(), False))
+        return cls(segments)
+
+    def start(self, offset: int) -> int:
+        """The original offset of a span start (the segment holding ``offset``)."""
+        idx = bisect.bisect_right(self._ends, offset)
+        if idx == len(self.segments):
+            return self.segments[-1][3]
+        s0, _, o0, _, kept = self.segments[idx]
+        return o0 + (offset - s0) if kept else o0
+
+    def end(self, offset: int) -> int:
+        """The original offset of a span end (the segment ending at or after ``offset``)."""
+        if offset <= 0:
+            return 0
+        s0, _, o0, o1, kept = self.segments[bisect.bisect_left(self._ends, offset)]
+        return o0 + (offset - s0) if kept else o1
+
+
+class NotCleanedText(ValueError):
+    def __init__(self, offset: int):
+        super().__init__(f"differs at offset {offset} beyond carriage returns and non-ASCII characters")
+        self.offset = offset
+
+
+def _common_prefix(a: str, b: str) -> int:
+    return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))

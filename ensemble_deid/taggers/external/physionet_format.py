@@ -21,7 +21,18 @@ byte-oriented Perl program, so they count bytes of the file's encoding.
 Category-bearing ``-phi.phrase`` lines (``PATIENT NOTE START END CATEGORY
 PHRASE``) are read too. In ``.res`` output each PHI is replaced by a
 ``[**marker**]``; markers give categories (``Known patient lastname``,
-``Hospital1``...), resolved against the ``.phi`` positions.
+``Hospital1``...), resolved against the ``.phi`` positions. deid gives a
+phrase one surrogate for the whole record, so a repeated phrase carries the
+marker of its first occurrence even where deid typed it differently; the
+``.info`` file it writes beside them lists the types of each PHI::
+
+    Patient 1<TAB>Note 1
+    52<TAB>63<TAB>Known patient lastname
+    ...
+
+(positions as in ``.phi``, optionally ``START START END`` or ``START-END``;
+the fields after them are types, or a phrase then types). Its categories win
+over the ``.res`` markers when present.
 
 Parsers return data or raise :class:`ExternalOutputError` naming the file,
 line and record; they never echo note text.
@@ -180,6 +191,39 @@ def read_text_file(path: str | Path, what: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ExternalOutputError(f"{path}: {what} is not valid UTF-8 (bad byte at offset {exc.start})") from exc
+
+
+# --- categories from .info ---------------------------------------------------------
+
+_INFO_POS_RE = re.compile(r"^\s*(\d+)(?:\s+|-)(\d+)(?:\s+(\d+))?(?:\s*\t(.*))?\s*$")
+
+
+def parse_info(text: str) -> dict[RecordKey, dict[tuple[int, int], list[str]]]:
+    """The fields deid's ``.info`` file gives after each PHI position, by
+    record and (start, end) in the ``.phi`` offsets. Supplementary output: a
+    line that is not a header or a position is skipped, and the caller uses a
+    field only when the category map knows it (a phrase field is then never
+    taken for a category, nor shown)."""
+    out: dict[RecordKey, dict[tuple[int, int], list[str]]] = {}
+    current: dict[tuple[int, int], list[str]] | None = None
+    for line in text.splitlines():
+        header = _HEADER_RE.match(line)
+        if header:
+            current = out.setdefault((int(header.group(1)), int(header.group(2))), {})
+            continue
+        m = _INFO_POS_RE.match(line)
+        if m is None or current is None:
+            continue
+        a, b, c = int(m.group(1)), int(m.group(2)), m.group(3)
+        fields = [f.strip() for f in (m.group(4) or "").split("\t") if f.strip()]
+        if c is not None and a == b:  # START START END, as in .phi
+            start, end = b, int(c)
+        else:
+            start, end = a, b
+            if c is not None:  # START END, then a phrase of digits
+                fields.insert(0, c)
+        current.setdefault((start, end), []).extend(fields)
+    return out
 
 
 # --- categories from .res markers ---------------------------------------------------
