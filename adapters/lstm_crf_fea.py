@@ -22,7 +22,7 @@ from ensemble_deid.taggers.neural.base import NeuralTagger
 
 class LstmCrfFeaTagger(NeuralTagger):
     name = "lstm-crf-fea"
-    version = "1"
+    version = "2"
     description = "BiLSTM-CRF + binary features (gazetteers, regexes, section, sentence; EHR names) [LIU17, LEE16]"
     use_crf = True
     uses_features = True

@@ -20,7 +20,7 @@ from ensemble_deid.taggers.neural.base import NeuralTagger
 
 class LstmCrfLTagger(NeuralTagger):
     name = "lstm-crf-l"
-    version = "1"
+    version = "2"
     description = "BiLSTM-CRF, Lample et al. 2016 settings (lr 0.005, <= 100 epochs) [KIM20]"
     use_crf = True
 

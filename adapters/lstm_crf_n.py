@@ -17,7 +17,7 @@ from ensemble_deid.taggers.neural.base import NeuralTagger
 
 class LstmCrfNTagger(NeuralTagger):
     name = "lstm-crf-n"
-    version = "1"
+    version = "2"
     description = "BiLSTM-CRF, NeuroNER settings (lr 0.01, <= 80 epochs) [KIM20]"
     use_crf = True
 

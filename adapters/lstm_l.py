@@ -18,7 +18,7 @@ from ensemble_deid.taggers.neural.base import NeuralTagger
 
 class LstmLTagger(NeuralTagger):
     name = "lstm-l"
-    version = "1"
+    version = "2"
     description = "BiLSTM + softmax, Lample et al. 2016 settings (SGD lr 0.05, <= 100 epochs) [KIM20]"
     use_crf = False
 

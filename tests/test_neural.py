@@ -80,6 +80,28 @@ def test_crf_log_likelihood_matches_pytorch_crf():
     assert torch.allclose(ours, theirs, atol=1e-5)
 
 
+def test_crf_log_likelihood_stays_finite_when_forward_sums_underflow():
+    # Scores far apart (the best tag 300 nats above the rest, with forbidden
+    # moves): the probability-space forward step underflows for some tags;
+    # the likelihood must still match pytorch-crf's logsumexp and every
+    # gradient stay finite.
+    from ensemble_deid.taggers.neural.network import FORBIDDEN, bio_constraints, crf_log_likelihood
+
+    tags_ = ["O", "B-A", "I-A", "B-B", "I-B"]
+    crf, scores, mask, _ = _random_crf(K=5, seed=3)
+    start_ok, trans_ok = bio_constraints(tags_)
+    start = (crf.start_transitions + torch.where(torch.as_tensor(start_ok), 0.0, FORBIDDEN)).detach()
+    trans = (crf.transitions + torch.where(torch.as_tensor(trans_ok), 0.0, FORBIDDEN)).detach()
+    scores = (scores * 100).requires_grad_()
+    tags = torch.zeros(mask.shape, dtype=torch.long)
+    ours = crf_log_likelihood(scores, tags, mask, start, trans, crf.end_transitions)
+    crf.start_transitions.data, crf.transitions.data = start, trans
+    theirs = crf(scores, tags, mask=mask, reduction="none")
+    assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-2)
+    ours.sum().backward()
+    assert torch.isfinite(scores.grad).all()
+
+
 def test_viterbi_matches_pytorch_crf():
     from ensemble_deid.taggers.neural.network import viterbi
 
@@ -489,3 +511,4 @@ class TestLstmLContract(TaggerContract):
 class TestLstmCrfFeaContract(TaggerContract):
     tagger_name = "lstm-crf-fea"
     tagger_params = FAST
+

@@ -311,6 +311,7 @@ class EpochRecord:
     lr: float
     seconds: float
     tokens_per_s: float
+    cpu_seconds: float = 0.0  # this process's CPU time (all threads): steadier on a shared machine
 
 
 @dataclass
@@ -400,7 +401,7 @@ def train_model(
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         total, n_tok = 0.0, 0
         for idx in bucket_batches(lengths, config.batch_size, rng):
             batch = make_batch(train, idx, True, rng, singletons, config.unk_prob).to(device)
@@ -423,7 +424,7 @@ def train_model(
                 with torch.no_grad():
                     for a, p in zip(averaged, params):
                         a.lerp_(p, 1.0 - decay)
-        seconds = time.perf_counter() - t0
+        seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
         if averaged is not None:
             _swap(params, averaged)  # the model now holds the averaged weights
         if not math.isfinite(total):
@@ -434,7 +435,9 @@ def train_model(
         if dev is not None and dev.sequences:
             ids, _ = predict_encoded(model, dev, len(dev_docs), [len(d.tokens) for d in dev_docs], device, marginals=False)
             dev_f1 = f1_score(*strict_counts(dev_docs, ids, tags))
-        record = EpochRecord(epoch, total / max(n_tok, 1), dev_f1, lr, seconds, n_tok / seconds if seconds else 0.0)
+        record = EpochRecord(
+            epoch, total / max(n_tok, 1), dev_f1, lr, seconds, n_tok / seconds if seconds else 0.0, cpu_seconds
+        )
         result.history.append(record)
         bar.set_postfix(loss=f"{record.loss:.4f}", dev_f1="-" if dev_f1 is None else f"{dev_f1:.4f}")
         log.info(
