@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from .. import __version__
 from ..errors import EnsembleDeidError
-from ..taggers.state import make_private_dir, write_private
+from ..taggers.state import encodable, make_private_dir, write_private
 
 BUNDLE_FORMAT = "ensemble-deid-bundle"
 # Bump when the layout or the manifest's meaning changes; other versions are refused.
@@ -70,7 +70,8 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
             folder = f"members/{i:02d}-{tagger.name}"
             make_private_dir(tmp / "members")
             tagger.save(tmp / folder)
-            entries.append({"label": label, "name": tagger.name, "version": tagger.version, "folder": folder})
+            entries.append({"label": label, "name": tagger.name, "version": tagger.version, "folder": folder,
+                            "params": encodable(tagger.get_params())})
         method_entry = None
         if method is not None:
             method.save(tmp / "method")

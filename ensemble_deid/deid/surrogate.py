@@ -68,9 +68,9 @@ def _case_like(new: str, old: str) -> str:
 
 def _num_like(value: int, old: str) -> str:
     """``value`` written with as many digits as ``old`` (zero padding kept)."""
-    if len(old) == 2 and value >= 100:
+    if len(old) == 2:  # two digits stay two digits ("31" -> "03", "12" for a year -> "09")
         return f"{value % 100:02d}"
-    return f"{value:0{len(old)}d}" if old.startswith("0") or len(old) == 4 else str(value)
+    return f"{value:0{len(old)}d}" if len(old) >= 3 else str(value)
 
 
 @dataclass

@@ -128,17 +128,19 @@ class Tagger:
         """A tagger saved by :meth:`save`; refuses another tagger's or another
         version's files (the error names the folder)."""
         from .registry import tagger_class
-        from .state import StateError, decoded, read_state
+        from .state import StateError, decoded, read_header, read_state
 
-        header, state = read_state(folder)
+        header = read_header(folder)
         if header.get("kind") != "tagger":
             raise StateError(f"{folder}: not a saved tagger")
+        # The class first: importing its module registers the classes its state holds.
         klass = tagger_class(header["name"]) if cls is Tagger else cls
         if header["name"] != klass.name or str(header["version"]) != str(klass.version):
             raise StateError(
                 f"{folder}: saved by tagger {header['name']!r} version {header['version']}; "
                 f"this is {klass.name!r} version {klass.version}: refit it"
             )
+        _, state = read_state(folder)
         tagger = klass(**decoded(header["params"]))
         tagger._restore_state(state)
         return tagger
