@@ -32,6 +32,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     de-identified text go to --out. Notes already done are skipped (resume).
     When INPUT has gold annotations, prints the scores and the leak rate."""
     import secrets
+    import sys
     from pathlib import Path
 
     from ..deid import Deidentifier, Surrogator
@@ -49,7 +50,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         total = len(scan_notes(input_dir))
         from tqdm.auto import tqdm
 
-        with tqdm(total=total, desc="deidentify", unit="note", disable=no_progress, file=click.get_text_stream("stderr")) as bar:
+        with tqdm(total=total, desc="deidentify", unit="note", disable=no_progress, file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update)
         if save_mapping:
             _write_mapping(Path(save_mapping), surrogates.mapping)

@@ -127,8 +127,9 @@ class Surrogator:
         s = Surrogates(self._rng(patient, type_, original.casefold()), locales=((self.locale, 1.0),))
         if type_ == "CITY":
             return s.fake(self.locale).city()
-        if type_ == "STATE":
-            return s.state()[0]
+        if type_ == "STATE":  # an abbreviation stays one
+            name, abbr = s.state()
+            return abbr if len(original.strip()) <= 3 else name
         if type_ == "COUNTRY":
             return s.country(faker_share=0.5)
         if type_ == "STREET":
