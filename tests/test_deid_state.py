@@ -104,3 +104,30 @@ def test_meta_learner_round_trip(method, corpus, tmp_path):
     learner.save(tmp_path / "e")
     loaded = type(learner).load(tmp_path / "e")
     assert [p.tags for p in loaded.predict(members_test, test)] == [p.tags for p in before]
+
+
+def test_members_sharing_features_predict_as_alone(corpus):
+    """Deidentifier computes each document's features once for the members
+    with equal feature settings; each member's output is unchanged."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.model import SharedFeatures
+
+    names = [n for n in ("crf", "svm", "mira") if n in entry_points()]
+    if len(names) < 2:
+        pytest.skip("needs two linear adapters")
+    train, test = corpus
+    taggers = {n: make_tagger(n, **FAST[n]).fit(train) for n in names}
+    alone = {n: [p.tags for p in t.predict(test)] for n, t in taggers.items()}
+    learner = make_method("voting", threshold=1).fit({n: {p.doc_id: p for p in t.predict(train)}
+                                                      for n, t in taggers.items()}, train)
+    deid = Deidentifier(taggers, learner)
+    assert len(deid._shared) == 1 and all(
+        isinstance(getattr(t, "extractor_", None) or t.__dict__.get("_fx"), SharedFeatures) for t in taggers.values())
+    calls = []
+    real = deid._shared[0].extractor.document_features
+    deid._shared[0].extractor.document_features = lambda d: calls.append(d.id) or real(d)
+    preds = deid.predict(test)
+    assert sorted(calls) == sorted(d.id for d in test)  # once per document, not once per member
+    assert {n: [p.tags for p in t.predict(test)] for n, t in taggers.items()} == alone
+    members = {n: {d.id: p for d, p in zip(test, t.predict(test))} for n, t in taggers.items()}
+    assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
