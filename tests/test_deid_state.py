@@ -131,3 +131,18 @@ def test_members_sharing_features_predict_as_alone(corpus):
     assert {n: [p.tags for p in t.predict(test)] for n, t in taggers.items()} == alone
     members = {n: {d.id: p for d, p in zip(test, t.predict(test))} for n, t in taggers.items()}
     assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
+
+
+def test_a_neural_tagger_travels_in_a_bundle(corpus, tmp_path):
+    """The neural family's own weights-only checkpoint is the bundle member."""
+    pytest.importorskip("torch")
+    if "lstm-l" not in entry_points():
+        pytest.skip("lstm-l not registered")
+    from ensemble_deid.deid import Deidentifier
+
+    train, test = corpus
+    model = Deidentifier({"lstm-l": make_tagger("lstm-l", epochs=1, device="cpu").fit(train)})
+    before = [p.tags for p in model.predict(test)]
+    model.save(tmp_path / "m", {"labels": []})
+    _owner_only(tmp_path / "m")
+    assert [p.tags for p in Deidentifier.load(tmp_path / "m").predict(test)] == before

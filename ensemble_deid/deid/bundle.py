@@ -79,6 +79,7 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
             unused = [n for n in method.member_names_ if n not in members]
             method_entry = {"name": method.name, "folder": "method", "members": list(method.member_names_),
                             "unused": unused}
+        _owner_only(tmp)  # whatever a library's own writer did (torch.save follows the umask)
         manifest = {
             "format": BUNDLE_FORMAT, "format_version": BUNDLE_VERSION, "ensemble_deid_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "members": entries, "method": method_entry,
@@ -91,6 +92,11 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _owner_only(root: Path) -> None:
+    for path in root.rglob("*"):
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
 def read_manifest(path: str | Path) -> dict:
@@ -132,15 +138,14 @@ def read_manifest(path: str | Path) -> dict:
 def read_bundle(path: str | Path) -> tuple[dict, dict[str, Any], Any | None]:
     """(manifest, {label: fitted Tagger}, fitted MetaLearner or None)."""
     from ..ensemble.base import MetaLearner
-    from ..taggers.base import Tagger
     from ..taggers.state import StateError
 
     root = Path(path)
     manifest = read_manifest(root)
     try:
-        members = {m["label"]: Tagger.load(root / m["folder"]) for m in manifest["members"]}
+        members = {m["label"]: _load_member(root, m) for m in manifest["members"]}
         method = MetaLearner.load(root / manifest["method"]["folder"]) if manifest.get("method") else None
-    except StateError as exc:
+    except (StateError, ValueError) as exc:  # ValueError: a neural checkpoint refused by its loader
         raise BundleError(str(exc)) from None
     except (KeyError, TypeError) as exc:
         raise BundleError(f"{root / MANIFEST}: malformed (field {exc})") from None
@@ -148,3 +153,15 @@ def read_bundle(path: str | Path) -> tuple[dict, dict[str, Any], Any | None]:
         raise BundleError(f"{root / MANIFEST}: the method's members {list(method.member_names_)} "
                           f"are not the bundle's members {list(members)}")
     return manifest, members, method
+
+
+def _load_member(root: Path, entry: Mapping[str, Any]):
+    """A member through its own class's ``load`` (a folder of state for most
+    taggers, one weights-only torch checkpoint for the neural family)."""
+    from ..taggers.registry import tagger_class
+
+    cls = tagger_class(entry["name"])
+    if str(entry["version"]) != str(cls.version):
+        raise BundleError(f"{root / entry['folder']}: member {entry['label']!r} was saved by tagger version "
+                          f"{entry['version']}; the installed {entry['name']!r} is version {cls.version}: refit it")
+    return cls.load(root / entry["folder"])
