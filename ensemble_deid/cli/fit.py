@@ -80,6 +80,7 @@ def fit_single(ctx, corpus_name, spec_text, out, echo) -> str:
 
 def fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, out, verify, no_progress, echo) -> str:
     import time
+    from pathlib import Path
 
     from ..ensemble import GridSearch, make_method
     from ..ensemble.caching import jsonable
@@ -102,6 +103,10 @@ def fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metri
     if not learner.is_fitted():  # reused from the cache: the same deterministic fit
         learner.fit({label: run.oof for label, run in runs.items()}, corpus.train)
     chosen = learner.best_estimator_
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="edeid-fit-") as tmp:  # can it be saved? (before hours of training)
+        chosen.save(Path(tmp) / "method")
     keep = needed_members(chosen, order)
     by_label = {s.label: s for s in specs}
     fitted = {}

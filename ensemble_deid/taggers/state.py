@@ -92,7 +92,8 @@ class _Encoder:
             self.arrays[name] = value
             return {"__array__": name}
         if isinstance(value, (bytes, bytearray)):
-            name = f"blob{len(self.blobs)}-{''.join(c if c.isalnum() or c in '_-' else '_' for c in where)}.bin"
+            stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in where)
+            name = f"{stem}.bin" if f"{stem}.bin" not in self.blobs else f"{stem}-{len(self.blobs)}.bin"
             self.blobs[name] = bytes(value)
             return {"__bytes__": name}
         import scipy.sparse as sp
