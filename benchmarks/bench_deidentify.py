@@ -4,7 +4,7 @@ folder end to end: throughput, and whether its spans are exactly the
 
     ENSEMBLE_DEID_HOME=WS ENSEMBLE_DEID_CACHE=/work/meddocan-cache \\
       python benchmarks/bench_deidentify.py --corpus meddocan --method voting-pruned \\
-        --members crf,memm,searn,mira,svm,ogd,struct-svm --model WS/model
+        --members crf,memm,mira,searn --model WS/model
 
 Steps: (1) ``ensemble-deid fit`` writes the bundle (skipped when ``--model``
 exists: its manifest must name the same corpus, method and members); (2) the
@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default="meddocan")
     ap.add_argument("--method", default="voting-pruned")
-    ap.add_argument("--members", default="crf,memm,searn,mira,svm,ogd,struct-svm")
+    ap.add_argument("--members", default="crf,memm,mira,searn")
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--metric", default="f1")
