@@ -46,6 +46,10 @@ _MONTH_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _MONTH_WORDS), ke
 SPANISH_WEEKDAYS = ("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo")
 _WEEKDAY_NAMES = {"en": lists.WEEKDAYS, "en_abbr": lists.WEEKDAYS_ABBR, "es": SPANISH_WEEKDAYS}
 _WEEKDAYS = {w.lower(): (i, fam) for fam, names in _WEEKDAY_NAMES.items() for i, w in enumerate(names)}
+# Other corpora's types that have an i2b2 counterpart (MEDDOCAN's Spanish ones).
+TYPE_ALIASES = {"CALLE": "STREET", "PAIS": "COUNTRY", "TERRITORIO": "CITY", "INSTITUCION": "ORGANIZATION",
+                "CENTRO_SALUD": "HOSPITAL", "PROFESION": "PROFESSION", "SEXO_SUJETO_ASISTENCIA": "SEX"}
+SEX_WORDS = {"es": ("varón", "mujer", "hombre"), "en": ("female", "male", "woman", "man")}
 _NUMERIC3 = re.compile(r"^(\d{1,4})([/.\-])(\d{1,2})\2(\d{2,4})$")
 _NUMERIC2 = re.compile(r"^(\d{1,2})([/.\-])(\d{1,4})$")
 
@@ -118,6 +122,13 @@ class Surrogator:
 
     def _replacement(self, original: str, span: Annotation, patient: str) -> str:
         category, type_ = span.category.upper(), span.type.upper()
+        type_ = TYPE_ALIASES.get(type_, type_)
+        if type_ == "SEX":
+            said = original.strip().casefold()
+            pool = SEX_WORDS["en"] if said in SEX_WORDS["en"] or (said not in SEX_WORDS["es"]
+                                                                  and not self.locale.startswith("es")) else SEX_WORDS["es"]
+            words = [w for w in pool if w != said]
+            return _case_like(self._rng(patient, "sex", original.casefold()).choice(words), original)
         if category == "DATE" or type_ == "DATE":
             return self._date(original, patient)
         if category == "AGE" or type_ == "AGE":
