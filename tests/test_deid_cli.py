@@ -202,3 +202,16 @@ def test_a_method_that_cannot_be_saved_is_refused_before_training(tiny_bundle, t
                "--out", tmp_path / "m", "--no-progress", ok=False)
     assert res.exit_code == 1 and "cannot be saved" in res.stderr
     assert "fitting member" not in res.stderr and not (tmp_path / "m").exists()
+
+
+def test_a_single_tagger_bundle(tiny_bundle, tmp_path):
+    out = _run("fit", "--corpus", "tiny", "--tagger", "crf:max_iterations=10", "--out", tmp_path / "crf",
+               "--no-progress").output
+    assert "saved crf:max_iterations=10" in out and "test strict" in out
+    manifest = read_manifest(tmp_path / "crf")
+    assert manifest["method"] is None and [m["label"] for m in manifest["members"]] == ["crf:max_iterations=10"]
+    res = _run("deidentify", tmp_path / "crf", tiny_bundle / "test", "--out", tmp_path / "out", "--mode", "mask",
+               "--no-progress")
+    assert "8 note(s) de-identified" in res.output
+    both = _run("fit", "--corpus", "tiny", "--tagger", "crf", "--method", "voting", "--out", tmp_path / "x", ok=False)
+    assert both.exit_code == 2 and not (tmp_path / "x").exists()
