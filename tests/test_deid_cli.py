@@ -197,13 +197,6 @@ def test_surrogate_mode_on_the_synthetic_corpus(workspace, tmp_path):
     assert found > 100 and len(offsets) > 3 and len(names) > 10
 
 
-def test_a_method_that_cannot_be_saved_is_refused_before_training(tiny_bundle, tmp_path):
-    res = _run("fit", "--corpus", "tiny", "--method", "stacked-searn", "--members", MEMBERS, "--folds", "3",
-               "--out", tmp_path / "m", "--no-progress", ok=False)
-    assert res.exit_code == 1 and "cannot be saved" in res.stderr
-    assert "fitting member" not in res.stderr and not (tmp_path / "m").exists()
-
-
 def test_a_single_tagger_bundle(tiny_bundle, tmp_path):
     out = _run("fit", "--corpus", "tiny", "--tagger", "crf:max_iterations=10", "--out", tmp_path / "crf",
                "--no-progress").output

@@ -83,7 +83,8 @@ def test_state_refuses_unknown_objects_and_kinds(tmp_path):
         read_state(tmp_path / "b")
 
 
-@pytest.mark.parametrize("method", ["voting", "voting-pruned", "decision-templates", "stacked-svm"])
+@pytest.mark.parametrize("method", ["voting", "voting-pruned", "decision-templates", "stacked-svm",
+                                    "stacked-searn", "stacked-lstm"])
 def test_meta_learner_round_trip(method, corpus, tmp_path):
     from ensemble_deid.taggers import DocumentPrediction
 
@@ -99,7 +100,10 @@ def test_meta_learner_round_trip(method, corpus, tmp_path):
 
     members_train = {f"m{i}": noisy(train, p) for i, p in enumerate((0.1, 0.3, 0.5))}
     members_test = {f"m{i}": noisy(test, p) for i, p in enumerate((0.1, 0.3, 0.5))}
-    learner = make_method(method).fit(members_train, train)
+    if method == "stacked-lstm":
+        pytest.importorskip("torchcrf")
+    quick = {"stacked-searn": {"passes": 2}, "stacked-lstm": {"epochs": 2, "device": "cpu"}}.get(method, {})
+    learner = make_method(method, **quick).fit(members_train, train)
     before = learner.predict(members_test, test)
     learner.save(tmp_path / "e")
     loaded = type(learner).load(tmp_path / "e")
