@@ -208,3 +208,43 @@ def test_a_single_tagger_bundle(tiny_bundle, tmp_path):
     assert "8 note(s) de-identified" in res.output
     both = _run("fit", "--corpus", "tiny", "--tagger", "crf", "--method", "voting", "--out", tmp_path / "x", ok=False)
     assert both.exit_code == 2 and not (tmp_path / "x").exists()
+
+
+def test_fuzz_damaged_bundles_and_notes(tiny_bundle, tmp_path):
+    """Seeded, bounded: any byte flipped anywhere in a bundle is refused with a
+    BundleError naming a file; random bytes as notes are de-identified or
+    refused with a CorpusError naming the note, never another exception."""
+    import random
+    import shutil
+    import time
+
+    from ensemble_deid.deid.batch import FolderDeidentifier
+    from ensemble_deid.errors import CorpusError
+
+    rng = random.Random(19)
+    t0 = time.perf_counter()
+    files = sorted(p.relative_to(tiny_bundle / "model") for p in (tiny_bundle / "model").rglob("*") if p.is_file())
+    for trial in range(12):
+        copy = tmp_path / f"b{trial}"
+        shutil.copytree(tiny_bundle / "model", copy)
+        target = copy / rng.choice(files)
+        data = bytearray(target.read_bytes())
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        target.write_bytes(bytes(data))
+        with pytest.raises(BundleError, match=str(copy)):
+            Deidentifier.load(copy)
+    model = Deidentifier.load(tiny_bundle / "model")
+    runner = FolderDeidentifier(model, "tag")
+    for trial in range(15):
+        notes = tmp_path / f"n{trial}"
+        notes.mkdir()
+        raw = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+        if trial % 2:
+            raw = raw.decode("latin-1").encode("utf-8")  # valid UTF-8 of any characters
+        (notes / "note.txt").write_bytes(raw)
+        try:
+            run = runner.run(notes, tmp_path / f"o{trial}")
+            assert run.processed == 1
+        except CorpusError as exc:
+            assert str(notes / "note.txt") in str(exc)
+    assert time.perf_counter() - t0 < 120

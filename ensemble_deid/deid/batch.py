@@ -80,14 +80,21 @@ def read_note(note: Note) -> tuple[Document | None, list[Problem]]:
     return Document(note.doc_id, text, (), {"source": str(note.path), "format": "txt"}), []
 
 
-def check_notes(notes: Sequence[Note]) -> None:
-    """Read every note once; all fatal problems in one error (files named, no text)."""
+def check_notes(notes: Sequence[Note], span_formats: Sequence[str] = ()) -> None:
+    """Read every note once; all fatal problems in one error (files named, no
+    text). With ``xml`` among the span formats, a note whose text XML cannot
+    hold (control characters) is one of them."""
     problems = []
     for note in notes:
         doc, found = read_note(note)
         problems += [p for p in found if p.severity == ERROR]
         if doc is None and not found:
             problems.append(Problem(ERROR, str(note.path), "cannot be read"))
+        if doc is not None and "xml" in span_formats:
+            try:
+                to_i2b2_xml(doc)
+            except ValueError as exc:  # names the character and offset, not the text
+                problems.append(Problem(ERROR, str(note.path), f"{exc} (use --spans brat)", field="text"))
     if problems:
         raise CorpusError(problems)
 
@@ -153,7 +160,7 @@ class FolderDeidentifier:
     def run(self, input_dir: str | Path, out: str | Path,
             progress: Callable[[int], None] | None = None) -> FolderRun:
         notes = scan_notes(input_dir)
-        check_notes(notes)  # before any output: one clear error, nothing half done
+        check_notes(notes, self.span_formats)  # before any output: one clear error, nothing half done
         out = make_private_dir(Path(out))
         for sub in ("text", "spans"):
             make_private_dir(out / sub)
