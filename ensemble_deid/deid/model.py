@@ -66,8 +66,11 @@ def share_features(members: Mapping[str, Any]) -> list[SharedFeatures]:
     for tagger in members.values():
         if hasattr(tagger, "extractor_"):
             fx, install = tagger.extractor_, lambda t, s: setattr(t, "extractor_", s)
-        elif callable(getattr(tagger, "_extractor", None)) and getattr(type(tagger), "name", "") == "crf":
-            fx, install = tagger._extractor(), lambda t, s: t.__dict__.__setitem__("_fx", s)
+        elif callable(getattr(tagger, "_extractor", None)) and "features" in tagger.get_params():
+            fx = tagger._extractor()
+            if tagger.__dict__.get("_fx") is not fx:  # not kept between calls: nothing to share
+                continue
+            install = lambda t, s: t.__dict__.__setitem__("_fx", s)  # noqa: E731
         else:
             continue
         if isinstance(fx, SharedFeatures) or not hasattr(fx, "get_config"):
