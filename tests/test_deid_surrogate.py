@@ -108,3 +108,7 @@ def test_mapping_is_recorded_only_when_asked():
     out = redact(doc, span, "surrogate", loud)
     (entry,) = loud.mapping["n1"]
     assert entry["original"] == "Lee" and out == "Dr. " + entry["surrogate"]
+
+
+def test_the_default_seed_is_random():
+    assert Surrogator().seed != Surrogator().seed  # never a fixed, guessable key

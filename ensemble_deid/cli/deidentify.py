@@ -31,7 +31,6 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume).
     When INPUT has gold annotations, prints the scores and the leak rate."""
-    import secrets
     import sys
     from pathlib import Path
 
@@ -44,7 +43,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         deid = Deidentifier.load(model)
         surrogates = None
         if mode == "surrogate":
-            surrogates = Surrogator(seed=secrets.randbits(63) if seed is None else seed, date_order=date_order,
+            surrogates = Surrogator(seed=seed, date_order=date_order,
                                     locale=locale, record=bool(save_mapping))
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size)
         total = len(scan_notes(input_dir))

@@ -81,16 +81,22 @@ def _num_like(value: int, old: str) -> str:
 class Surrogator:
     """Replacement text for predicted PHI spans (see the module docstring).
 
+    Whoever knows the seed can recompute the surrogate of a guessed original,
+    so a seed is kept like a key (the default is a random one, never shown).
     ``record=True`` keeps the mapping (original -> surrogate per document) in
     ``mapping``; it contains PHI and is written only when asked for."""
 
-    seed: int = 0
+    seed: int | None = None  # None: a random one (surrogates derive from it like from a key)
     date_order: str = "mdy"
     locale: str = "en_US"
     record: bool = False
     mapping: dict[str, list[dict]] = field(default_factory=dict)
 
     def __post_init__(self):
+        if self.seed is None:
+            import secrets
+
+            self.seed = secrets.randbits(63)
         if self.date_order not in DATE_ORDERS:
             raise ValueError(f"date_order must be one of {', '.join(DATE_ORDERS)}, not {self.date_order!r}")
 
