@@ -282,6 +282,13 @@ class RuleTagger(Tagger):
         self.fitted_ = True
         return self
 
+    # Saving: nothing is learned; loading re-runs the parameter checks of fit.
+    def _fitted_state(self) -> dict:
+        return {}
+
+    def _restore_state(self, state: dict) -> None:
+        self.fit()
+
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         self.check_fitted()
         label_map = getattr(self, "label_map_", None)

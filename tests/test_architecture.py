@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ensemble_deid"
 # Lowest first: a module may import from its own layer or any layer below it.
-LAYERS = ["errors", "files", "corpus", "evaluation", "taggers", "experiment", "ensemble", "studies", "cli"]
+LAYERS = ["errors", "files", "corpus", "evaluation", "taggers", "experiment", "ensemble", "studies", "deid", "cli"]
 
 
 def _layer(module: str) -> int | None:

@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "cv": "ensemble_deid.cli.cv:cv",
     "compare": "ensemble_deid.cli.compare:compare",
     "ensemble": "ensemble_deid.cli.ensemble:ensemble",
+    "fit": "ensemble_deid.cli.fit:fit",
+    "deidentify": "ensemble_deid.cli.deidentify:deidentify",
     "prune": "ensemble_deid.cli.prune:prune",
     "taggers": "ensemble_deid.cli.taggers:taggers",
     "study": "ensemble_deid.cli.study:study",

@@ -81,6 +81,33 @@ class MetaLearner:
     __repr__ = Tagger.__repr__
     is_fitted = Tagger.is_fitted
 
+    # Saving (no pickle): the Tagger machinery and its hooks, with the method
+    # registry instead of the tagger registry.
+    _fitted_state = Tagger._fitted_state
+    _restore_state = Tagger._restore_state
+
+    def save(self, folder):
+        """Write the fitted method to ``folder`` (owner-only, no pickle)."""
+        from ..taggers.state import encodable, write_state
+
+        self.check_fitted()
+        header = {"kind": "ensemble-method", "name": self.name, "version": ENSEMBLE_VERSION,
+                  "params": encodable(self.get_params())}
+        return write_state(folder, header, self._fitted_state())
+
+    @classmethod
+    def load(cls, folder) -> "MetaLearner":
+        """A method saved by :meth:`save`; another version's files are refused."""
+        from ..taggers.state import StateError, decoded, read_state
+        from .registry import method_class
+
+        header, state = read_state(folder)
+        if header.get("kind") != "ensemble-method" or str(header.get("version")) != ENSEMBLE_VERSION:
+            raise StateError(f"{folder}: not an ensemble method saved by ensemble version {ENSEMBLE_VERSION}")
+        method = method_class(header["name"])(**decoded(header["params"]))
+        method._restore_state(state)
+        return method
+
     def set_params(self, **params: Any) -> "MetaLearner":
         valid = set(self._param_names())
         bad = sorted(set(params) - valid)

@@ -233,6 +233,11 @@ class PrunedVoting(SpanMetaLearner):
         self.subset_ = tuple(search.subset)
         self.subset_columns_ = np.array([table.member_names.index(n) for n in search.subset], dtype=np.int64)
 
+    def _fitted_state(self) -> dict:
+        state = super()._fitted_state()
+        state.pop("search_", None)  # the elimination record: reported, not needed to predict
+        return state
+
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
         return vote_select(table, self.threshold_, self.member_rank_, self.subset_columns_, self.overlap)
 

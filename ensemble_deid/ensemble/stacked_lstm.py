@@ -215,6 +215,31 @@ class StackedLSTM(TokenMetaLearner):
         net.eval()
         self.network_ = net
 
+    # Saving: the network's state_dict in torch's own format, read back with
+    # weights_only=True into a network rebuilt from the parameters.
+    def _fitted_state(self) -> dict:
+        import io
+
+        import torch
+
+        state = super()._fitted_state()
+        buf = io.BytesIO()
+        torch.save({k: v.detach().cpu() for k, v in state.pop("network_").state_dict().items()}, buf)
+        state["network_"] = buf.getvalue()
+        return state
+
+    def _restore_state(self, state: dict) -> None:
+        import io
+
+        import torch
+
+        state = dict(state)
+        weights = torch.load(io.BytesIO(state.pop("network_")), map_location="cpu", weights_only=True)
+        super()._restore_state(state)
+        net = self._network(torch)
+        net.load_state_dict(weights)
+        self.network_ = net.to(self._device(torch)).eval()
+
     def _predict_raw(self, table: TokenTable) -> list[np.ndarray]:
         import torch
 

@@ -112,6 +112,32 @@ class StackedSEARN(TokenMetaLearner):
                 vw.learn(ex)
         self.vw_ = vw
 
+    # Saving: VW's own model file; loading starts a VW on it (same options).
+    def _fitted_state(self) -> dict:
+        import tempfile
+        from pathlib import Path
+
+        state = super()._fitted_state()
+        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
+            path = Path(tmp) / "model.vw"
+            state.pop("vw_").save(str(path))
+            state["vw_"] = path.read_bytes()
+        return state
+
+    def _restore_state(self, state: dict) -> None:
+        import tempfile
+        from pathlib import Path
+
+        from vowpalwabbit import Workspace
+
+        state = dict(state)
+        model = state.pop("vw_")
+        super()._restore_state(state)
+        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
+            path = Path(tmp) / "model.vw"
+            path.write_bytes(model)
+            self.vw_ = Workspace(f"-i {path} --quiet")  # VW reads the model (and its options) at start
+
     def _predict_raw(self, table: TokenTable) -> list[np.ndarray]:
         feats = self._features(table)
         out = [np.zeros(len(d.tokens), dtype=np.int64) for d in table.documents]

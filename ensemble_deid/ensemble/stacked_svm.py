@@ -180,6 +180,28 @@ class StackedSVM(SpanMetaLearner):
         self.svm_.fit(X, y)
         self.constant_ = None
 
+    # Saving: the LIBLINEAR model as its plain arrays (never pickled).
+    def _fitted_state(self) -> dict:
+        state = super()._fitted_state()
+        if state.get("svm_") is not None:
+            svm = state["svm_"]
+            state["svm_"] = {"coef": svm.coef_, "intercept": svm.intercept_, "classes": svm.classes_}
+        return state
+
+    def _restore_state(self, state: dict) -> None:
+        state = dict(state)
+        arrays = state.pop("svm_", None)
+        super()._restore_state(state)
+        self.svm_ = None
+        if arrays is not None:
+            from sklearn.svm import LinearSVC
+
+            svm = LinearSVC(C=self.C, class_weight=self.class_weight, max_iter=self.max_iter,
+                            random_state=self.random_state, dual="auto")
+            svm.coef_, svm.intercept_, svm.classes_ = arrays["coef"], arrays["intercept"], arrays["classes"]
+            svm.n_features_in_ = svm.coef_.shape[1]
+            self.svm_ = svm
+
     def decision_function(self, table: CandidateTable) -> np.ndarray:
         self.check_fitted()
         if self.svm_ is None:

@@ -28,6 +28,7 @@ import inspect
 import json
 import platform
 from importlib import metadata
+from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from ..corpus.document import Document
@@ -140,6 +141,49 @@ class Tagger:
             raise NotFittedError(
                 f"tagger {self.name or type(self).__name__!r} is not fitted: call fit(documents) before predict()"
             )
+
+    # --- saving a fitted tagger (no pickle: see taggers/state.py) ------------
+    def save(self, folder) -> "Path":
+        """Write the fitted tagger to ``folder`` (created owner-only): its
+        name, version, parameters and learned state, models in their library's
+        own file format. ``Tagger.load(folder)`` reads it back."""
+        from .state import encodable, write_state
+
+        self.check_fitted()
+        header = {"kind": "tagger", "name": self.name, "version": self.version,
+                  "params": encodable(self.get_params()), "environment": self.environment()}
+        return write_state(folder, header, self._fitted_state())
+
+    @classmethod
+    def load(cls, folder) -> "Tagger":
+        """A tagger saved by :meth:`save`; refuses another tagger's or another
+        version's files (the error names the folder)."""
+        from .registry import tagger_class
+        from .state import StateError, decoded, read_header, read_state
+
+        header = read_header(folder)
+        if header.get("kind") != "tagger":
+            raise StateError(f"{folder}: not a saved tagger")
+        # The class first: importing its module registers the classes its state holds.
+        klass = tagger_class(header["name"]) if cls is Tagger else cls
+        if header["name"] != klass.name or str(header["version"]) != str(klass.version):
+            raise StateError(
+                f"{folder}: saved by tagger {header['name']!r} version {header['version']}; "
+                f"this is {klass.name!r} version {klass.version}: refit it"
+            )
+        _, state = read_state(folder)
+        tagger = klass(**decoded(header["params"]))
+        tagger._restore_state(state)
+        return tagger
+
+    def _fitted_state(self) -> dict[str, Any]:
+        """What ``save`` stores: the learned attributes (override to leave out
+        what ``_restore_state`` can rebuild from the parameters)."""
+        return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+
+    def _restore_state(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
 
     # --- availability and provenance ---------------------------------------
     @classmethod

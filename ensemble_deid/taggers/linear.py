@@ -41,6 +41,7 @@ from ..corpus.document import Document
 from .features import FEATURES_VERSION, FeatureExtractor, vw_escape
 from .prediction import DocumentPrediction
 from .base import Tagger, TaggerUnavailable
+from .state import register_state_class
 
 LINEAR_VERSION = "1"
 # Adapter versions: bump the first part when a tagger's output changes; the
@@ -50,6 +51,7 @@ FEATURES_TAG = "-f" + FEATURES_VERSION
 
 # --- labels ------------------------------------------------------------------------
 
+@register_state_class
 class LabelIndex:
     """BIO tags <-> ids. ``O`` is id 0; the others follow in sorted order."""
 
@@ -99,6 +101,7 @@ def _hasher():
     return FeatureHasher(n_features=_HASH_SPACE, input_type="string", alternate_sign=False, dtype=np.float64)
 
 
+@register_state_class
 class FeatureIndex:
     """Feature strings -> compact columns of a CSR matrix (one row per token).
 
@@ -424,6 +427,19 @@ class LinearTagger(Tagger):
             fx = self._extractor(**overrides)
         return [fx.document_features(d) for d in documents]
 
+    # Saving: the feature extractor is rebuilt from the parameters, not stored.
+    def _extractor_overrides(self) -> dict[str, Any]:
+        return {}
+
+    def _fitted_state(self) -> dict[str, Any]:
+        state = super()._fitted_state()
+        state.pop("extractor_", None)
+        return state
+
+    def _restore_state(self, state: dict[str, Any]) -> None:
+        super()._restore_state(state)
+        self.extractor_ = self._extractor(**self._extractor_overrides())
+
     @staticmethod
     def _predictions(documents: Sequence[Document], labels: LabelIndex,
                      results: Sequence[tuple[np.ndarray, np.ndarray | None]]) -> list[DocumentPrediction]:
@@ -616,6 +632,9 @@ class VowpalTagger(LinearTagger):
         n = int(params.get("ngrams", 3))
         window = int(params.get("window", 2))
         return {"ngrams": 1}, min(n, 2 * window + 1), 2 * window + 1
+
+    def _extractor_overrides(self) -> dict[str, Any]:
+        return self._vw_features()[0]
 
     def _common_args(self, n_gram: int) -> list[str]:
         args = ["-b", str(int(self.bits)), "--random_seed", str(int(self.random_state)), "--holdout_off"]

@@ -1,0 +1,88 @@
+"""``ensemble-deid deidentify``: de-identify a folder of notes with a model bundle."""
+from __future__ import annotations
+
+import click
+
+from .common import fail_on_error
+
+
+@click.command("deidentify")
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.argument("input_dir", metavar="INPUT", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder (text/ and spans/; created owner-only).")
+@click.option("--mode", type=click.Choice(["tag", "mask", "surrogate"]), default="tag",
+              help="tag: [DATE], [NAME:PATIENT]; mask: ****; surrogate: realistic, consistent replacements.")
+@click.option("--spans", "span_formats", type=click.Choice(["xml", "brat"]), multiple=True, default=("xml",),
+              help="Format(s) of the predicted spans per note (repeatable).")
+@click.option("--seed", type=int, default=None, help="Surrogate seed (default: a random one, not shown). The same seed "
+              "gives the same surrogates.")
+@click.option("--date-order", type=click.Choice(["mdy", "dmy"]), default="mdy",
+              help="Surrogate mode: how to read ambiguous numeric dates such as 03/04/2012.")
+@click.option("--locale", default="en_US", help="Surrogate mode: Faker locale of surrogate names and places (es_ES for Spanish).")
+@click.option("--save-mapping", type=click.Path(dir_okay=False),
+              help="Surrogate mode: also write the original -> surrogate mapping (contains PHI; owner-only).")
+@click.option("--group-pattern", default=None, help="Regular expression whose first group gives a note's patient "
+              "from its id (surrogates are consistent per patient; default: each note is its own patient).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, help="Notes tagged together.")
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
+               batch_size, no_progress):
+    """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
+    or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
+    de-identified text go to --out. Notes already done are skipped (resume).
+    When INPUT has gold annotations, prints the scores and the leak rate."""
+    import sys
+    from pathlib import Path
+
+    from ..deid import Deidentifier, Surrogator
+    from ..deid.batch import FolderDeidentifier, scan_notes
+
+    if save_mapping and mode != "surrogate":
+        raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
+    with fail_on_error():
+        deid = Deidentifier.load(model)
+        surrogates = None
+        if mode == "surrogate":
+            surrogates = Surrogator(seed=seed, date_order=date_order,
+                                    locale=locale, record=bool(save_mapping))
+        runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size)
+        total = len(scan_notes(input_dir))
+        from tqdm.auto import tqdm
+
+        with tqdm(total=total, desc="deidentify", unit="note", disable=no_progress, file=sys.stderr) as bar:
+            run = runner.run(input_dir, out, progress=bar.update)
+        if save_mapping:
+            _write_mapping(Path(save_mapping), surrogates.mapping)
+    click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "
+               f"{run.seconds:.1f} s ({run.tokens_per_second:,.0f} tokens/s); outputs in {out}")
+    if run.has_gold:
+        with fail_on_error():
+            click.echo(score_report(input_dir, out, deid.labels))
+
+
+def _write_mapping(path, mapping) -> None:
+    import json
+
+    from ..taggers.state import make_private_dir, write_private
+
+    make_private_dir(path.parent)
+    write_private(path, json.dumps(mapping, indent=1, ensure_ascii=False).encode("utf-8"))
+
+
+def score_report(input_dir, out, labels) -> str:
+    """Strict and token scores and the leak rate per category (figures only)."""
+    from ..deid.batch import gold_and_predicted
+    from ..evaluation import evaluate
+    from ..studies.table import render_table
+
+    gold, predicted = gold_and_predicted(input_dir, out, labels)
+    report = evaluate(gold, predicted, criteria="strict,token")
+    lines = [f"\nscores against the gold annotations of {len(gold)} note(s):"]
+    rows = [[name, r.micro.precision, r.micro.recall, r.micro.f1] for name, r in report.results.items()]
+    lines.append(render_table(["criterion", "P", "R", "F1"], rows))
+    leak = report.leak
+    rows = [[cat, rates.chars, rates.leaked_chars, rates.char_rate]
+            for cat, rates in [("all", leak.overall), ("HIPAA", leak.hipaa), *leak.by_category.items()] if rates.chars]
+    lines.append("leak rate: gold PHI characters left readable in the de-identified text (not inside a predicted span):")
+    lines.append(render_table(["category", "PHI chars", "leaked", "leak rate"], rows))
+    return "\n".join(lines)

@@ -1,0 +1,144 @@
+"""``Deidentifier``: a fitted tagger or ensemble that finds PHI in new notes.
+
+    from ensemble_deid.deid import Deidentifier
+    model = Deidentifier.load("model/")          # a bundle written by ``fit``
+    model.deidentify("Seen by Dr. Smith on 3/4/2012.")   # -> "Seen by Dr. [NAME:DOCTOR] on [DATE]."
+    predictions = model.predict(documents)      # [DocumentPrediction], as a tagger's
+
+Members are fitted exactly as the cross-validation engine fits them for the
+test split (every training document; nothing for external systems), so a
+bundle reproduces the ``ensemble`` command's test predictions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..corpus.document import Annotation, Document
+from ..taggers.prediction import DocumentPrediction, check_predictions
+
+
+def fit_member(spec, train: Sequence[Document]):
+    """One member fitted as the CV engine fits it for the test split."""
+    tagger = spec.make()
+    tagger.fit([] if tagger.external else list(train))
+    return tagger
+
+
+def needed_members(method, names: Sequence[str]) -> list[str]:
+    """The members whose predictions can change the method's output: a pruned
+    voting ignores the members it eliminated."""
+    subset = getattr(method, "subset_", None) if method is not None else None
+    return [n for n in names if subset is None or n in subset]
+
+
+class SharedFeatures:
+    """One feature extractor standing in for several members that use the
+    same settings: within one ``predict`` call each document's features are
+    computed once instead of once per member (they are only read, never
+    changed, by the taggers). Feature extraction is about half of a linear
+    tagger's prediction time."""
+
+    def __init__(self, extractor):
+        self.extractor = extractor
+        self._memo: dict[int, tuple[Document, list]] = {}
+
+    def document_features(self, doc: Document) -> list[list[str]]:
+        hit = self._memo.get(id(doc))
+        if hit is None or hit[0] is not doc:
+            hit = self._memo[id(doc)] = (doc, self.extractor.document_features(doc))
+        return hit[1]
+
+    def clear(self) -> None:
+        self._memo.clear()
+
+    def __getattr__(self, name: str):
+        return getattr(self.extractor, name)
+
+
+def share_features(members: Mapping[str, Any]) -> list[SharedFeatures]:
+    """Give members with equal feature settings one :class:`SharedFeatures`:
+    the linear family keeps its extractor in ``extractor_``, the CRF adapter
+    in ``_fx`` (built by ``_extractor()``)."""
+    import json
+
+    shared: dict[str, SharedFeatures] = {}
+    for tagger in members.values():
+        if hasattr(tagger, "extractor_"):
+            fx, install = tagger.extractor_, lambda t, s: setattr(t, "extractor_", s)
+        elif callable(getattr(tagger, "_extractor", None)) and "features" in tagger.get_params():
+            fx = tagger._extractor()
+            if tagger.__dict__.get("_fx") is not fx:  # not kept between calls: nothing to share
+                continue
+            install = lambda t, s: t.__dict__.__setitem__("_fx", s)  # noqa: E731
+        else:
+            continue
+        if isinstance(fx, SharedFeatures) or not hasattr(fx, "get_config"):
+            continue
+        key = json.dumps([type(fx).__qualname__, fx.get_config()], sort_keys=True, default=str)
+        install(tagger, shared.setdefault(key, SharedFeatures(fx)))
+    return list(shared.values())
+
+
+class Deidentifier:
+    """A fitted tagger (``method=None``, one member) or an ensemble."""
+
+    def __init__(self, members: Mapping[str, Any], method: Any | None = None, manifest: Mapping | None = None):
+        if method is None and len(members) != 1:
+            raise ValueError("a Deidentifier without an ensemble method has exactly one member")
+        self.members = dict(members)
+        self.method = method
+        self.manifest = dict(manifest or {})
+        self._shared = share_features(self.members)
+
+    def __repr__(self) -> str:
+        what = self.method.name if self.method is not None else next(iter(self.members))
+        return f"Deidentifier({what}, members={list(self.members)})"
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Deidentifier":
+        """A bundle written by ``ensemble-deid fit`` (checked before loading)."""
+        from .bundle import read_bundle
+
+        manifest, members, method = read_bundle(path)
+        return cls(members, method, manifest)
+
+    def save(self, path: str | Path, info: Mapping[str, Any] | None = None) -> Path:
+        from .bundle import write_bundle
+
+        return write_bundle(path, self.members, self.method, {**self.manifest, **(info or {})})
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(self.manifest.get("labels", ()))
+
+    def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        """BIO predictions on the common tokens, one per document."""
+        documents = list(documents)
+        outputs = {}
+        try:
+            for label, tagger in self.members.items():
+                preds = tagger.predict(documents)
+                check_predictions(documents, preds, f"member {label}")
+                outputs[label] = {p.doc_id: p for p in preds}
+        finally:
+            for shared in self._shared:
+                shared.clear()
+        if self.method is None:
+            return list(next(iter(outputs.values())).values())
+        for name in self.method.member_names_:  # eliminated by pruning: never consulted
+            if name not in outputs:
+                outputs[name] = {d.id: DocumentPrediction.empty(d) for d in documents}
+        return self.method.predict(outputs, documents)
+
+    def spans(self, documents: Sequence[Document]) -> dict[str, list[Annotation]]:
+        """Predicted PHI spans per document id."""
+        documents = list(documents)
+        return {d.id: p.spans(d) for d, p in zip(documents, self.predict(documents))}
+
+    def deidentify(self, text: str, mode: str = "tag", surrogates=None, doc_id: str = "note") -> str:
+        """One note's text with its predicted PHI replaced (see ``redact``)."""
+        from .redact import redact
+
+        doc = Document(doc_id, text)
+        return redact(doc, self.spans([doc])[doc_id], mode, surrogates)

@@ -1,0 +1,212 @@
+"""A fitted model's learned state as files, without pickle.
+
+``write_state(folder, header, state)`` stores a JSON document (``state.json``)
+in which every value is plain JSON or a tagged reference:
+
+- ``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}`` (any keys);
+- ``{"__array__": name}``: a numpy array in ``arrays.npz`` (numeric dtypes
+  only: loaded with ``allow_pickle=False``);
+- ``{"__bytes__": file}``: raw bytes in their own file, e.g. a CRFsuite or
+  Vowpal Wabbit model file exactly as the library wrote it;
+- ``{"__csr__": {...}}``: a scipy CSR matrix as its three arrays;
+- ``{"__object__": name, "state": ...}``: an instance of a class registered
+  with :func:`register_state_class` (nothing else is ever constructed).
+
+So loading a model runs no code chosen by the file: a value of an unknown
+kind is refused. Every file is written owner-only (0600, folders 0700).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EnsembleDeidError
+
+STATE_FILE = "state.json"
+ARRAYS_FILE = "arrays.npz"
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+_SAFE_CLASSES: dict[str, type] = {}
+
+
+class StateError(EnsembleDeidError):
+    """A saved model that cannot be written or read back (names the file, never data)."""
+
+
+def register_state_class(cls: type) -> type:
+    """Allow instances of ``cls`` in saved state (class decorator). Their
+    ``__getstate__`` (or ``__dict__``) is stored; loading calls
+    ``__setstate__`` (or fills ``__dict__``) on a bare instance."""
+    _SAFE_CLASSES[cls.__name__] = cls
+    return cls
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file owner-only (whatever the umask), atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def make_private_dir(path: Path) -> Path:
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)
+    return path
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.blobs: dict[str, bytes] = {}
+
+    def encode(self, value: Any, where: str) -> Any:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, list):
+            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, tuple):
+            return {"__tuple__": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        if isinstance(value, dict):
+            return {"__dict__": [[self.encode(k, where), self.encode(v, f"{where}[{k!r}]")] for k, v in value.items()]}
+        if isinstance(value, np.ndarray):
+            if value.dtype.hasobject:
+                raise StateError(f"{where}: arrays of Python objects cannot be saved")
+            name = f"a{len(self.arrays)}"
+            self.arrays[name] = value
+            return {"__array__": name}
+        if isinstance(value, (bytes, bytearray)):
+            stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in where)
+            name = f"{stem}.bin" if f"{stem}.bin" not in self.blobs else f"{stem}-{len(self.blobs)}.bin"
+            self.blobs[name] = bytes(value)
+            return {"__bytes__": name}
+        import scipy.sparse as sp
+
+        if sp.issparse(value):
+            m = sp.csr_matrix(value)
+            return {"__csr__": {"data": self.encode(m.data, where), "indices": self.encode(m.indices, where),
+                                "indptr": self.encode(m.indptr, where), "shape": list(m.shape)}}
+        cls = type(value)
+        if _SAFE_CLASSES.get(cls.__name__) is cls:
+            state = value.__getstate__() if hasattr(cls, "__setstate__") else dict(vars(value))
+            return {"__object__": cls.__name__, "state": self.encode(state, where)}
+        raise StateError(f"{where}: a {cls.__name__} cannot be saved (not a registered state class)")
+
+
+def _decode(value: Any, arrays, folder: Path, where: str) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, arrays, folder, where) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__tuple__" in value:
+        return tuple(_decode(v, arrays, folder, where) for v in value["__tuple__"])
+    if "__dict__" in value:
+        return {_decode(k, arrays, folder, where): _decode(v, arrays, folder, where) for k, v in value["__dict__"]}
+    if "__array__" in value:
+        name = value["__array__"]
+        if arrays is None or name not in arrays.files:
+            raise StateError(f"{folder / ARRAYS_FILE}: array {name!r} is missing (field {where})")
+        return arrays[name]
+    if "__bytes__" in value:
+        name = Path(str(value["__bytes__"])).name  # never a path outside the folder
+        try:
+            return (folder / name).read_bytes()
+        except OSError as exc:
+            raise StateError(f"{folder / name}: cannot read ({exc.strerror})") from None
+    if "__csr__" in value:
+        import scipy.sparse as sp
+
+        c = value["__csr__"]
+        return sp.csr_matrix((_decode(c["data"], arrays, folder, where), _decode(c["indices"], arrays, folder, where),
+                              _decode(c["indptr"], arrays, folder, where)), shape=tuple(c["shape"]))
+    if "__object__" in value:
+        cls = _SAFE_CLASSES.get(value["__object__"])
+        if cls is None:
+            raise StateError(f"{folder / STATE_FILE}: field {where}: unknown class {value['__object__']!r} refused")
+        obj = cls.__new__(cls)
+        state = _decode(value["state"], arrays, folder, where)
+        if hasattr(cls, "__setstate__") and "__setstate__" in vars(cls):
+            obj.__setstate__(state)
+        else:
+            obj.__dict__.update(state)
+        return obj
+    raise StateError(f"{folder / STATE_FILE}: field {where}: value of unknown kind refused")
+
+
+def write_state(folder: str | Path, header: dict, state: dict[str, Any]) -> Path:
+    """Write ``header`` (plain JSON) and ``state`` (see the module docstring)."""
+    folder = make_private_dir(Path(folder))
+    enc = _Encoder()
+    body = {"header": header, "state": {k: enc.encode(v, k) for k, v in state.items()}}
+    for name, data in enc.blobs.items():
+        write_private(folder / name, data)
+    if enc.arrays:
+        buf = io.BytesIO()
+        np.savez(buf, **enc.arrays)
+        write_private(folder / ARRAYS_FILE, buf.getvalue())
+    write_private(folder / STATE_FILE, json.dumps(body, indent=1, sort_keys=True).encode("utf-8"))
+    return folder
+
+
+def read_header(folder: str | Path) -> dict:
+    return _read_body(Path(folder))["header"]
+
+
+def _read_body(folder: Path) -> dict:
+    path = folder / STATE_FILE
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError:
+        raise StateError(f"{path}: not valid JSON") from None
+    if not isinstance(body, dict) or not isinstance(body.get("header"), dict) or not isinstance(body.get("state"), dict):
+        raise StateError(f"{path}: missing field 'header' or 'state'")
+    return body
+
+
+def read_state(folder: str | Path) -> tuple[dict, dict[str, Any]]:
+    """(header, state) as written by :func:`write_state`."""
+    folder = Path(folder)
+    body = _read_body(folder)
+    arrays = None
+    if (folder / ARRAYS_FILE).exists():
+        try:
+            arrays = np.load(folder / ARRAYS_FILE, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise StateError(f"{folder / ARRAYS_FILE}: not a readable array file ({type(exc).__name__})") from None
+    try:
+        state = {k: _decode(v, arrays, folder, k) for k, v in body["state"].items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"{folder / STATE_FILE}: malformed state ({type(exc).__name__})") from None
+    return body["header"], state
+
+
+def encodable(value: Any) -> Any:
+    """``value`` in the JSON form ``write_state`` uses (for parameters)."""
+    enc = _Encoder()
+    out = enc.encode(value, "params")
+    if enc.arrays or enc.blobs:
+        raise StateError("parameters must be plain values (no arrays or bytes)")
+    return out
+
+
+def decoded(value: Any) -> Any:
+    return _decode(value, None, Path("."), "params")
+

@@ -1,0 +1,152 @@
+"""Saving fitted taggers and ensemble methods without pickle, and reading
+them back with identical predictions (taggers/state.py, ensemble/base.py)."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from ensemble_deid.ensemble import make_method
+from ensemble_deid.taggers import Tagger, make_tagger
+from ensemble_deid.taggers.registry import entry_points
+from ensemble_deid.taggers.state import StateError, read_state, write_state
+
+from .tiny_corpus import tiny_corpus
+
+FAST = {
+    "crf": {"max_iterations": 10}, "memm": {"max_iter": 20}, "svm": {}, "mira": {"epochs": 3},
+    "ogd": {"passes": 2}, "searn": {"passes": 1}, "struct-svm": {"epochs": 2}, "rules": {},
+}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    docs = tiny_corpus(24, seed=3)
+    return docs[:16], docs[16:]
+
+
+def _owner_only(folder):
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            mode = stat.S_IMODE(os.stat(os.path.join(root, name)).st_mode)
+            assert mode & 0o077 == 0, (name, oct(mode))
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_tagger_round_trip_predicts_the_same(name, corpus, tmp_path):
+    if name not in entry_points():
+        pytest.skip(f"{name} not registered")
+    cls = type(make_tagger(name))
+    if not cls.availability()[0]:
+        pytest.skip(f"{name} unavailable")
+    params = {k: v for k, v in FAST[name].items() if k in cls._param_names()}
+    train, test = corpus
+    tagger = make_tagger(name, **params).fit([] if cls.external else train)
+    before = tagger.predict(test)
+    tagger.save(tmp_path / "m")
+    files = sorted(os.listdir(tmp_path / "m"))
+    assert all(f == "state.json" or f == "arrays.npz" or f.endswith(".bin") for f in files), files
+    _owner_only(tmp_path / "m")
+    loaded = Tagger.load(tmp_path / "m")
+    assert type(loaded) is cls and loaded.get_params() == tagger.get_params()
+    after = loaded.predict(test)
+    assert [p.tags for p in after] == [p.tags for p in before]
+
+
+def test_another_version_is_refused(corpus, tmp_path):
+    tagger = make_tagger("rules").fit()
+    tagger.save(tmp_path / "m")
+    body = json.loads((tmp_path / "m" / "state.json").read_text())
+    body["header"]["version"] = "999"
+    (tmp_path / "m" / "state.json").write_text(json.dumps(body))
+    with pytest.raises(StateError, match="version 999"):
+        Tagger.load(tmp_path / "m")
+
+
+def test_state_refuses_unknown_objects_and_kinds(tmp_path):
+    class Opaque:
+        pass
+
+    with pytest.raises(StateError, match="cannot be saved"):
+        write_state(tmp_path / "a", {}, {"model_": Opaque()})
+    write_state(tmp_path / "b", {}, {"x_": (1, "a"), "w_": np.arange(3.0), "b_": b"\x00\x01", "d_": {2: [None]}})
+    header, state = read_state(tmp_path / "b")
+    assert state["x_"] == (1, "a") and state["b_"] == b"\x00\x01" and state["d_"] == {2: [None]}
+    assert state["w_"].tolist() == [0.0, 1.0, 2.0]
+    body = json.loads((tmp_path / "b" / "state.json").read_text())
+    body["state"]["evil_"] = {"__object__": "os.system", "state": "echo"}
+    (tmp_path / "b" / "state.json").write_text(json.dumps(body))
+    with pytest.raises(StateError, match="unknown class"):
+        read_state(tmp_path / "b")
+
+
+@pytest.mark.parametrize("method", ["voting", "voting-pruned", "decision-templates", "stacked-svm",
+                                    "stacked-searn", "stacked-lstm"])
+def test_meta_learner_round_trip(method, corpus, tmp_path):
+    from ensemble_deid.taggers import DocumentPrediction
+
+    train, test = corpus
+    rng = np.random.default_rng(0)
+
+    def noisy(docs, drop):  # gold with some spans dropped: members that disagree
+        out = {}
+        for d in docs:
+            keep = [a for a in d.annotations if rng.random() > drop]
+            out[d.id] = DocumentPrediction.from_spans(d.with_annotations(keep), keep)
+        return out
+
+    members_train = {f"m{i}": noisy(train, p) for i, p in enumerate((0.1, 0.3, 0.5))}
+    members_test = {f"m{i}": noisy(test, p) for i, p in enumerate((0.1, 0.3, 0.5))}
+    if method == "stacked-lstm":
+        pytest.importorskip("torchcrf")
+    quick = {"stacked-searn": {"passes": 2}, "stacked-lstm": {"epochs": 2, "device": "cpu"}}.get(method, {})
+    learner = make_method(method, **quick).fit(members_train, train)
+    before = learner.predict(members_test, test)
+    learner.save(tmp_path / "e")
+    loaded = type(learner).load(tmp_path / "e")
+    assert [p.tags for p in loaded.predict(members_test, test)] == [p.tags for p in before]
+
+
+def test_members_sharing_features_predict_as_alone(corpus):
+    """Deidentifier computes each document's features once for the members
+    with equal feature settings; each member's output is unchanged."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.model import SharedFeatures
+
+    names = [n for n in ("crf", "svm", "mira") if n in entry_points()]
+    if len(names) < 2:
+        pytest.skip("needs two linear adapters")
+    train, test = corpus
+    taggers = {n: make_tagger(n, **FAST[n]).fit(train) for n in names}
+    alone = {n: [p.tags for p in t.predict(test)] for n, t in taggers.items()}
+    learner = make_method("voting", threshold=1).fit({n: {p.doc_id: p for p in t.predict(train)}
+                                                      for n, t in taggers.items()}, train)
+    deid = Deidentifier(taggers, learner)
+    assert len(deid._shared) == 1 and all(
+        isinstance(getattr(t, "extractor_", None) or t.__dict__.get("_fx"), SharedFeatures) for t in taggers.values())
+    calls = []
+    real = deid._shared[0].extractor.document_features
+    deid._shared[0].extractor.document_features = lambda d: calls.append(d.id) or real(d)
+    preds = deid.predict(test)
+    assert sorted(calls) == sorted(d.id for d in test)  # once per document, not once per member
+    assert {n: [p.tags for p in t.predict(test)] for n, t in taggers.items()} == alone
+    members = {n: {d.id: p for d, p in zip(test, t.predict(test))} for n, t in taggers.items()}
+    assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
+
+
+def test_a_neural_tagger_travels_in_a_bundle(corpus, tmp_path):
+    """The neural family's own weights-only checkpoint is the bundle member."""
+    pytest.importorskip("torch")
+    if "lstm-l" not in entry_points():
+        pytest.skip("lstm-l not registered")
+    from ensemble_deid.deid import Deidentifier
+
+    train, test = corpus
+    model = Deidentifier({"lstm-l": make_tagger("lstm-l", epochs=1, device="cpu").fit(train)})
+    before = [p.tags for p in model.predict(test)]
+    model.save(tmp_path / "m", {"labels": []})
+    _owner_only(tmp_path / "m")
+    assert [p.tags for p in Deidentifier.load(tmp_path / "m").predict(test)] == before
