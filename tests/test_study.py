@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -31,7 +32,8 @@ def two_corpora(workspace, tmp_path):
 def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_path):
     cfg = StudyConfig(corpora=["tinyA", "tinyB"], taggers=["memorize", "memorize:max_len=2", "rules"],
                       methods=["voting", "voting-pruned", "stacked-svm"], folds=3, trials=200, name="t")
-    res = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
+    res = Study(two_corpora, cfg, log=lambda m: None, progress=False,
+                command=["ensemble-deid", "study", "--corpus", "tinyA"]).run(tmp_path / "out")
     # Table 4: trainable taggers have a value for every (test, training set); rules once per test split.
     base = {label: cells for label, cells in res.base_table.rows}
     assert len(res.base_table.columns) == 6
@@ -45,13 +47,27 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     methods = {label for label, _ in res.ensemble_table.rows}
     assert {"voting", "voting-pruned", "stacked-svm", "best single member"} <= methods
     names = {p.name for p in res.directory.iterdir()}
-    for stem in ("table4_base_taggers", "table5_ensembles"):
-        assert {f"{stem}.md", f"{stem}.csv", f"{stem}.tex"} <= names
+    for stem in ("base_taggers", "ensembles"):
+        assert {f"{stem}.md", f"{stem}.csv", f"{stem}.json", f"{stem}.tex"} <= names
     assert {"voting_threshold_tinyA.png", "category_f1_tinyA.png", "agreement_tinyB.png", "manifest.json"} <= names
     manifest = json.loads((res.directory / "manifest.json").read_text())
     assert set(manifest["corpora"]) == {"tinyA", "tinyB"}
     assert "memorize@tinyA+tinyB" in manifest["members"]
     assert manifest["members"]["rules"]["trained_on"] == "external"
+    # What produced the folder: the commit, the command line and every chosen value.
+    assert re.fullmatch(r"[0-9a-f]{40}", manifest["git"]["commit"])
+    assert manifest["command"] == ["ensemble-deid", "study", "--corpus", "tinyA"]
+    assert manifest["members"]["memorize:max_len=2@tinyA"]["params"] == {"max_len": 2}
+    chosen = manifest["chosen"]["tinyA test: all models"]
+    assert set(chosen) == {"best single member", "voting", "voting-pruned", "stacked-svm"}
+    assert "threshold" in chosen["voting"] and "C" in chosen["stacked-svm"]
+    # The best single member is chosen on the training-set outputs and never a union model.
+    members = [m for m in manifest["members"] if "+" not in m]
+    assert chosen["best single member"] in members
+    cells = json.loads((res.directory / "ensembles.json").read_text())["cells"]
+    voting = next(c for c in cells if c["method"] == "voting" and c["column"] == "tinyA test: all models")
+    p, r, f = voting["precision"], voting["recall"], voting["f1"]
+    assert f == pytest.approx(2 * p * r / (p + r)) and voting["params"] == chosen["voting"]
 
     # Run again: everything comes from the cache, same tables.
     again = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out2")
@@ -64,6 +80,7 @@ def test_study_cli_with_flags(two_corpora):
                                     "--folds", "3", "--trials", "200", "--no-progress"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "Base taggers" in res.output and "Ensembles" in res.output and "results:" in res.output
+    assert "Summary" in res.output and "\\*" not in res.output
 
 
 def test_study_config_errors_are_clear(tmp_path):

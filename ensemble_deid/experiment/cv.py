@@ -266,14 +266,14 @@ class CrossValidation:
 
     def run(
         self, specs: Sequence[TaggerSpec], jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
-        progress: bool = True, on_corrupt: Callable[[str], None] | None = None,
+        progress: bool = True, on_corrupt: Callable[[str], None] | None = None, desc: str = "cv",
     ) -> dict[str, TaggerRun]:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
         for spec in specs:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)
-        results = self._execute(todo, jobs, backend, scheduler, progress)
+        results = self._execute(todo, jobs, backend, scheduler, progress, desc)
         runs = self.collect(specs)
         for res in results:
             run = runs[res["task"].spec.label]
@@ -285,7 +285,8 @@ class CrossValidation:
             run.reused += len(run.records) - run.computed - run.reused
         return runs
 
-    def _execute(self, todo: list[Task], jobs: int, backend: str, scheduler: str | None, progress: bool) -> list[dict]:
+    def _execute(self, todo: list[Task], jobs: int, backend: str, scheduler: str | None, progress: bool,
+                 desc: str = "cv") -> list[dict]:
         if not todo:
             return []
         from joblib import Parallel, delayed, parallel_config
@@ -316,7 +317,7 @@ class CrossValidation:
                 from ray.util.joblib import register_ray
 
                 register_ray()
-            bar = tqdm(total=len(todo), desc="cv", unit="part", disable=not progress)
+            bar = tqdm(total=len(todo), desc=desc, unit="part", disable=not progress)
             out = []
             call = delayed(execute_task)
             with parallel_config(**config):
