@@ -68,14 +68,13 @@ def threshold_curve(
         name = f": {aliases([best_name])[0]}" if best_name else ""
         ax.axhline(100 * best_single, color="grey", linestyle="--", linewidth=1,
                    label=f"best single member{name} ({100 * best_single:.1f})")
-    ax.set_xlabel("voting threshold (votes needed)")
+    cut = "" if last >= total else (f"{last + 1}" if last + 1 == total else f"{last + 1}-{total}")
+    # Say what was cut, so that a reader does not wonder where thresholds went.
+    ax.set_xlabel("voting threshold (votes needed)"
+                  + (f"\nnot shown: threshold{'s' if '-' in cut else ''} {cut} (F1 below half the best)" if cut else ""))
     ax.set_ylabel("strict micro F1 (%)")
     ax.set_title(title)
     ax.xaxis.get_major_locator().set_params(integer=True)
-    if last < total:
-        # Say what was cut, so that a reader does not wonder where thresholds went.
-        ax.text(0.99, 0.02, f"thresholds {last + 1}-{total} not shown: F1 below half the best",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="dimgrey")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     return _save(fig, path)
@@ -102,12 +101,17 @@ def category_f1(
     for i, system in enumerate(systems):
         vals = [scores[system].get(c) for c in categories]
         vals = [np.nan if v is None else 100 * v for v in vals]
-        ax.bar(x + (i - (len(systems) - 1) / 2) * width, vals, width, label=labels[i])
+        at = x + (i - (len(systems) - 1) / 2) * width
+        ax.bar(at, vals, width, label=labels[i])
+        for xi, v in zip(at, vals):
+            if v == 0:  # a zero bar is invisible: say it is a zero, not a missing value
+                ax.text(xi, 0.5, "0", ha="center", va="bottom", fontsize=7)
     for k, c in enumerate(categories):
         if gold_counts.get(c, 0) == 0:
             ax.text(k, 3, "no gold", rotation=90, ha="center", va="bottom", fontsize=8, color="dimgrey")
     ticks = [f"{c}\nn={gold_counts.get(c, 0)}" for c in categories] if gold_counts else categories
     ax.set_xticks(x, ticks, fontsize=8)
+    ax.set_xlim(-0.5, len(categories) - 0.5)  # keep a category without bars at the edge in view
     ax.set_ylabel("strict F1 (%)")
     # The same 0-100 scale in every corpus, so that plots side by side compare.
     ax.set_ylim(0, 100)
