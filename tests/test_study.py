@@ -91,3 +91,30 @@ def test_study_config_errors_are_clear(tmp_path):
     bad.write_text('corpora = ["a"]\ntaggers = ["crf"]\ncolour = 1\n')
     with pytest.raises(Exception, match="unknown key"):
         StudyConfig.load(bad)
+
+
+def test_demo_output_keeps_the_progress_bar_clean(two_corpora, monkeypatch):
+    """loky's notice that it replaced a worker (benign: the work is not lost)
+    must not break into the progress bar; other warnings still show."""
+    import warnings
+
+    from ensemble_deid.studies import study as study_module
+
+    real_run = study_module.Study.run
+
+    def run_with_worker_notice(self, out_dir=None):
+        warnings.warn("A worker stopped while some jobs were given to the executor. This can be caused by a "
+                      "too short worker timeout or by a memory leak.", UserWarning)
+        warnings.warn("something else", UserWarning)
+        return real_run(self, out_dir)
+
+    monkeypatch.setattr(study_module.Study, "run", run_with_worker_notice)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = CliRunner().invoke(main, ["study", "--corpus", "tinyA", "--taggers", "memorize,rules", "--methods",
+                                        "voting", "--folds", "3", "--trials", "200", "--no-progress"],
+                                 catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    messages = [str(w.message) for w in seen]
+    assert "something else" in messages
+    assert not any(m.startswith("A worker stopped") for m in messages)
