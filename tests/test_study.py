@@ -61,6 +61,8 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     chosen = manifest["chosen"]["tinyA test: all models"]
     assert set(chosen) == {"best single member", "voting", "voting-pruned", "stacked-svm"}
     assert "threshold" in chosen["voting"] and "C" in chosen["stacked-svm"]
+    assert chosen["voting-pruned"]["members"] and set(chosen["voting-pruned"]["members"]) <= set(manifest["members"])
+    assert 1 <= chosen["voting-pruned"]["threshold"] <= len(chosen["voting-pruned"]["members"])
     # The best single member is chosen on the training-set outputs and never a union model.
     members = [m for m in manifest["members"] if "+" not in m]
     assert chosen["best single member"] in members

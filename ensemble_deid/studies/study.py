@@ -349,7 +349,7 @@ class Study:
                     bar.update()
                     continue
                 c = _counts(scorers[t.name], t.test, pred)
-                params = {**cfg.method_params.get(method, {}), **search.best_params_}
+                params = {**cfg.method_params.get(method, {}), **search.best_params_, **_learned(search.best_estimator_)}
                 rows[method][j] = _score_cell(c, params=params)
                 counts[(row_index[method], j)] = c
                 preds[(method, j)] = pred
@@ -449,13 +449,25 @@ def git_state() -> dict[str, Any] | None:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
+def _learned(model) -> dict[str, Any]:
+    """Values a method chooses while fitting rather than by grid search
+    (pruned voting's threshold and member subset)."""
+    out = {}
+    if hasattr(model, "threshold_"):
+        out["threshold"] = int(model.threshold_)
+    if hasattr(model, "subset_"):
+        out["members"] = list(model.subset_)
+    return out
+
+
 @contextmanager
 def _nothing():
     yield
 
 
 def _plain_params(params: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    """Parameters for a log line; a member list as its size (the manifest has the names)."""
+    return ", ".join(f"{k}={len(v) if isinstance(v, (list, tuple)) else v}" for k, v in sorted(params.items()))
 
 
 def _letter(corpora: Sequence[Corpus], name: str) -> str:
