@@ -117,7 +117,7 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="A small version (3 taggers, 3 folds, 4 methods) that finishes in about two minutes.")
+@click.option("--quick", is_flag=True, help="A small version (3 taggers, 3 folds, 4 methods) that shows a result in about a minute on two idle cores.")
 @click.option("--jobs", type=int, default=2, help="Parallel jobs for the base taggers.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/demo-TIMESTAMP).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")

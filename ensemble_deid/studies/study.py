@@ -358,10 +358,14 @@ class Study:
                     + (f" ({_plain_params(params)})" if params else ""))
                 bar.update()
             if set_name == "all models" or (len(corpora) == 1):
+                t0 = time.perf_counter()
+                bar.set_postfix_str(f"voting thresholds 1-{len(members)} on {t.name} test, {set_name}", refresh=True)
                 curves[t.name] = self._threshold_curves(t, train_members, test_members, scorers[t.name],
                                                         float(best_counts.prf()[2]), best_member, set_name)
                 category[t.name] = self._category_scores(t, {best_member: mo.test[best_member], **{
                     m: preds[(m, j)] for m in ("voting-pruned", "stacked-svm") if (m, j) in preds}})
+                say(f"  voting-threshold curves and category scores for the plots of {t.name} test: "
+                    f"{time.perf_counter() - t0:.1f} s")
         bar.close()
         for name, values in rows.items():
             table.add(name, values)
