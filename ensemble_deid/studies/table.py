@@ -71,8 +71,9 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     if align is None:
         align = _default_align(headers, rows)
     width = width or shutil.get_terminal_size((80, 24)).columns
+    # Right padding only: two spaces between columns (padding and the blank rule).
     table = Table(box=box.SIMPLE_HEAD, title=title or None, title_justify="left", title_style="bold",
-                  show_edge=False, pad_edge=False, expand=False)
+                  show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
     text = [[_cell(v) for v in row] for row in rows]
     for k, (h, a) in enumerate(zip(headers, align)):
         # Row labels and values stay on one line; long headers wrap instead.
@@ -88,7 +89,7 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     # rich squeeze columns away. Row labels and values never wrap, header words do.
     least = [max([len(r[k]) for r in text] + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 else []))
              for k in range(len(headers))]
-    console.width = max(width, sum(least) + 3 * (len(headers) - 1))
+    console.width = max(width, sum(least) + 2 * (len(headers) - 1))
     console.print(table)
     for note in notes:
         console.print(_escape(note), highlight=False)
