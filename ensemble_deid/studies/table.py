@@ -72,14 +72,13 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
         align = _default_align(headers, rows)
     width = width or shutil.get_terminal_size((80, 24)).columns
     # Right padding only: two spaces between columns (padding and the blank rule).
-    table = Table(box=box.SIMPLE_HEAD, title=title or None, title_justify="left", title_style="bold",
-                  show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
     text = [[_cell(v) for v in row] for row in rows]
     for k, (h, a) in enumerate(zip(headers, align)):
         # Row labels and values stay on one line; long headers wrap instead.
         widest = max((len(r[k]) for r in text), default=0)
         table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0,
-                         min_width=widest if a == "r" else None)
+                         min_width=widest)
     for i, row in enumerate(rows):
         table.add_row(*[(f"[bold]{_escape(_cell(v))}[/bold]" if (i, j) in bold else _escape(_cell(v)))
                         for j, v in enumerate(row)])
@@ -90,6 +89,8 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     least = [max([len(r[k]) for r in text] + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 else []))
              for k in range(len(headers))]
     console.width = max(width, sum(least) + 2 * (len(headers) - 1))
+    if title:  # above the table, not inside it: a title inside wraps to the table's width
+        console.print(_escape(title), style="bold" if styled else None)
     console.print(table)
     for note in notes:
         console.print(_escape(note), highlight=False)
