@@ -120,3 +120,32 @@ def test_demo_output_keeps_the_progress_bar_clean(two_corpora, monkeypatch):
     messages = [str(w.message) for w in seen]
     assert "something else" in messages
     assert not any(m.startswith("A worker stopped") for m in messages)
+
+
+def test_demo_lists_unavailable_taggers_with_the_reason(monkeypatch):
+    from ensemble_deid.cli.study import _available
+
+    monkeypatch.delenv("ENSEMBLE_DEID_MIST_HOME", raising=False)
+    said = []
+    keep, skipped = _available(["crf:max_iterations=5", "mist", "no-such-tagger"], said.append)
+    assert keep == ["crf:max_iterations=5"]
+    assert skipped["mist"].startswith("not configured") and skipped["no-such-tagger"] == "not installed"
+    assert said == [f"skipping {name}: {reason}" for name, reason in skipped.items()]
+
+
+def test_summary_table_compares_best_member_and_best_ensemble_and_lists_skipped(tmp_path):
+    from ensemble_deid.studies.report import Cell, ResultTable
+    from ensemble_deid.studies.study import StudyResult
+    from ensemble_deid.studies.summary import study_summary
+
+    ens = ResultTable("Ensembles", ["A test: A models"], row_header="method")
+    ens.add("best single member", [Cell(0.80, params={"member": "crf:max_iterations=30@A"})])
+    ens.add("oracle recall (any member)", ["(90.00)"])
+    ens.add("voting", [0.79])
+    ens.add("stacked-svm", [0.8325])
+    result = StudyResult(tmp_path, ResultTable("Base", ["x"]), ens,
+                         {"seconds": {"total": 12.0, "base_taggers": 10.0, "ensembles": 2.0}})
+    out = study_summary(result, {"mist": "not configured"}, width=100)
+    row = next(line for line in out.splitlines() if line.startswith("A test: A models"))
+    assert row.split() == ["A", "test:", "A", "models", "crf@A", "80.00", "stacked-svm", "83.25", "+3.25"]
+    assert "skipped mist: not configured" in out and "time: 12 s" in out
