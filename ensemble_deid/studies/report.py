@@ -129,11 +129,15 @@ class ResultTable:
     # --- renderers ---------------------------------------------------------
     def terminal(self, width: int | None = None, styled: bool = False) -> str:
         """F1 (%) fitted to the terminal width; best of a column in bold when styled."""
+        import shutil
+
+        width = width or shutil.get_terminal_size((80, 24)).columns
         labels = aliases([label for label, _ in self.rows])
         rows = [[alias] + [c.text() for c in cells] for alias, (_, cells) in zip(labels, self.rows)]
         bold = {(i, j + 1) for i, (_, cells) in enumerate(self.rows) for j, c in enumerate(cells) if c.best}
+        notes = [_wrap_at_commas(note, width) for note in self.notes()]
         return terminal_table([self.row_header] + self.shown_columns, rows, align="l" + "r" * len(self.columns),
-                              title=self.title, notes=self.notes(), width=width, bold=bold, styled=styled)
+                              title=self.title, notes=notes, width=width, bold=bold, styled=styled)
 
     def markdown(self) -> str:
         labels = aliases([label for label, _ in self.rows])
@@ -202,6 +206,23 @@ class ResultTable:
             _write_private(path, text)
             paths.append(path)
         return paths
+
+
+def _wrap_at_commas(line: str, width: int) -> str:
+    """A legend line too long for the terminal broken after commas (between a
+    spec's parameters), not inside a parameter as plain folding would."""
+    if len(line) <= width or " = " not in line:
+        return line
+    indent = " " * (line.index(" = ") + 3)
+    out, current = [], ""
+    for piece in line.replace(",", ",\0").split("\0"):
+        if current and len(current) + len(piece) > width:
+            out.append(current)
+            current = indent + piece
+        else:
+            current += piece
+    out.append(current)
+    return "\n".join(out)
 
 
 def _md_cell(c: Cell) -> str:
