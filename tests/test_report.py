@@ -75,6 +75,8 @@ def test_terminal_table_fits_the_width_with_aliases_and_a_legend():
     assert max(len(line) for line in out.splitlines()) <= 80
     unwrapped = "".join(out.split())  # a 96-character spec wraps in 80 columns
     assert "aliases:lstm-crf-l=" + NEURAL in unwrapped and "crf = crf:max_iterations=30" in out
+    # broken between parameters, never inside one
+    assert all(any(p in line for line in out.splitlines()) for p in NEURAL.split(":", 1)[1].split(","))
     assert "A = synthetic-2014" in out
     assert "90.00*" in out and "\\*" not in out  # a plain asterisk in the terminal, no Markdown escape
     rows = [line for line in out.splitlines() if line.startswith(("lstm-crf-l ", "crf "))]
