@@ -70,6 +70,9 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     voting = next(c for c in cells if c["method"] == "voting" and c["column"] == "tinyA test: all models")
     p, r, f = voting["precision"], voting["recall"], voting["f1"]
     assert f == pytest.approx(2 * p * r / (p + r)) and voting["params"] == chosen["voting"]
+    base_cells = json.loads((res.directory / "base_taggers.json").read_text())["cells"]
+    short = next(c for c in base_cells if c["tagger"] == "memorize:max_len=2" and c["f1"] is not None)
+    assert short["params"] == {"max_len": 2} and short["precision"] is not None
 
     # Run again: everything comes from the cache, same tables.
     again = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out2")

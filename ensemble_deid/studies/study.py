@@ -269,7 +269,7 @@ class Study:
                     if label not in mo.test or (external and s != t.name):
                         row.append(None)
                         continue
-                    row.append(_score_cell(_counts(scorers[t.name], t.test, mo.test[label])))
+                    row.append(_score_cell(_counts(scorers[t.name], t.test, mo.test[label]), params=dict(spec.params)))
             table.add(spec.label, row)
         table.mark_best()
         return table
