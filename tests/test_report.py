@@ -1,13 +1,17 @@
 """Result tables and plots of a study."""
 from __future__ import annotations
 
+import csv
+import io
+import json
 import stat
 
 import numpy as np
 import pytest
 
 from ensemble_deid.studies import plots
-from ensemble_deid.studies.report import Cell, ResultTable
+from ensemble_deid.studies.report import Cell, ResultTable, aliases, legend
+from ensemble_deid.studies.table import PValue, format_p, render_table
 
 
 def _table():
@@ -41,10 +45,74 @@ def test_latex_escapes_and_marks():
     assert r"\textbf{95.60}" in tex
 
 
-def test_csv_keeps_raw_values_and_marks():
-    lines = _table().csv().splitlines()
-    assert lines[0] == "system,A test,B_test,A test mark,B_test mark"
-    assert lines[1] == "voting,0.9538,0.9209,,*"
+def test_csv_and_json_carry_p_r_f1_p_values_and_parameters():
+    t = ResultTable("Ensembles", ["A test"], row_header="method")
+    t.add("voting", [Cell(0.9, precision=0.95, recall=0.855, params={"threshold": 2})])
+    t.add("stacked-svm", [Cell(0.8, "*", precision=0.75, recall=0.857, p_value=0.0625, params={"C": 1.0})])
+    t.mark_best()
+    rows = list(csv.DictReader(io.StringIO(t.csv())))
+    assert rows[0]["method"] == "voting" and rows[0]["column"] == "A test"
+    assert (rows[0]["precision"], rows[0]["recall"], rows[0]["f1"]) == ("0.95", "0.855", "0.9")
+    assert rows[0]["best"] == "True" and rows[0]["p_value"] == "" and json.loads(rows[0]["params"]) == {"threshold": 2}
+    assert (rows[1]["mark"], rows[1]["p_value"], json.loads(rows[1]["params"])) == ("*", "0.0625", {"C": 1.0})
+    cells = json.loads(t.json())["cells"]
+    assert cells[1] == {"method": "stacked-svm", "alias": "stacked-svm", "column": "A test", "precision": 0.75,
+                        "recall": 0.857, "f1": 0.8, "text": None, "best": False, "mark": "*", "p_value": 0.0625,
+                        "params": {"C": 1.0}}
+
+
+NEURAL = "lstm-crf-l:epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false"
+
+
+def test_terminal_table_fits_the_width_with_aliases_and_a_legend():
+    t = ResultTable("Base taggers", [f"synthetic-2014 test: {s} model" for s in ("A", "B", "A+B")] * 2,
+                    row_header="tagger", headers=[f"A test / {s} model" for s in ("A", "B", "A+B")] * 2,
+                    headers_legend="A = synthetic-2014")
+    t.add(NEURAL, [0.4512] * 6)
+    t.add("crf:max_iterations=30", [Cell(0.9, "*")] + [0.8] * 5)
+    t.mark_best()
+    out = t.terminal(width=80)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    unwrapped = "".join(out.split())  # a 96-character spec wraps in 80 columns
+    assert "aliases:lstm-crf-l=" + NEURAL in unwrapped and "crf = crf:max_iterations=30" in out
+    # broken between parameters, never inside one
+    assert all(any(p in line for line in out.splitlines()) for p in NEURAL.split(":", 1)[1].split(","))
+    assert "A = synthetic-2014" in out
+    assert "90.00*" in out and "\\*" not in out  # a plain asterisk in the terminal, no Markdown escape
+    rows = [line for line in out.splitlines() if line.startswith(("lstm-crf-l ", "crf "))]
+    assert len(rows) == 2 and "45.12" in rows[0]
+    # the Markdown file uses the aliases too
+    assert NEURAL not in t.markdown().split("aliases:")[0]
+
+
+def test_mark_footnote_only_when_something_is_marked():
+    t = ResultTable("t", ["a"], mark_note="* not significantly different from the best")
+    t.add("x", [0.9])
+    t.add("y", [0.8])
+    assert "not significantly different" not in t.terminal() and "not significantly different" not in t.markdown()
+    t.rows[1][1][0].mark = "*"
+    assert "not significantly different" in t.terminal() and "not significantly different" in t.markdown()
+
+
+def test_terminal_table_never_drops_a_column():
+    from ensemble_deid.studies.table import terminal_table
+
+    out = terminal_table(["system", "F1", "p randomization (Holm)"],
+                         [["a very long system name here", 0.9, PValue(0.2345)]], width=30)
+    assert "0.9000" in out and "0.234" in out and "randomization" in out
+
+
+def test_p_values_print_as_a_reader_expects():
+    assert format_p(0.0) == "<0.001" and format_p(0.00099) == "<0.001"
+    assert format_p(0.001) == "0.001" and format_p(0.04999) == "0.050"
+    assert render_table(["p"], [[PValue(0.0)]]).splitlines()[-1] == "| <0.001 |"
+    assert float(PValue(0.0)) == 0.0  # the raw value stays for CSV
+
+
+def test_aliases_number_colliding_specs():
+    assert aliases(["crf:c1=0.1@a", "crf:c1=1.0@a", "svm@a"]) == ["crf#1@a", "crf#2@a", "svm@a"]
+    assert aliases(["crf:max_iterations=30@a", "svm@a", "crf:max_iterations=30@b"]) == ["crf@a", "svm@a", "crf@b"]
+    assert legend(["crf:c1=0.1@a", "crf:c1=1.0@a", "rules"]) == ["crf#1 = crf:c1=0.1", "crf#2 = crf:c1=1.0"]
 
 
 def test_row_length_checked():
@@ -53,7 +121,7 @@ def test_row_length_checked():
 
 
 def test_write_is_owner_only(tmp_path):
-    for path in _table().write(tmp_path, "table5"):
+    for path in _table().write(tmp_path, "ensembles"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
@@ -68,10 +136,38 @@ def test_plots_write_png(tmp_path, draw):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_plot_labels_drop_parameters_only_while_distinct():
-    from ensemble_deid.studies.plots import short_labels
+def test_threshold_axis_keeps_the_informative_thresholds():
+    # 10 members: F1 collapses after 4 votes on both curves; max 0.9, half = 0.45
+    all_ = [(1, 0.6), (2, 0.8), (3, 0.9), (4, 0.5), (5, 0.44)] + [(t, 0.1) for t in range(6, 11)]
+    pruned = [(1, 0.7), (2, 0.85), (3, 0.88), (4, 0.3)] + [(t, 0.0) for t in range(5, 11)]
+    assert plots.informative_thresholds({"all": all_, "pruned": pruned}) == 4
+    assert plots.informative_thresholds({"all": [(1, 0.0), (2, 0.0)]}) == 2  # nothing to cut
 
-    assert short_labels(["crf:max_iterations=30@a", "svm@a", "crf:max_iterations=30@b"]) == ["crf@a", "svm@a", "crf@b"]
-    assert short_labels(["lstm-crf-l:epochs=2,batch_size=32", "rules"]) == ["lstm-crf-l", "rules"]
-    # two settings of one tagger: the full labels stay
-    assert short_labels(["crf:c1=0.1", "crf:c1=1.0"]) == ["crf:c1=0.1", "crf:c1=1.0"]
+
+def _figure_of(monkeypatch, draw):
+    captured = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, path: captured.setdefault("fig", fig))
+    draw()
+    return captured["fig"]
+
+
+def test_category_plot_shows_every_category_with_its_gold_count(monkeypatch):
+    fig = _figure_of(monkeypatch, lambda: plots.category_f1(
+        {"crf@a": {"NAME": 0.9, "DATE": 0.97, "AGE": None}}, "x.png",
+        gold_counts={"NAME": 12, "DATE": 30, "AGE": 0}, categories=["AGE", "DATE", "LOCATION", "NAME"]))
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["AGE\nn=0", "DATE\nn=30", "LOCATION\nn=0", "NAME\nn=12"]
+    assert sum(t.get_text() == "no gold" for t in ax.texts) == 2
+    assert ax.get_ylim() == (0.0, 100.0)
+
+
+def test_heatmap_orders_members_by_agreement_and_labels_the_colorbar(monkeypatch):
+    names = ["a1", "b1", "a2", "b2"]
+    agree = np.array([[1, .1, .9, .1], [.1, 1, .1, .8], [.9, .1, 1, .1], [.1, .8, .1, 1]])
+    order = plots.cluster_order(agree)
+    assert {frozenset(order[:2]), frozenset(order[2:])} == {frozenset({0, 2}), frozenset({1, 3})}
+    fig = _figure_of(monkeypatch, lambda: plots.agreement_heatmap(names, agree, "x.png"))
+    assert fig.axes[1].get_ylabel() == "span agreement (Jaccard)"
+    big = _figure_of(monkeypatch, lambda: plots.agreement_heatmap([f"m{i}" for i in range(41)], np.eye(41), "x.png"))
+    assert not big.axes[0].texts  # no 1,681 numbers in cells

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -31,7 +32,8 @@ def two_corpora(workspace, tmp_path):
 def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_path):
     cfg = StudyConfig(corpora=["tinyA", "tinyB"], taggers=["memorize", "memorize:max_len=2", "rules"],
                       methods=["voting", "voting-pruned", "stacked-svm"], folds=3, trials=200, name="t")
-    res = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
+    res = Study(two_corpora, cfg, log=lambda m: None, progress=False,
+                command=["ensemble-deid", "study", "--corpus", "tinyA"]).run(tmp_path / "out")
     # Table 4: trainable taggers have a value for every (test, training set); rules once per test split.
     base = {label: cells for label, cells in res.base_table.rows}
     assert len(res.base_table.columns) == 6
@@ -45,13 +47,32 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     methods = {label for label, _ in res.ensemble_table.rows}
     assert {"voting", "voting-pruned", "stacked-svm", "best single member"} <= methods
     names = {p.name for p in res.directory.iterdir()}
-    for stem in ("table4_base_taggers", "table5_ensembles"):
-        assert {f"{stem}.md", f"{stem}.csv", f"{stem}.tex"} <= names
+    for stem in ("base_taggers", "ensembles"):
+        assert {f"{stem}.md", f"{stem}.csv", f"{stem}.json", f"{stem}.tex"} <= names
     assert {"voting_threshold_tinyA.png", "category_f1_tinyA.png", "agreement_tinyB.png", "manifest.json"} <= names
     manifest = json.loads((res.directory / "manifest.json").read_text())
     assert set(manifest["corpora"]) == {"tinyA", "tinyB"}
     assert "memorize@tinyA+tinyB" in manifest["members"]
     assert manifest["members"]["rules"]["trained_on"] == "external"
+    # What produced the folder: the commit, the command line and every chosen value.
+    assert re.fullmatch(r"[0-9a-f]{40}", manifest["git"]["commit"])
+    assert manifest["command"] == ["ensemble-deid", "study", "--corpus", "tinyA"]
+    assert manifest["members"]["memorize:max_len=2@tinyA"]["params"] == {"max_len": 2}
+    chosen = manifest["chosen"]["tinyA test: all models"]
+    assert set(chosen) == {"best single member", "voting", "voting-pruned", "stacked-svm"}
+    assert "threshold" in chosen["voting"] and "C" in chosen["stacked-svm"]
+    assert chosen["voting-pruned"]["members"] and set(chosen["voting-pruned"]["members"]) <= set(manifest["members"])
+    assert 1 <= chosen["voting-pruned"]["threshold"] <= len(chosen["voting-pruned"]["members"])
+    # The best single member is chosen on the training-set outputs and never a union model.
+    members = [m for m in manifest["members"] if "+" not in m]
+    assert chosen["best single member"] in members
+    cells = json.loads((res.directory / "ensembles.json").read_text())["cells"]
+    voting = next(c for c in cells if c["method"] == "voting" and c["column"] == "tinyA test: all models")
+    p, r, f = voting["precision"], voting["recall"], voting["f1"]
+    assert f == pytest.approx(2 * p * r / (p + r)) and voting["params"] == chosen["voting"]
+    base_cells = json.loads((res.directory / "base_taggers.json").read_text())["cells"]
+    short = next(c for c in base_cells if c["tagger"] == "memorize:max_len=2" and c["f1"] is not None)
+    assert short["params"] == {"max_len": 2} and short["precision"] is not None
 
     # Run again: everything comes from the cache, same tables.
     again = Study(two_corpora, cfg, log=lambda m: None, progress=False).run(tmp_path / "out2")
@@ -64,6 +85,7 @@ def test_study_cli_with_flags(two_corpora):
                                     "--folds", "3", "--trials", "200", "--no-progress"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "Base taggers" in res.output and "Ensembles" in res.output and "results:" in res.output
+    assert "Summary" in res.output and "\\*" not in res.output
 
 
 def test_study_config_errors_are_clear(tmp_path):
@@ -74,3 +96,59 @@ def test_study_config_errors_are_clear(tmp_path):
     bad.write_text('corpora = ["a"]\ntaggers = ["crf"]\ncolour = 1\n')
     with pytest.raises(Exception, match="unknown key"):
         StudyConfig.load(bad)
+
+
+def test_demo_output_keeps_the_progress_bar_clean(two_corpora, monkeypatch):
+    """loky's notice that it replaced a worker (benign: the work is not lost)
+    must not break into the progress bar; other warnings still show."""
+    import warnings
+
+    from ensemble_deid.studies import study as study_module
+
+    real_run = study_module.Study.run
+
+    def run_with_worker_notice(self, out_dir=None):
+        warnings.warn("A worker stopped while some jobs were given to the executor. This can be caused by a "
+                      "too short worker timeout or by a memory leak.", UserWarning)
+        warnings.warn("something else", UserWarning)
+        return real_run(self, out_dir)
+
+    monkeypatch.setattr(study_module.Study, "run", run_with_worker_notice)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = CliRunner().invoke(main, ["study", "--corpus", "tinyA", "--taggers", "memorize,rules", "--methods",
+                                        "voting", "--folds", "3", "--trials", "200", "--no-progress"],
+                                 catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    messages = [str(w.message) for w in seen]
+    assert "something else" in messages
+    assert not any(m.startswith("A worker stopped") for m in messages)
+
+
+def test_demo_lists_unavailable_taggers_with_the_reason(monkeypatch):
+    from ensemble_deid.cli.study import _available
+
+    monkeypatch.delenv("ENSEMBLE_DEID_MIST_HOME", raising=False)
+    said = []
+    keep, skipped = _available(["crf:max_iterations=5", "mist", "no-such-tagger"], said.append)
+    assert keep == ["crf:max_iterations=5"]
+    assert skipped["mist"].startswith("not configured") and skipped["no-such-tagger"] == "not installed"
+    assert said == [f"skipping {name}: {reason}" for name, reason in skipped.items()]
+
+
+def test_summary_table_compares_best_member_and_best_ensemble_and_lists_skipped(tmp_path):
+    from ensemble_deid.studies.report import Cell, ResultTable
+    from ensemble_deid.studies.study import StudyResult
+    from ensemble_deid.studies.summary import study_summary
+
+    ens = ResultTable("Ensembles", ["A test: A models"], row_header="method")
+    ens.add("best single member", [Cell(0.80, params={"member": "crf:max_iterations=30@A"})])
+    ens.add("oracle recall (any member)", ["(90.00)"])
+    ens.add("voting", [0.79])
+    ens.add("stacked-svm", [0.8325])
+    result = StudyResult(tmp_path, ResultTable("Base", ["x"]), ens,
+                         {"seconds": {"total": 12.0, "base_taggers": 10.0, "ensembles": 2.0}})
+    out = study_summary(result, {"mist": "not configured"}, width=100)
+    row = next(line for line in out.splitlines() if line.startswith("A test: A models"))
+    assert row.split() == ["A", "test:", "A", "models", "crf@A", "80.00", "stacked-svm", "83.25", "+3.25"]
+    assert "skipped mist: not configured" in out and "time: 12 s" in out

@@ -317,7 +317,7 @@ class CrossValidation:
 
     def run(
         self, specs: Sequence[TaggerSpec], jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
-        progress: bool = True, on_corrupt: Callable[[str], None] | None = None,
+        progress: bool = True, on_corrupt: Callable[[str], None] | None = None, desc: str = "cv",
     ) -> dict[str, TaggerRun]:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
@@ -326,7 +326,7 @@ class CrossValidation:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)
         try:
-            results = self._execute(todo, jobs, backend, scheduler, progress)
+            results = self._execute(todo, jobs, backend, scheduler, progress, desc)
         except BaseException:
             for spec in specs:  # a failed run leaves no entry without parts
                 self.cache.discard_if_empty(self.entry_key(spec)[0])
@@ -342,7 +342,8 @@ class CrossValidation:
             run.reused += len(run.records) - run.computed - run.reused
         return runs
 
-    def _execute(self, todo: list[Task], jobs: int, backend: str, scheduler: str | None, progress: bool) -> list[dict]:
+    def _execute(self, todo: list[Task], jobs: int, backend: str, scheduler: str | None, progress: bool,
+                 desc: str = "cv") -> list[dict]:
         if not todo:
             return []
         from joblib import Parallel, delayed, parallel_config
@@ -373,7 +374,7 @@ class CrossValidation:
                 from ray.util.joblib import register_ray
 
                 register_ray()
-            bar = tqdm(total=len(todo), desc="cv", unit="part", disable=not progress)
+            bar = tqdm(total=len(todo), desc=desc, unit="part", disable=not progress)
             out = []
             call = delayed(execute_task)
             with parallel_config(**config):

@@ -14,6 +14,7 @@ from ..corpus.document import Document
 from ..taggers.prediction import DocumentPrediction
 from .significance import TESTS, PairedCounts, TestResult, holm
 from .summary import prediction_spans
+from .table import PValue
 
 
 @dataclass
@@ -94,7 +95,7 @@ def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[list[str], 
                 row += [None, None] + ([None] if t == "bootstrap" else [])
                 continue
             res = comp.tests[name][t]
-            row += [res.p_value, comp.adjusted[name][t]]
+            row += [PValue(res.p_value), PValue(comp.adjusted[name][t])]
             if t == "bootstrap":  # tests give ref - system; show system - ref
                 row += [f"[{-res.ci_high:+.4f}, {-res.ci_low:+.4f}]"]
         rows.append(row)

@@ -96,7 +96,7 @@ def collect_cross_corpus(
             if t.name != source.name and not source.name.startswith(t.name + "+") and not source.name.endswith("+" + t.name):
                 targets[f"{t.name}.train"] = t.train
         engine = CrossValidation(source.train, targets, cache, k=k, seed=seed)
-        runs = engine.run(specs, jobs=jobs, progress=progress, on_corrupt=on_corrupt)
+        runs = engine.run(specs, jobs=jobs, progress=progress, on_corrupt=on_corrupt, desc=f"cv, trained on {source.name}")
         for spec in specs:
             run = runs[spec.label]
             if run.external and spec.label in external_done:

@@ -1,9 +1,11 @@
 """Figures of a study, drawn with matplotlib (Agg backend, no display needed).
 
 - ``threshold_curve``: F1 against the voting threshold, all members vs pruned
-  subsets ([KIM20] Figure 1).
-- ``category_f1``: per-category F1 of several systems (grouped bars).
-- ``agreement_heatmap``: pairwise agreement between ensemble members.
+  subsets ([KIM20] Figure 1), on the thresholds that say something.
+- ``category_f1``: per-category F1 of several systems (grouped bars, 0-100 %,
+  gold count per category, categories without gold labelled as such).
+- ``agreement_heatmap``: pairwise agreement between ensemble members, ordered
+  so that similar members sit together.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..files import atomic_private_file, private_dir
+from .report import aliases
 
 
 def _pyplot():
@@ -35,84 +38,130 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def short_labels(names: Sequence[str]) -> list[str]:
-    """Member labels for axes and legends without their parameters
-    ("crf:max_iterations=30@synthetic-2014" -> "crf@synthetic-2014") where
-    that leaves them distinct; the tables keep the full labels."""
-    def strip(name: str) -> str:
-        head, at, corpus = name.partition("@")
-        return head.split(":", 1)[0] + at + corpus
-
-    short = [strip(n) for n in names]
-    return short if len(set(short)) == len(short) else list(names)
+def informative_thresholds(curves: Mapping[str, Sequence[tuple[int, float]]], share: float = 0.5) -> int:
+    """The highest threshold worth plotting: beyond it every curve stays below
+    ``share`` of the best F1 reached (few spans get that many votes, F1 falls
+    towards 0 and says nothing more). At least 3 thresholds are kept."""
+    points = [p for pts in curves.values() for p in pts]
+    if not points:
+        return 0
+    top = max(f for _, f in points)
+    keep = [t for t, f in points if f >= share * top]
+    return min(max(t for t, _ in points), max(keep + [3]))
 
 
 def threshold_curve(
     curves: Mapping[str, Sequence[tuple[int, float]]], path: str | Path, title: str = "F1 by voting threshold",
-    best_single: float | None = None,
+    best_single: float | None = None, best_name: str | None = None,
 ) -> Path:
-    """``curves``: label -> [(threshold, F1), ...], e.g. {"all members": ..., "pruned": ...}."""
+    """``curves``: label -> [(threshold, F1), ...], e.g. {"all members": ..., "pruned": ...};
+    ``best_single``/``best_name``: the best single member's test F1 and label."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    last = informative_thresholds(curves)
+    total = max((t for pts in curves.values() for t, _ in pts), default=0)
     for (label, points), marker in zip(curves.items(), "os^vD"):
-        if not points:
+        shown = sorted(p for p in points if p[0] <= last)
+        if not shown:
             continue
-        t, f = zip(*sorted(points))
+        t, f = zip(*shown)
         ax.plot(t, 100 * np.asarray(f), marker=marker, label=label)
     if best_single is not None:
-        ax.axhline(100 * best_single, color="grey", linestyle="--", linewidth=1, label="best single member")
-    ax.set_xlabel("voting threshold (votes needed)")
+        name = f": {aliases([best_name])[0]}" if best_name else ""
+        ax.axhline(100 * best_single, color="grey", linestyle="--", linewidth=1,
+                   label=f"best single member{name} ({100 * best_single:.1f})")
+    cut = "" if last >= total else (f"{last + 1}" if last + 1 == total else f"{last + 1}-{total}")
+    # Say what was cut, so that a reader does not wonder where thresholds went.
+    ax.set_xlabel("voting threshold (votes needed)"
+                  + (f"\nnot shown: threshold{'s' if '-' in cut else ''} {cut} (F1 below half the best)" if cut else ""))
     ax.set_ylabel("strict micro F1 (%)")
     ax.set_title(title)
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small")
     return _save(fig, path)
 
 
 def category_f1(
-    scores: Mapping[str, Mapping[str, float]], path: str | Path, title: str = "F1 by PHI category",
+    scores: Mapping[str, Mapping[str, float | None]], path: str | Path, title: str = "F1 by PHI category",
+    gold_counts: Mapping[str, int] | None = None, categories: Sequence[str] | None = None,
 ) -> Path:
-    """``scores``: system -> {category: F1}."""
+    """``scores``: system -> {category: F1}; ``gold_counts``: category -> gold
+    spans in the test split; ``categories``: the categories to show (e.g. the
+    same list for every corpus of a study). A category with no gold has no F1:
+    it is shown, labelled "no gold", not left out."""
     plt = _pyplot()
     systems = list(scores)
-    labels = short_labels(systems)
-    categories = sorted({c for s in scores.values() for c in s})
+    labels = aliases(systems)
+    gold_counts = dict(gold_counts or {})
+    if categories is None:
+        categories = sorted({c for s in scores.values() for c in s} | set(gold_counts))
+    categories = list(categories)
     width = 0.8 / max(len(systems), 1)
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(categories) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(categories) + 2), 4.4))
     x = np.arange(len(categories))
-    values = []
     for i, system in enumerate(systems):
-        vals = [100 * scores[system].get(c, np.nan) for c in categories]
-        values += [v for v in vals if not np.isnan(v)]
-        ax.bar(x + (i - (len(systems) - 1) / 2) * width, vals, width, label=labels[i])
-    ax.set_xticks(x, categories, rotation=30, ha="right")
+        vals = [scores[system].get(c) for c in categories]
+        vals = [np.nan if v is None else 100 * v for v in vals]
+        at = x + (i - (len(systems) - 1) / 2) * width
+        ax.bar(at, vals, width, label=labels[i])
+        for xi, v in zip(at, vals):
+            if v == 0:  # a zero bar is invisible: say it is a zero, not a missing value
+                ax.text(xi, 0.5, "0", ha="center", va="bottom", fontsize=7)
+    for k, c in enumerate(categories):
+        if gold_counts.get(c, 0) == 0:
+            ax.text(k, 3, "no gold", rotation=90, ha="center", va="bottom", fontsize=8, color="dimgrey")
+    ticks = [f"{c}\nn={gold_counts.get(c, 0)}" for c in categories] if gold_counts else categories
+    ax.set_xticks(x, ticks, fontsize=8)
+    ax.set_xlim(-0.5, len(categories) - 0.5)  # keep a category without bars at the edge in view
     ax.set_ylabel("strict F1 (%)")
-    # Zoom to the range in use: differences between systems are a few points.
-    low = max(0.0, 10 * np.floor((min(values, default=0.0) - 5) / 10))
-    ax.set_ylim(low, 101)
+    # The same 0-100 scale in every corpus, so that plots side by side compare.
+    ax.set_ylim(0, 100)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", ncol=min(3, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    ax.legend(fontsize="small", ncol=min(3, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
     return _save(fig, path)
+
+
+def cluster_order(agreement: np.ndarray) -> list[int]:
+    """Leaf order of an average-linkage clustering on 1 - agreement: members
+    that agree sit next to each other, so blocks show up in the heatmap."""
+    n = len(agreement)
+    if n < 3:
+        return list(range(n))
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    distance = 1.0 - np.clip((agreement + agreement.T) / 2, 0.0, 1.0)
+    np.fill_diagonal(distance, 0.0)
+    return [int(i) for i in leaves_list(linkage(squareform(distance, checks=False), method="average"))]
 
 
 def agreement_heatmap(
     names: Sequence[str], agreement: np.ndarray, path: str | Path, title: str = "Pairwise member agreement",
+    measure: str = "span agreement (Jaccard)",
 ) -> Path:
-    """``agreement``: (n, n) matrix in [0, 1] (e.g. span-level Jaccard)."""
+    """``agreement``: (n, n) matrix in [0, 1] (e.g. span-level Jaccard).
+    Members are ordered by clustering; values are written in the cells while
+    they fit (up to 15 members), the colorbar says what is measured."""
     plt = _pyplot()
     agreement = np.asarray(agreement, dtype=float)
-    n = len(names)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * n, 0.8 + 0.5 * n))
+    order = cluster_order(agreement)
+    agreement = agreement[np.ix_(order, order)]
+    labels = [aliases(names)[i] for i in order]
+    n = len(labels)
+    cell = 0.55 if n <= 15 else 0.26
+    font = 8 if n <= 15 else max(5, 9 - n // 10)
+    fig, ax = plt.subplots(figsize=(2.0 + cell * n, 1.4 + cell * n))
     im = ax.imshow(agreement, vmin=0, vmax=1, cmap="viridis")
-    names = short_labels(names)
-    ax.set_xticks(range(n), names, rotation=45, ha="right")
-    ax.set_yticks(range(n), names)
-    for i in range(n):
-        for j in range(n):
-            ax.text(j, i, f"{agreement[i, j]:.2f}", ha="center", va="center",
-                    color="white" if agreement[i, j] < 0.6 else "black", fontsize=7)
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    ax.set_title(title)
+    ax.set_xticks(range(n), labels, rotation=90, fontsize=font)
+    ax.set_yticks(range(n), labels, fontsize=font)
+    if n <= 15:
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, f"{agreement[i, j]:.2f}", ha="center", va="center",
+                        color="white" if agreement[i, j] < 0.6 else "black", fontsize=7)
+    bar = fig.colorbar(im, ax=ax, fraction=0.046)
+    bar.set_label(measure)
+    ax.set_title(title + ("\n(members ordered by clustering)" if n > 2 else ""))
     return _save(fig, path)

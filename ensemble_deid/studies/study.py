@@ -1,16 +1,17 @@
 """Studies: what a researcher publishes [KIM20 sections 5-7].
 
-One corpus: a Table-4-like table of base taggers (test strict F1) and a
-Table-5-like table of ensembles. Two corpora A and B: every trainable tagger is
+One corpus: a table of base taggers (test strict P, R, F1; [KIM20] Table 4)
+and a table of ensembles ([KIM20] Table 5). Two corpora A and B: every trainable tagger is
 trained on A, on B and on A∪B and scored on both test splits; ensembles are
 built of the A-models, of the B-models and of all models (A and B models plus
 the external systems, included once), each tuned on the test corpus's
 training-set outputs. Cells marked * are not significantly different from the
 best of their column (paired test over test documents, Holm-corrected).
 
-A study writes one results folder: tables (Markdown, CSV, LaTeX), plots and a
-``manifest.json`` of what produced it (corpus and cache fingerprints, member
-cache entries, versions, seeds, timings).
+A study writes one results folder: tables (``base_taggers`` and ``ensembles``
+as Markdown, CSV, JSON, LaTeX), plots and a ``manifest.json`` of what produced
+it (git commit, command line, corpus and cache fingerprints, member cache
+entries, chosen hyperparameters, versions, seeds, timings).
 
 Config (``study.toml``)::
 
@@ -33,7 +34,10 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -147,9 +151,34 @@ def _counts(scorer, docs, preds):
     return scorer.counts(prediction_spans(docs, preds))
 
 
+def _score_cell(counts, **extra) -> Cell:
+    p, r, f = counts.prf()
+    return Cell(float(f), precision=float(p), recall=float(r), **extra)
+
+
+@contextmanager
+def _ticking(bar, every: float = 1.0):
+    """Redraw a progress bar every second while one long step runs, so that
+    its elapsed time moves (a stacked-LSTM fit takes minutes)."""
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(every):
+            bar.refresh()
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _mark_not_different(table: ResultTable, counts: Mapping[tuple[int, int], Any], test: str, trials: int,
                         seed: int, alpha: float) -> None:
-    """Asterisk the cells of each column not significantly different from its best."""
+    """Asterisk the cells of each column not significantly different from its
+    best, and keep each cell's Holm-adjusted p-value against that best."""
     from .significance import TESTS, PairedCounts, holm
 
     for j in range(len(table.columns)):
@@ -165,6 +194,7 @@ def _mark_not_different(table: ResultTable, counts: Mapping[tuple[int, int], Any
                 {"samples": trials, "seed": seed} if test == "bootstrap" else {})
             pvals.append(TESTS[test](pc, **kwargs).p_value)
         for (i, c), p in zip(others, holm(pvals)):
+            c.p_value = float(p)
             if p >= alpha:
                 c.mark = "*"
 
@@ -173,12 +203,15 @@ def _mark_not_different(table: ResultTable, counts: Mapping[tuple[int, int], Any
 
 class Study:
     def __init__(self, workspace: Workspace, config: StudyConfig, log: Callable[[str], None] = print,
-                 progress: bool = True):
+                 progress: bool = True, command: Sequence[str] | None = None,
+                 skipped: Mapping[str, str] | None = None):
         self.ws = workspace
         self.config = config
         self.log = log
         self.progress = progress
         self.chosen: dict[str, dict] = {}  # every ensemble's parameters, for the manifest
+        self.command = list(command) if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]
+        self.skipped = dict(skipped or {})  # tagger -> why it could not run here
 
     def run(self, out_dir: str | Path | None = None) -> StudyResult:
         from . import plots
@@ -202,31 +235,38 @@ class Study:
         scorers = {c.name: Scorer(c.test, criterion="strict") for c in corpora}
 
         base = self._base_table(corpora, specs, outputs, scorers)
-        self.log("[2/3] ensembles")
+        self.log(f"[2/3] ensembles: {len(cfg.methods)} method(s) per member set, parameters chosen by "
+                 f"{cfg.folds}-fold CV on each test corpus's training set")
         t0 = time.perf_counter()
-        ens, ens_counts, ens_preds, curves, category = self._ensembles(corpora, outputs, scorers)
+        ens, ens_counts, ens_preds, curves, category, chosen = self._ensembles(corpora, outputs, scorers)
         ens_seconds = time.perf_counter() - t0
         _mark_not_different(ens, ens_counts, cfg.test, cfg.trials, cfg.seed, cfg.significance_level)
         ens.mark_best()
 
         self.log("[3/3] tables, plots, manifest")
-        base.write(out, "table4_base_taggers")
-        ens.write(out, "table5_ensembles")
+        base.write(out, "base_taggers")
+        ens.write(out, "ensembles")
         figures = []
+        # One category axis for every corpus, so that their plots line up.
+        all_categories = sorted({c for scores, gold in category.values() for c in gold})
         for corpus in corpora:
             name = corpus.name
             if name in curves:
                 figures.append(plots.threshold_curve(curves[name]["curves"], out / f"voting_threshold_{name}.png",
                                                      title=f"Voting on {name} test ({curves[name]['members']})",
-                                                     best_single=curves[name]["best_single"]))
+                                                     best_single=curves[name]["best_single"],
+                                                     best_name=curves[name]["best_name"]))
             if name in category:
-                figures.append(plots.category_f1(category[name], out / f"category_f1_{name}.png",
-                                                 title=f"Strict F1 by category, {name} test"))
+                scores, gold = category[name]
+                figures.append(plots.category_f1(scores, out / f"category_f1_{name}.png",
+                                                 title=f"Strict F1 by category, {name} test (n = gold spans)",
+                                                 gold_counts=gold, categories=all_categories))
             agree = self._agreement(corpus, outputs[name])
             if agree is not None:
                 figures.append(plots.agreement_heatmap(*agree, out / f"agreement_{name}.png",
-                                                       title=f"Member agreement on {name} test (span Jaccard)"))
-        manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, time.perf_counter() - t_start, figures)
+                                                       title=f"Member agreement on {name} test"))
+        manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, time.perf_counter() - t_start, figures,
+                                  chosen)
         write_private(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
         write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown())
         return StudyResult(out, base, ens, manifest)
@@ -242,8 +282,12 @@ class Study:
         sources = self._training_sets(corpora)
         columns = [f"{t.name} test: {s} model" if len(corpora) > 1 else f"{t.name} test" for t in corpora for s in
                    (sources if len(corpora) > 1 else sources[:1])]
-        table = ResultTable("Base taggers, strict micro F1 (%) on the test splits", columns, row_header="tagger",
-                            note="External systems are not trained: one value per test split, in the in-corpus column.")
+        headers = [f"{_letter(corpora, t.name)} test / {_letter(corpora, s)} model" for t in corpora for s in sources] \
+            if len(corpora) > 1 else None
+        table = ResultTable("Base taggers: strict micro F1 (%) on each test split, by training set", columns,
+                            row_header="tagger", headers=headers, headers_legend=_letters_legend(corpora),
+                            note="External systems are not trained: one value per test split, in the in-corpus column. "
+                                 "Best of a column in bold; P and R in the .csv/.json files.")
         for spec in specs:
             row = []
             for t in corpora:
@@ -254,7 +298,7 @@ class Study:
                     if label not in mo.test or (external and s != t.name):
                         row.append(None)
                         continue
-                    row.append(float(_counts(scorers[t.name], t.test, mo.test[label]).prf()[2]))
+                    row.append(_score_cell(_counts(scorers[t.name], t.test, mo.test[label]), params=dict(spec.params)))
             table.add(spec.label, row)
         table.mark_best()
         return table
@@ -269,17 +313,30 @@ class Study:
         return {k: v for k, v in sets.items() if v}
 
     def _ensembles(self, corpora, outputs, scorers):
+        from tqdm.auto import tqdm
+
         from ..ensemble import GridSearch, make_method
+        from ..evaluation import Scorer
 
         cfg = self.config
-        columns, blocks = [], []
+        train_scorers = {t.name: Scorer(t.train, criterion="strict") for t in corpora}
+        columns, headers, blocks = [], [], []
         for t in corpora:
             for set_name, members in self._member_sets(t, corpora, outputs[t.name]).items():
                 columns.append(f"{t.name} test: {set_name}")
+                source = set_name.removesuffix(" models")
+                headers.append(f"{_letter(corpora, t.name)} test / "
+                               f"{source if source == 'all' else _letter(corpora, source)} models")
                 blocks.append((t, set_name, members))
-        table = ResultTable("Ensembles, strict micro F1 (%) on the test splits", columns, row_header="method",
-                            note=f"* not significantly different from the best of its column ({cfg.test}, "
-                                 f"Holm-corrected, {int(100 * (1 - cfg.significance_level))}% level).")
+        table = ResultTable("Ensembles: strict micro F1 (%) on each test split, by member set", columns,
+                            row_header="method", headers=headers if len(corpora) > 1 else None,
+                            headers_legend=_letters_legend(corpora),
+                            note="best single member: the member with the highest F1 on the test corpus's training "
+                                 "set (out-of-fold for models trained on it), chosen like the ensembles' parameters, "
+                                 "then scored on test; union-trained models are not members. Best of a column in bold; "
+                                 "P, R, p-values and chosen parameters in the .csv/.json files.",
+                            mark_note=f"* not significantly different from the best of its column ({cfg.test}, "
+                                      f"Holm-corrected, {int(100 * (1 - cfg.significance_level))}% level).")
         # The oracle is a recall bound, not a competing system: a text cell keeps it
         # out of the best-of-column marks and the significance tests.
         rows: dict[str, list] = {"best single member": [None] * len(columns), "oracle recall (any member)": [None] * len(columns)}
@@ -287,44 +344,66 @@ class Study:
         counts: dict[tuple[int, int], Any] = {}
         preds: dict[tuple[str, int], dict] = {}
         curves: dict[str, dict] = {}
-        category: dict[str, dict[str, dict[str, float]]] = {}
+        category: dict[str, tuple[dict[str, dict[str, float | None]], dict[str, int]]] = {}
+        chosen: dict[str, dict[str, Any]] = {}
         row_index = {name: i for i, name in enumerate(rows)}
+        bar = tqdm(total=len(blocks) * len(cfg.methods), desc="ensembles", unit="fit", disable=not self.progress,
+                   file=sys.stderr)
+        say = (lambda m: bar.write(m, file=sys.stderr)) if self.progress else self.log
         for j, (t, set_name, members) in enumerate(blocks):
             mo = outputs[t.name]
             train_members = {m: mo.train[m] for m in members}
             test_members = {m: mo.test[m] for m in members}
-            member_f1 = {m: _counts(scorers[t.name], t.test, mo.test[m]).prf()[2] for m in members}
-            best_member = max(member_f1, key=member_f1.get)
-            rows["best single member"][j] = Cell(float(member_f1[best_member]), "")
-            counts[(row_index["best single member"], j)] = _counts(scorers[t.name], t.test, mo.test[best_member])
+            # Chosen on the training-set outputs, as the ensembles choose their
+            # parameters: picking by test F1 would flatter the baseline.
+            train_f1 = {m: _counts(train_scorers[t.name], t.train, mo.train[m]).prf()[2] for m in members}
+            best_member = max(train_f1, key=train_f1.get)
+            best_counts = _counts(scorers[t.name], t.test, mo.test[best_member])
+            rows["best single member"][j] = _score_cell(best_counts, params={"member": best_member})
+            counts[(row_index["best single member"], j)] = best_counts
+            chosen.setdefault(columns[j], {})["best single member"] = best_member
             rows["oracle recall (any member)"][j] = f"({100 * _oracle_recall(t.test, test_members):.2f})"
             for method in cfg.methods:
-                self.log(f"  {method} on {t.name} test, {set_name} ({len(members)} members)")
+                where = f"{method} on {t.name} test, {set_name} ({len(members)} members)"
+                bar.set_postfix_str(where, refresh=True)
                 fixed = cfg.method_params.get(method, {})
                 search = GridSearch(make_method(method, **fixed), folds=cfg.folds, seed=cfg.seed, metric=cfg.metric,
                                     fixed=tuple(fixed))
+                t0 = time.perf_counter()
                 try:
-                    search.fit(train_members, t.train)
-                    pred = {p.doc_id: p for p in search.predict(test_members, t.test)}
+                    with _ticking(bar) if self.progress else _nothing():
+                        search.fit(train_members, t.train)
+                        pred = {p.doc_id: p for p in search.predict(test_members, t.test)}
                 except ValueError as exc:  # e.g. too few members for a method
-                    self.log(f"    skipped: {exc}")
+                    say(f"  {where}: skipped: {exc}")
+                    bar.update()
                     continue
                 self.chosen[f"{method} on {t.name} test, {set_name}"] = {
                     "chosen_by_cv": search.best_params_, "fixed": sorted(fixed), "params": search.chosen_params()}
                 c = _counts(scorers[t.name], t.test, pred)
-                rows[method][j] = float(c.prf()[2])
+                params = {**cfg.method_params.get(method, {}), **search.best_params_, **_learned(search.best_estimator_)}
+                rows[method][j] = _score_cell(c, params=params)
                 counts[(row_index[method], j)] = c
                 preds[(method, j)] = pred
+                chosen[columns[j]][method] = params
+                say(f"  {where}: F1 {100 * c.prf()[2]:.2f} in {time.perf_counter() - t0:.1f} s"
+                    + (f" ({_plain_params(params)})" if params else ""))
+                bar.update()
             if set_name == "all models" or (len(corpora) == 1):
+                t0 = time.perf_counter()
+                bar.set_postfix_str(f"voting thresholds 1-{len(members)} on {t.name} test, {set_name}", refresh=True)
                 curves[t.name] = self._threshold_curves(t, train_members, test_members, scorers[t.name],
-                                                        member_f1[best_member], set_name)
+                                                        float(best_counts.prf()[2]), best_member, set_name)
                 category[t.name] = self._category_scores(t, {best_member: mo.test[best_member], **{
                     m: preds[(m, j)] for m in ("voting-pruned", "stacked-svm") if (m, j) in preds}})
+                say(f"  voting-threshold curves and category scores for the plots of {t.name} test: "
+                    f"{time.perf_counter() - t0:.1f} s")
+        bar.close()
         for name, values in rows.items():
             table.add(name, values)
-        return table, counts, preds, curves, category
+        return table, counts, preds, curves, category, chosen
 
-    def _threshold_curves(self, corpus, train_members, test_members, scorer, best_single, set_name) -> dict:
+    def _threshold_curves(self, corpus, train_members, test_members, scorer, best_single, best_name, set_name) -> dict:
         from ..ensemble import PrunedVoting, Voting
 
         n = len(train_members)
@@ -335,18 +414,21 @@ class Study:
                 pred = {p.doc_id: p for p in model.predict(test_members, corpus.test)}
                 pts.append((t, float(_counts(scorer, corpus.test, pred).prf()[2])))
         return {"curves": {"all members": all_pts, "pruned at each threshold": pruned_pts},
-                "best_single": best_single, "members": f"{set_name}, {n} members"}
+                "best_single": best_single, "best_name": best_name, "members": f"{set_name}, {n} members"}
 
-    def _category_scores(self, corpus, systems: Mapping[str, Mapping]) -> dict[str, dict[str, float]]:
+    def _category_scores(self, corpus, systems: Mapping[str, Mapping]):
+        """(system -> {category: F1, None where the test split has no gold of it},
+        category -> gold spans in the test split)."""
         from ..evaluation import evaluate
         from .summary import prediction_spans
 
-        out = {}
+        scores, gold = {}, {}
         for name, preds in systems.items():
             report = evaluate(corpus.test, prediction_spans(corpus.test, preds), criteria=("strict",), leak=False)
-            # Only categories the test split has: an absent one would be a 0 bar.
-            out[name] = {cat: s.f1 for cat, s in report["strict"].by_category.items() if s.tp + s.fn > 0}
-        return out
+            by_category = report["strict"].by_category
+            scores[name] = {cat: (s.f1 if s.tp + s.fn > 0 else None) for cat, s in by_category.items()}
+            gold.update({cat: s.tp + s.fn for cat, s in by_category.items()})
+        return scores, gold
 
     def _agreement(self, corpus, mo: MemberOutputs):
         from ..ensemble import build_candidates, pairwise_agreement
@@ -358,7 +440,7 @@ class Study:
         jaccard, _ = pairwise_agreement(table)
         return names, jaccard
 
-    def _manifest(self, corpora, outputs, base_s, ens_s, total_s, figures) -> dict:
+    def _manifest(self, corpora, outputs, base_s, ens_s, total_s, figures, chosen) -> dict:
         from importlib import metadata
 
         versions = {}
@@ -372,17 +454,70 @@ class Study:
             for label, run in mo.runs.items():
                 e = run.entry
                 members[label] = {"tagger": e.tagger, "version": e.version, "param_hash": e.param_hash,
-                                  "train_fingerprint": e.train_fingerprint, "trained_on": mo.trained_on[label]}
+                                  "params": dict(run.spec.params), "train_fingerprint": e.train_fingerprint,
+                                  "trained_on": mo.trained_on[label]}
         return {
-            "ensemble_deid": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "ensemble_deid": __version__, "git": git_state(), "command": self.command,
+            "python": platform.python_version(), "platform": platform.platform(),
             "libraries": versions, "config": asdict(self.config),
             "corpora": {c.name: {"fingerprints": c.fingerprints, "documents": {s: len(d) for s, d in c.splits.items()}}
                         for c in corpora},
             "cache": str(self.ws.cache_dir), "members": members, "ensemble_parameters": self.chosen,
+            "chosen": chosen, "skipped": self.skipped,
             "seconds": {"base_taggers": round(base_s, 1), "ensembles": round(ens_s, 1), "total": round(total_s, 1)},
             "figures": [str(Path(f).name) for f in figures],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+
+
+def git_state() -> dict[str, Any] | None:
+    """The commit of the source tree the package runs from, and whether it had
+    uncommitted changes; None when it is not a git checkout (an installed wheel)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def _learned(model) -> dict[str, Any]:
+    """Values a method chooses while fitting rather than by grid search
+    (pruned voting's threshold and member subset)."""
+    out = {}
+    if hasattr(model, "threshold_"):
+        out["threshold"] = int(model.threshold_)
+    if hasattr(model, "subset_"):
+        out["members"] = list(model.subset_)
+    return out
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def _plain_params(params: Mapping[str, Any]) -> str:
+    """Parameters for a log line; a member list as its size (the manifest has the names)."""
+    return ", ".join(f"{k}={len(v) if isinstance(v, (list, tuple)) else v}" for k, v in sorted(params.items()))
+
+
+def _letter(corpora: Sequence[Corpus], name: str) -> str:
+    """A and B for the two corpora of a study (A+B for their union), to keep headers short."""
+    letters = {c.name: "AB"[i] for i, c in enumerate(corpora)}
+    return "+".join(letters[part] for part in name.split("+")) if all(
+        part in letters for part in name.split("+")) else name
+
+
+def _letters_legend(corpora: Sequence[Corpus]) -> str:
+    if len(corpora) < 2:
+        return ""
+    return "; ".join(f"{_letter(corpora, c.name)} = {c.name}" for c in corpora) + " (A+B: trained on both)"
 
 
 def _oracle_recall(documents, members: Mapping[str, Mapping]) -> float:

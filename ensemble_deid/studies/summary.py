@@ -38,3 +38,33 @@ def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Do
     headers = ["tagger", "CV P", "CV R", "CV F1", "test F1", *(f"{name} {x}" for name in targets for x in ("P", "R", "F1")),
                "fit s", "predict s", "peak MB", "parts computed"]
     return render_table(headers, rows)
+
+
+def study_summary(result, skipped: Mapping[str, str] = {}, width: int | None = None) -> str:
+    """The end of a study's output: per ensemble column, the best single
+    member (chosen by CV) against the best ensemble; then timings, skipped
+    taggers with the reason, and where the files are."""
+    from .report import aliases
+    from .table import terminal_table
+
+    table = result.ensemble_table
+    rows = []
+    for j, column in enumerate(table.shown_columns):
+        cells = {label: cells[j] for label, cells in table.rows}
+        single = cells.get("best single member")
+        methods = {label: c for label, c in cells.items()
+                   if label not in ("best single member", "oracle recall (any member)") and isinstance(c.value, float)}
+        if single is None or not isinstance(single.value, float) or not methods:
+            continue
+        best = max(methods, key=lambda m: methods[m].value)
+        member = (single.params or {}).get("member", "")
+        rows.append([column, aliases([member])[0] if member else "", f"{100 * single.value:.2f}", best,
+                     f"{100 * methods[best].value:.2f}", f"{100 * (methods[best].value - single.value):+.2f}"])
+    secs = result.manifest["seconds"]
+    notes = [table.headers_legend] if table.headers and table.headers_legend else []
+    notes += [f"time: {secs['total']:.0f} s (base taggers {secs['base_taggers']:.0f} s, ensembles {secs['ensembles']:.0f} s)"]
+    notes += [f"skipped {name}: {reason}" for name, reason in skipped.items()]
+    notes.append(f"results: {result.directory} (base_taggers and ensembles as .md/.csv/.json/.tex, "
+                 f"plots .png, manifest.json)")
+    return terminal_table(["test: member set", "best single member (CV)", "F1", "best ensemble", "F1", "Δ F1"], rows,
+                          align="llrlrr", title="Summary", notes=notes, width=width)
