@@ -44,12 +44,12 @@ from pathlib import Path
 VARIANTS = ("lstm-crf-n", "lstm-crf-l", "lstm-l", "lstm-crf-fea")
 # The defaults each adapter had at version 1 where they differ from today's:
 # ``--baseline`` fits these in the same run as the current defaults.
-_VERSION_1_COMMON = {"batch_size": 4, "patience": 8, "anneal_patience": 3, "refit": True}
+_VERSION_1_COMMON = {"batch_size": 4, "validation_fraction": 0.1, "patience": 8, "anneal_patience": 3, "refit": True}
 VERSION_1 = {
-    "lstm-crf-n": _VERSION_1_COMMON,
-    "lstm-crf-l": _VERSION_1_COMMON,
-    "lstm-crf-fea": _VERSION_1_COMMON,
-    "lstm-l": {**_VERSION_1_COMMON, "batch_size": 16},
+    "lstm-crf-n": {**_VERSION_1_COMMON, "epochs": 80},
+    "lstm-crf-l": {**_VERSION_1_COMMON, "epochs": 100},
+    "lstm-crf-fea": {**_VERSION_1_COMMON, "epochs": 80},
+    "lstm-l": {**_VERSION_1_COMMON, "epochs": 100, "batch_size": 16},
 }
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MEDDOCAN, ROOT, Clock, score_predictions, write_markdown  # noqa: E402
