@@ -277,31 +277,43 @@ def _n(x, digits: int = 0) -> str:
 
 
 def _epochs(r: dict) -> str:
+    if not r.get("held_out_documents"):
+        return str(r["epochs_run"])  # no held-out part: every epoch, no best one
     held = f"{r['epochs_run']} ({r['best_epoch']})"
     return held + (f" + {r['refit']['epochs']} refit" if r.get("refit") else "")
 
 
 def tables(data: dict) -> str:
-    """The Markdown tables of docs/neural-taggers.md, from a results file."""
+    """The Markdown tables of docs/neural-taggers.md, from a results file:
+    the current defaults, version 1's, and the two side by side."""
     variants, baselines = data.get("variants", {}), data.get("baseline", {})
     order = [v for v in VARIANTS if v in variants]
-    lines = [
-        "| tagger | strict P | strict R | strict F1 | epochs (best) [+ refit] | held-out F1 | fit wall s | fit CPU s "
-        "| train tokens per CPU s | fit tokens per CPU s | inference tokens per CPU s |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name in order:
-        r = variants[name]
-        sm = r["scores"]["strict_micro"]
-        lines.append(
-            f"| `{name}` | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
-            f"| {_n(r['best_held_out_f1'], 4)} | {_n(r['fit']['wall_s'])} | {_n(r['fit']['cpu_s'])} "
-            f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
-            f"| {_n(r['predict'].get('tokens_per_cpu_s'))} |"
-        )
+    lines = []
+    for title, group in (("Current defaults", variants), ("Version-1 defaults", baselines)):
+        names = [v for v in VARIANTS if v in group]
+        if not names:
+            continue
+        lines += [
+            f"{title}:",
+            "",
+            "| tagger | strict P | strict R | strict F1 | epochs (best) [+ refit] | held-out F1 | fit wall s "
+            "| fit CPU s | train tokens per CPU s | fit tokens per CPU s | inference tokens per CPU s |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name in names:
+            r = group[name]
+            sm = r["scores"]["strict_micro"]
+            lines.append(
+                f"| `{name}` | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
+                f"| {_n(r['best_held_out_f1'], 4)} | {_n(r['fit']['wall_s'])} | {_n(r['fit']['cpu_s'])} "
+                f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
+                f"| {_n(r['predict'].get('tokens_per_cpu_s'))} |"
+            )
+        lines.append("")
     compared = [v for v in order if v in baselines]
     if compared:
         lines += [
+            "Side by side:",
             "",
             "| tagger | defaults | strict F1 | epochs (best) [+ refit] | fit CPU s | train tokens per CPU s "
             "| fit tokens per CPU s |",
