@@ -514,3 +514,15 @@ class TestLstmCrfFeaContract(TaggerContract):
     tagger_name = "lstm-crf-fea"
     tagger_params = FAST
 
+
+
+def test_default_schedule_trains_every_note_for_every_epoch(docs):
+    # Version 2: no held-out part, so no early stopping and no refit; the
+    # model is the last epoch's averaged weights, after exactly ``epochs``.
+    small = {k: FAST[k] for k in ("char_dim", "char_lstm_dim", "word_dim", "word_lstm_dim", "lr")}
+    tagger = tagger_class("lstm-crf-l")(**small, epochs=3).fit(docs[:8])
+    info = tagger.train_info_
+    assert info["epochs_run"] == 3 and info["best_epoch"] == 3 and not info["stopped_early"]
+    assert info["held_out_documents"] == 0 and info["train_documents"] == 8 and "refit" not in info
+    assert info["train_tokens"] == sum(len(d.tokens) for d in docs[:8])
+    assert all(h["cpu_seconds"] > 0 for h in tagger.history_)
