@@ -5,7 +5,7 @@ wall/CPU time and tokens/s for training and inference, per variant.
     python benchmarks/bench_neural.py --variants lstm-crf-l            # one
     python benchmarks/bench_neural.py --variants lstm-crf-l --limit-train 60 --limit-dev 30 --set epochs=3   # smoke
     python benchmarks/bench_neural.py --variants lstm-crf-l --baseline   # version-1 defaults too, same run
-    python benchmarks/bench_neural.py --tables                          # Markdown tables from the results file
+    python benchmarks/bench_neural.py --tables      # Markdown tables from the results files, into docs/neural-taggers.md
     python benchmarks/bench_neural.py --variants lstm-crf-l --throughput batch_size=4,16,32 --limit-train 100
         # training throughput only: 2 fixed epochs per value, no held-out part, no refit
 
@@ -148,8 +148,10 @@ def main() -> None:
         text = tables(json.loads(args.out.read_text(encoding="utf-8")))
         sweep = args.out.with_name("neural-throughput.json")
         if sweep.exists():
-            text += "\n" + throughput_table(json.loads(sweep.read_text(encoding="utf-8")))
+            text += "\nTraining throughput by batch size:\n\n" + throughput_table(
+                json.loads(sweep.read_text(encoding="utf-8")))
         write_markdown(args.out.with_suffix(".md"), text)
+        replace_between_markers(DOC, text)
         print(text)
         return
     # Per-epoch lines (loss, held-out F1, tokens/s) on stderr; --verbose adds the bar.
@@ -258,6 +260,21 @@ def throughput(args, params: dict, train) -> None:
     print(f"  -> {path}")
 
 
+DOC = ROOT / "docs" / "neural-taggers.md"
+BEGIN, END = "<!-- tables from bench_neural.py --tables -->", "<!-- end of tables -->"
+
+
+def replace_between_markers(doc: Path, text: str) -> None:
+    """Put ``text`` between the two marker lines of ``doc`` (the docs' tables
+    are the results file's, never typed)."""
+    body = doc.read_text(encoding="utf-8")
+    if BEGIN not in body or END not in body:
+        raise SystemExit(f"{doc}: no {BEGIN!r} ... {END!r} markers")
+    head, rest = body.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    write_markdown(doc, head + BEGIN + "\n" + text.strip("\n") + "\n" + END + tail)
+
+
 def _sort_number(value) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
@@ -270,6 +287,10 @@ def throughput_table(data: dict) -> str:
         lines.append(f"| `{r['variant']}` | {r['param']}={r['value']} | {r['train_docs']} ({r['train_tokens']:,}) "
                      f"| {r['epochs']} | {r['cpu_s']:.1f} | {_n(r['train_tokens_per_cpu_s'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _x(ratio) -> str:
+    return "–" if ratio is None else f"{ratio:.1f}x"
 
 
 def _n(x, digits: int = 0) -> str:
@@ -319,19 +340,27 @@ def tables(data: dict) -> str:
             "| fit tokens per CPU s |",
             "|---|---|---:|---|---:|---:|---:|",
         ]
+        recorded = data.get("baseline_recorded", {})
         for name in compared:
-            for label, r in (("version 1", baselines[name]), ("current", variants[name])):
+            rows = [("version 1, earlier run (version-1 code)", recorded[name])] if name in recorded else []
+            rows += [("version 1", baselines[name]), ("current", variants[name])]
+            for label, r in rows:
                 lines.append(
                     f"| `{name}` | {label} | {r['f1']:.4f} | {_epochs(r)} | {_n(r['fit']['cpu_s'])} "
                     f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} |"
                 )
             sp = speedups(baselines[name], variants[name])
             lines.append(
-                f"| `{name}` | **ratio** | {sp.get('f1_change_points', 0):+.2f} pt | | "
-                f"**{_n(sp.get('fit_cpu_s'), 1)}x** | **{_n(sp.get('train_tokens_per_cpu_s'), 1)}x** "
-                f"| **{_n(sp.get('fit_tokens_per_cpu_s'), 1)}x** |"
+                f"| `{name}` | **current / version 1** | {sp.get('f1_change_points', 0):+.3f} pt | | "
+                f"**{_x(sp.get('fit_cpu_s'))}** | **{_x(sp.get('train_tokens_per_cpu_s'))}** "
+                f"| **{_x(sp.get('fit_tokens_per_cpu_s'))}** |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _f1(r: dict) -> float:
+    """Strict micro F1, unrounded when the scores are there."""
+    return r.get("scores", {}).get("strict_micro", {}).get("f1", r["f1"])
 
 
 def speedups(baseline: dict, result: dict) -> dict:
@@ -344,7 +373,7 @@ def speedups(baseline: dict, result: dict) -> dict:
         "train_tokens_per_cpu_s": ratio("train_tokens_per_cpu_s"),
         "fit_tokens_per_cpu_s": ratio("fit_tokens_per_cpu_s"),
         "fit_cpu_s": round(baseline["fit"]["cpu_s"] / result["fit"]["cpu_s"], 2) if result["fit"]["cpu_s"] else None,
-        "f1_change_points": round(100 * (result["f1"] - baseline["f1"]), 2),
+        "f1_change_points": round(100 * (_f1(result) - _f1(baseline)), 3),
     }
 
 
