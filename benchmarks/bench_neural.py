@@ -322,7 +322,8 @@ def tables(data: dict) -> str:
     variants, baselines = data.get("variants", {}), data.get("baseline", {})
     order = [v for v in VARIANTS if v in variants]
     lines = []
-    for title, group in (("Current defaults", variants), ("Version-1 defaults", baselines)):
+    titles = ("Current defaults", "Version-1 defaults (* an earlier run, by the version-1 code)")
+    for title, group in zip(titles, (variants, baselines)):
         names = [v for v in VARIANTS if v in group]
         if not names:
             continue
@@ -336,8 +337,9 @@ def tables(data: dict) -> str:
         for name in names:
             r = group[name]
             sm = r["scores"]["strict_micro"]
+            mark = "*" if r.get("recorded_with") else ""
             lines.append(
-                f"| `{name}` | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
+                f"| `{name}`{mark} | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
                 f"| {_n(r['best_held_out_f1'], 4)} | {_n(r['fit']['wall_s'])} | {_n(r['fit']['cpu_s'])} "
                 f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
                 f"| {_n(r['predict'].get('tokens_per_cpu_s'))} |"
@@ -346,7 +348,7 @@ def tables(data: dict) -> str:
     compared = [v for v in order if v in baselines]
     if compared:
         lines += [
-            "Side by side:",
+            "Side by side (* an earlier run, by the version-1 code):",
             "",
             "| tagger | defaults | strict F1 | epochs (best) [+ refit] | fit CPU s | train tokens per CPU s "
             "| fit tokens per CPU s |",
@@ -359,6 +361,7 @@ def tables(data: dict) -> str:
             rows += [("version 1", baselines[name]), ("current", variants[name])]
             rows += [(f"current, random_state={r['params']['random_state']}", r) for r in seeds]
             for label, r in rows:
+                label += "*" if r.get("recorded_with") and "version-1 code" not in label else ""
                 lines.append(
                     f"| `{name}` | {label} | {r['f1']:.4f} | {_epochs(r)} | {_n(r['fit']['cpu_s'])} "
                     f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} |"
