@@ -195,7 +195,10 @@ def main() -> None:
         if args.baseline or args.baseline_only:
             # Version-1 defaults first, then the current ones, on the same machine in the same run.
             print(f"\n-- {name} at its version-1 defaults {VERSION_1[name]}", flush=True)
-            baseline = run_variant(name, {**params, **VERSION_1[name]}, train, dev, args.checkpoint_dir, "-baseline")
+            # --set wins over version 1's values too (a smoke run's epochs=1, say).
+            baseline = run_variant(
+                name, {**params, **VERSION_1[name], **overrides}, train, dev, args.checkpoint_dir, "-baseline"
+            )
             if not smoke:
                 baselines[name] = baseline
                 save(args, train, dev, results, baselines, extra)  # kept even if the second fit is cut short
