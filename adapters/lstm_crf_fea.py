@@ -30,7 +30,7 @@ class LstmCrfFeaTagger(NeuralTagger):
     # lstm-crf-n's settings, plus the feature layer's parameters: feature_dim
     # (size of the dense projection of the binary features), features
     # (FeatureExtractor options) and ehr_names_path (a local EHR name list).
-    defaults = {"epochs": 80, "lr": 0.01,
+    defaults = {"lr": 0.01,
                 "feature_dim": 32, "features": None, "ehr_names_path": None}
 
     _parameter_constraints = {"feature_dim": [Interval(int, 1, None)], "ehr_names_path": [None, str]}

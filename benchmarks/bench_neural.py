@@ -5,7 +5,7 @@ wall/CPU time and tokens/s for training and inference, per variant.
     python benchmarks/bench_neural.py --variants lstm-crf-l            # one
     python benchmarks/bench_neural.py --variants lstm-crf-l --limit-train 60 --limit-dev 30 --set epochs=3   # smoke
     python benchmarks/bench_neural.py --variants lstm-crf-l --baseline   # version-1 defaults too, same run
-    python benchmarks/bench_neural.py --tables                          # Markdown tables from the results file
+    python benchmarks/bench_neural.py --tables      # Markdown tables from the results files, into docs/neural-taggers.md
     python benchmarks/bench_neural.py --variants lstm-crf-l --throughput batch_size=4,16,32 --limit-train 100
         # training throughput only: 2 fixed epochs per value, no held-out part, no refit
 
@@ -14,7 +14,9 @@ benchmarks/results/neural.json (a later run of one variant keeps the others).
 With ``--baseline`` each variant is first fitted with the defaults its
 adapter had at version 1 (``VERSION_1``: batches of 4, patience 8, refit from
 scratch) and the result is kept under ``baseline`` beside the current
-defaults' figures, with the speed-ups between the two.
+defaults' figures, with the speed-ups between the two. A run with
+``--set random_state=N`` is kept under ``other_seeds`` (the seed's share
+of an F1 difference), not in place of the default seed's.
 Training tokens/s count the training epochs only (not the per-epoch held-out
 evaluation), per wall second and per CPU second of this process; "fit tokens
 per CPU s" divides the training notes' tokens by the whole fit's CPU seconds
@@ -44,12 +46,12 @@ from pathlib import Path
 VARIANTS = ("lstm-crf-n", "lstm-crf-l", "lstm-l", "lstm-crf-fea")
 # The defaults each adapter had at version 1 where they differ from today's:
 # ``--baseline`` fits these in the same run as the current defaults.
-_VERSION_1_COMMON = {"batch_size": 4, "patience": 8, "anneal_patience": 3, "refit": True}
+_VERSION_1_COMMON = {"batch_size": 4, "validation_fraction": 0.1, "patience": 8, "anneal_patience": 3, "refit": True}
 VERSION_1 = {
-    "lstm-crf-n": _VERSION_1_COMMON,
-    "lstm-crf-l": _VERSION_1_COMMON,
-    "lstm-crf-fea": _VERSION_1_COMMON,
-    "lstm-l": {**_VERSION_1_COMMON, "batch_size": 16},
+    "lstm-crf-n": {**_VERSION_1_COMMON, "epochs": 80},
+    "lstm-crf-l": {**_VERSION_1_COMMON, "epochs": 100},
+    "lstm-crf-fea": {**_VERSION_1_COMMON, "epochs": 80},
+    "lstm-l": {**_VERSION_1_COMMON, "epochs": 100, "batch_size": 16},
 }
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MEDDOCAN, ROOT, Clock, score_predictions, write_markdown  # noqa: E402
@@ -148,8 +150,10 @@ def main() -> None:
         text = tables(json.loads(args.out.read_text(encoding="utf-8")))
         sweep = args.out.with_name("neural-throughput.json")
         if sweep.exists():
-            text += "\n" + throughput_table(json.loads(sweep.read_text(encoding="utf-8")))
+            text += "\nTraining throughput by batch size:\n\n" + throughput_table(
+                json.loads(sweep.read_text(encoding="utf-8")))
         write_markdown(args.out.with_suffix(".md"), text)
+        replace_between_markers(DOC, text)
         print(text)
         return
     # Per-epoch lines (loss, held-out F1, tokens/s) on stderr; --verbose adds the bar.
@@ -181,16 +185,23 @@ def main() -> None:
         return
     previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     results, baselines = previous.get("variants", {}), previous.get("baseline", {})
+    # Kept as they were: version 1's figures from before this script ran it, and
+    # runs of the current defaults at other seeds (added below with --set random_state=N).
+    extra = {k: previous[k] for k in ("baseline_recorded", "other_seeds") if k in previous}
+    other_seed = "random_state" in overrides
     smoke = args.limit_train is not None or args.limit_dev is not None
     for name in [v.strip() for v in args.variants.split(",") if v.strip()]:
         baseline = None  # this run's, when asked for
         if args.baseline or args.baseline_only:
             # Version-1 defaults first, then the current ones, on the same machine in the same run.
             print(f"\n-- {name} at its version-1 defaults {VERSION_1[name]}", flush=True)
-            baseline = run_variant(name, {**params, **VERSION_1[name]}, train, dev, args.checkpoint_dir, "-baseline")
+            # --set wins over version 1's values too (a smoke run's epochs=1, say).
+            baseline = run_variant(
+                name, {**params, **VERSION_1[name], **overrides}, train, dev, args.checkpoint_dir, "-baseline"
+            )
             if not smoke:
                 baselines[name] = baseline
-                save(args, train, dev, results, baselines)  # kept even if the second fit is cut short
+                save(args, train, dev, results, baselines, extra)  # kept even if the second fit is cut short
             if args.baseline_only:
                 continue
         result = run_variant(name, params, train, dev, args.checkpoint_dir)
@@ -199,11 +210,15 @@ def main() -> None:
             print(f"  against version 1: {speedups(reference, result)}", flush=True)
         if smoke:
             continue  # smoke runs never overwrite the recorded figures
-        results[name] = result
-        save(args, train, dev, results, baselines)
+        if other_seed:
+            seeds = extra.setdefault("other_seeds", {}).setdefault(name, [])
+            seeds[:] = [r for r in seeds if r["params"]["random_state"] != result["params"]["random_state"]] + [result]
+        else:
+            results[name] = result
+        save(args, train, dev, results, baselines, extra)
 
 
-def save(args, train, dev, results: dict, baselines: dict) -> None:
+def save(args, train, dev, results: dict, baselines: dict, extra: dict) -> None:
     """Write the results file (and its Markdown tables beside it)."""
     import torch
 
@@ -221,6 +236,7 @@ def save(args, train, dev, results: dict, baselines: dict) -> None:
         },
         "variants": results,
         "baseline": baselines,
+        **extra,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
@@ -258,6 +274,21 @@ def throughput(args, params: dict, train) -> None:
     print(f"  -> {path}")
 
 
+DOC = ROOT / "docs" / "neural-taggers.md"
+BEGIN, END = "<!-- tables from bench_neural.py --tables -->", "<!-- end of tables -->"
+
+
+def replace_between_markers(doc: Path, text: str) -> None:
+    """Put ``text`` between the two marker lines of ``doc`` (the docs' tables
+    are the results file's, never typed)."""
+    body = doc.read_text(encoding="utf-8")
+    if BEGIN not in body or END not in body:
+        raise SystemExit(f"{doc}: no {BEGIN!r} ... {END!r} markers")
+    head, rest = body.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    write_markdown(doc, head + BEGIN + "\n" + text.strip("\n") + "\n" + END + tail)
+
+
 def _sort_number(value) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
@@ -272,54 +303,88 @@ def throughput_table(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _x(ratio) -> str:
+    return "–" if ratio is None else f"{ratio:.1f}x"
+
+
 def _n(x, digits: int = 0) -> str:
     return "–" if x is None else f"{x:,.{digits}f}"
 
 
 def _epochs(r: dict) -> str:
+    if not r.get("held_out_documents"):
+        return str(r["epochs_run"])  # no held-out part: every epoch, no best one
     held = f"{r['epochs_run']} ({r['best_epoch']})"
     return held + (f" + {r['refit']['epochs']} refit" if r.get("refit") else "")
 
 
 def tables(data: dict) -> str:
-    """The Markdown tables of docs/neural-taggers.md, from a results file."""
+    """The Markdown tables of docs/neural-taggers.md, from a results file:
+    the current defaults, version 1's, and the two side by side (with any
+    runs of the current defaults at other seeds, ``other_seeds``)."""
     variants, baselines = data.get("variants", {}), data.get("baseline", {})
     order = [v for v in VARIANTS if v in variants]
-    lines = [
-        "| tagger | strict P | strict R | strict F1 | epochs (best) [+ refit] | held-out F1 | fit wall s | fit CPU s "
-        "| train tokens per CPU s | fit tokens per CPU s | inference tokens per CPU s |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name in order:
-        r = variants[name]
-        sm = r["scores"]["strict_micro"]
-        lines.append(
-            f"| `{name}` | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
-            f"| {_n(r['best_held_out_f1'], 4)} | {_n(r['fit']['wall_s'])} | {_n(r['fit']['cpu_s'])} "
-            f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
-            f"| {_n(r['predict'].get('tokens_per_cpu_s'))} |"
-        )
+    lines = []
+    titles = ("Current defaults", "Version-1 defaults (* an earlier run, by the version-1 code)")
+    for title, group in zip(titles, (variants, baselines)):
+        names = [v for v in VARIANTS if v in group]
+        if not names:
+            continue
+        lines += [
+            f"{title}:",
+            "",
+            "| tagger | strict P | strict R | strict F1 | epochs (best) [+ refit] | held-out F1 | fit wall s "
+            "| fit CPU s | train tokens per CPU s | fit tokens per CPU s | inference tokens per CPU s |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name in names:
+            r = group[name]
+            sm = r["scores"]["strict_micro"]
+            mark = "*" if r.get("recorded_with") else ""
+            lines.append(
+                f"| `{name}`{mark} | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
+                f"| {_n(r['best_held_out_f1'], 4)} | {_n(r['fit']['wall_s'])} | {_n(r['fit']['cpu_s'])} "
+                f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
+                f"| {_n(r['predict'].get('tokens_per_cpu_s'))} |"
+            )
+        lines.append("")
     compared = [v for v in order if v in baselines]
     if compared:
         lines += [
+            "Side by side (* an earlier run, by the version-1 code):",
             "",
             "| tagger | defaults | strict F1 | epochs (best) [+ refit] | fit CPU s | train tokens per CPU s "
             "| fit tokens per CPU s |",
             "|---|---|---:|---|---:|---:|---:|",
         ]
+        recorded = data.get("baseline_recorded", {})
         for name in compared:
-            for label, r in (("version 1", baselines[name]), ("current", variants[name])):
+            rows = [("version 1, earlier run (version-1 code)", recorded[name])] if name in recorded else []
+            seeds = data.get("other_seeds", {}).get(name, [])
+            rows += [("version 1", baselines[name]), ("current", variants[name])]
+            rows += [(f"current, random_state={r['params']['random_state']}", r) for r in seeds]
+            for label, r in rows:
+                label += "*" if r.get("recorded_with") and "version-1 code" not in label else ""
                 lines.append(
                     f"| `{name}` | {label} | {r['f1']:.4f} | {_epochs(r)} | {_n(r['fit']['cpu_s'])} "
                     f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} |"
                 )
             sp = speedups(baselines[name], variants[name])
+            change = f"{sp.get('f1_change_points', 0):+.3f} pt"
+            if seeds:
+                mean = sum(_f1(r) for r in [variants[name], *seeds]) / (1 + len(seeds))
+                change += f" (mean of {1 + len(seeds)} seeds: {100 * (mean - _f1(baselines[name])):+.3f} pt)"
             lines.append(
-                f"| `{name}` | **ratio** | {sp.get('f1_change_points', 0):+.2f} pt | | "
-                f"**{_n(sp.get('fit_cpu_s'), 1)}x** | **{_n(sp.get('train_tokens_per_cpu_s'), 1)}x** "
-                f"| **{_n(sp.get('fit_tokens_per_cpu_s'), 1)}x** |"
+                f"| `{name}` | **current / version 1** | {change} | | "
+                f"**{_x(sp.get('fit_cpu_s'))}** | **{_x(sp.get('train_tokens_per_cpu_s'))}** "
+                f"| **{_x(sp.get('fit_tokens_per_cpu_s'))}** |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _f1(r: dict) -> float:
+    """Strict micro F1, unrounded when the scores are there."""
+    return r.get("scores", {}).get("strict_micro", {}).get("f1", r["f1"])
 
 
 def speedups(baseline: dict, result: dict) -> dict:
@@ -332,7 +397,7 @@ def speedups(baseline: dict, result: dict) -> dict:
         "train_tokens_per_cpu_s": ratio("train_tokens_per_cpu_s"),
         "fit_tokens_per_cpu_s": ratio("fit_tokens_per_cpu_s"),
         "fit_cpu_s": round(baseline["fit"]["cpu_s"] / result["fit"]["cpu_s"], 2) if result["fit"]["cpu_s"] else None,
-        "f1_change_points": round(100 * (result["f1"] - baseline["f1"]), 2),
+        "f1_change_points": round(100 * (_f1(result) - _f1(baseline)), 3),
     }
 
 

@@ -433,7 +433,9 @@ def test_adapters_share_the_base_parameters():
     assert tagger_class("lstm-crf-n")().lr == 0.01
     assert tagger_class("lstm-crf-l")().lr == 0.005
     assert tagger_class("lstm-l")().lr == 0.05
-    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [80, 100, 100]
+    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [12, 12, 22]
+    assert [tagger_class(n)().batch_size for n in NAMES] == [16, 16, 16, 16]
+    assert all(tagger_class(n)().validation_fraction == 0.0 for n in NAMES)
 
 
 def test_adapters_derive_their_constructor_from_the_base():
@@ -444,7 +446,7 @@ def test_adapters_derive_their_constructor_from_the_base():
     fea = tagger_class("lstm-crf-fea")
     tagger = fea(feature_dim=8)
     assert tagger.get_params()["feature_dim"] == 8 and tagger.get_params()["ehr_names_path"] is None
-    assert tagger.epochs == 80 and tagger.lr == 0.01
+    assert tagger.epochs == 12 and tagger.lr == 0.01
     assert tagger.clone().get_params() == tagger.get_params()
     assert repr(tagger) == "LstmCrfFeaTagger(feature_dim=8)"
     lstm = tagger_class("lstm-l")(0)  # positional as in the signature: epochs
@@ -512,3 +514,15 @@ class TestLstmCrfFeaContract(TaggerContract):
     tagger_name = "lstm-crf-fea"
     tagger_params = FAST
 
+
+
+def test_default_schedule_trains_every_note_for_every_epoch(docs):
+    # Version 2: no held-out part, so no early stopping and no refit; the
+    # model is the last epoch's averaged weights, after exactly ``epochs``.
+    small = {k: FAST[k] for k in ("char_dim", "char_lstm_dim", "word_dim", "word_lstm_dim", "lr")}
+    tagger = tagger_class("lstm-crf-l")(**small, epochs=3).fit(docs[:8])
+    info = tagger.train_info_
+    assert info["epochs_run"] == 3 and info["best_epoch"] == 3 and not info["stopped_early"]
+    assert info["held_out_documents"] == 0 and info["train_documents"] == 8 and "refit" not in info
+    assert info["train_tokens"] == sum(len(d.tokens) for d in docs[:8])
+    assert all(h["cpu_seconds"] > 0 for h in tagger.history_)

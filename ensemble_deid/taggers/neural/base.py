@@ -38,7 +38,8 @@ class NeuralTagger(Tagger):
     """Character BiLSTM + word BiLSTM, with a CRF or softmax output layer.
 
     Parameters (the adapters change some defaults):
-      epochs: the most epochs, a ceiling (early stopping usually ends sooner);
+      epochs: the number of epochs; with a held-out part (``validation_fraction``)
+        a ceiling, early stopping usually ends sooner;
       patience: epochs without a better held-out F1 before stopping (0: never);
       batch_size: sequences (sentences or notes, see ``context``) per update;
       lr: learning rate; optimizer: "adam", "amsgrad" (Adam whose steps do not
@@ -78,7 +79,9 @@ class NeuralTagger(Tagger):
       device: "auto" (the GPU when torch sees one, else the CPU), "cpu", "cuda";
       random_state: seeds weights, batch order, dropout and the held-out split;
       validation_fraction: share of the training documents (whole patient
-        groups) held out for early stopping (0: none, train all epochs);
+        groups) held out for early stopping (0, the default: none, train
+        every note for ``epochs`` epochs; 0.1 with ``epochs=100``,
+        ``batch_size=4`` and ``refit=True`` are version 1's defaults);
       refit: after early stopping, train again from fresh weights on every
         training note (held-out part included) for the number of epochs
         early stopping chose, at the learning rates those epochs used; the
@@ -118,9 +121,9 @@ class NeuralTagger(Tagger):
 
     def __init__(
         self,
-        epochs: int = 100,
+        epochs: int = 12,
         patience: int = 8,
-        batch_size: int = 4,
+        batch_size: int = 16,
         lr: float = 0.005,
         optimizer: str = "adam",
         lr_decay: float = 0.05,
@@ -143,7 +146,7 @@ class NeuralTagger(Tagger):
         max_length: int = 200,
         device: str = "auto",
         random_state: int = 0,
-        validation_fraction: float = 0.1,
+        validation_fraction: float = 0.0,
         refit: bool = True,
         num_threads: int | None = 1,
         verbose: bool = False,
