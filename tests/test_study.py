@@ -100,29 +100,31 @@ def test_study_config_errors_are_clear(tmp_path):
 
 def test_demo_output_keeps_the_progress_bar_clean(two_corpora, monkeypatch):
     """loky's notice that it replaced a worker (benign: the work is not lost)
-    must not break into the progress bar; other warnings still show."""
+    must not break into the progress bar of any command running the CV engine;
+    other warnings still show."""
     import warnings
 
-    from ensemble_deid.studies import study as study_module
+    from ensemble_deid.experiment import cv as cv_module
 
-    real_run = study_module.Study.run
+    real_task = cv_module.execute_task
 
-    def run_with_worker_notice(self, out_dir=None):
+    def task_with_worker_notice(*args, **kwargs):
         warnings.warn("A worker stopped while some jobs were given to the executor. This can be caused by a "
                       "too short worker timeout or by a memory leak.", UserWarning)
         warnings.warn("something else", UserWarning)
-        return real_run(self, out_dir)
+        return real_task(*args, **kwargs)
 
-    monkeypatch.setattr(study_module.Study, "run", run_with_worker_notice)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        res = CliRunner().invoke(main, ["study", "--corpus", "tinyA", "--taggers", "memorize,rules", "--methods",
-                                        "voting", "--folds", "3", "--trials", "200", "--no-progress"],
-                                 catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    messages = [str(w.message) for w in seen]
-    assert "something else" in messages
-    assert not any(m.startswith("A worker stopped") for m in messages)
+    monkeypatch.setattr(cv_module, "execute_task", task_with_worker_notice)
+    for command in (["study", "--corpus", "tinyA", "--taggers", "memorize,rules", "--methods", "voting", "--folds",
+                     "3", "--trials", "200", "--no-progress"],
+                    ["cv", "--corpus", "tinyB", "--taggers", "memorize", "--folds", "3", "--no-progress"]):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            res = CliRunner().invoke(main, command, catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        messages = [str(w.message) for w in seen]
+        assert "something else" in messages, command[0]
+        assert not any(m.startswith("A worker stopped") for m in messages), command[0]
 
 
 def test_demo_lists_unavailable_taggers_with_the_reason(monkeypatch):

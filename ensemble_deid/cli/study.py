@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 
 import click
 
@@ -56,13 +55,8 @@ def _run_study(ctx, config, out, progress, skipped=None):
     from ..studies.summary import study_summary
 
     ws = workspace_of(ctx)
-    with fail_on_error(), warnings.catch_warnings():
-        # loky retires a worker whose memory grew (the neural taggers load torch)
-        # and says so in a UserWarning that breaks into the progress bar; the work
-        # is not lost (a lost part would fail the run: every part is read back
-        # from the checksummed cache), so the warning tells a user nothing.
-        warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor",
-                                category=UserWarning)
+    with fail_on_error():
+        # (loky's "worker stopped" warning is silenced where the CV runs, in the engine)
         result = Study(ws, config, log=lambda m: click.echo(m, err=True), progress=progress,
                        skipped=skipped).run(out)
     styled = sys.stdout.isatty()

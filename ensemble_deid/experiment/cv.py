@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 import re
 import threading
 import time
@@ -377,7 +378,13 @@ class CrossValidation:
             bar = tqdm(total=len(todo), desc=desc, unit="part", disable=not progress)
             out = []
             call = delayed(execute_task)
-            with parallel_config(**config):
+            with parallel_config(**config), warnings.catch_warnings():
+                # loky retires a worker whose memory grew (the neural taggers load
+                # torch) and says so in a UserWarning that breaks into the progress
+                # bar; no work is lost (every part is read back from the
+                # checksummed cache), so the warning tells a user nothing.
+                warnings.filterwarnings("ignore", category=UserWarning,
+                                        message="A worker stopped while some jobs were given to the executor")
                 if jobs == 1 and backend == "loky":
                     stream = (execute_task(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo)
                 else:
