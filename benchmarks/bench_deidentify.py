@@ -2,7 +2,7 @@
 folder end to end: throughput, and whether its spans are exactly the
 ``ensemble`` command's cached predictions for the same documents.
 
-    ENSEMBLE_DEID_HOME=WS ENSEMBLE_DEID_CACHE=/work/meddocan-cache \\
+    ENSEMBLE_DEID_HOME=WS ENSEMBLE_DEID_CACHE=WS/cached_predictions \\
       python benchmarks/bench_deidentify.py --corpus meddocan --method voting-pruned \\
         --members crf,memm,mira,searn --model WS/model
 

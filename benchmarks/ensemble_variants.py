@@ -13,7 +13,7 @@ removes against the method's default. Writes benchmarks/results/ensemble-variant
 .md (the table docs/ensembles.md shows).
 
     ENSEMBLE_DEID_HOME=<workspace with MEDDOCAN registered as meddocan> \\
-    ENSEMBLE_DEID_CACHE=/work/meddocan-cache \\
+    ENSEMBLE_DEID_CACHE=WS/cached_predictions \\
     .venv/bin/python benchmarks/ensemble_variants.py [--corpus meddocan] [--members M] [--folds 10]
 
 MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez

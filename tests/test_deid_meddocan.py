@@ -2,8 +2,9 @@
 training split, loaded in a fresh process, de-identifies the dev split with
 exactly the ``ensemble`` command's spans at >= 5,000 tokens/s end to end
 (benchmarks/bench_deidentify.py; slow: the members are trained on all 500
-training notes). Needs the members' 10-fold cache: ENSEMBLE_DEID_MEDDOCAN_CACHE,
-by default /work/meddocan-cache (copied, never written).
+training notes). The members' 10-fold predictions come from the published
+cache in cached_predictions/meddocan/ (read-only), or from a workspace cache
+named by ENSEMBLE_DEID_MEDDOCAN_CACHE (copied, never written).
 
 MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez
 Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638 (CC BY 4.0).
@@ -25,10 +26,15 @@ MEMBERS = "crf,memm,mira,searn"
 
 @pytest.mark.slow
 def test_meddocan_bundle_reproduces_the_ensemble_fast(meddocan_dir, workspace, tmp_path, monkeypatch):
-    cache = Path(os.environ.get("ENSEMBLE_DEID_MEDDOCAN_CACHE", "/work/meddocan-cache"))
-    if not (cache / "v1").is_dir():
-        pytest.skip(f"no MEDDOCAN member cache at {cache}")
-    shutil.copytree(cache, tmp_path / "cache")
+    given = os.environ.get("ENSEMBLE_DEID_MEDDOCAN_CACHE")
+    if given:
+        shutil.copytree(given, tmp_path / "cache")
+    else:
+        published = Path(__file__).resolve().parent.parent / "cached_predictions" / "meddocan"
+        if not (published / "published.json").is_file():
+            pytest.skip(f"no published MEDDOCAN predictions at {published}")
+        (tmp_path / "cache").mkdir()
+        monkeypatch.setenv("ENSEMBLE_DEID_PUBLISHED", str(published))
     monkeypatch.setenv("ENSEMBLE_DEID_CACHE", str(tmp_path / "cache"))
     _run("corpus", "add", "meddocan", "--train", meddocan_dir / "train" / "xml", "--test", meddocan_dir / "dev" / "xml")
     monkeypatch.syspath_prepend(str(BENCH))
