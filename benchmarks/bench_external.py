@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from common import MEDDOCAN, RESULTS, ROOT, machine_description, progress, write_json, write_markdown
+from common import (
+    MEDDOCAN, RESULTS, ROOT, machine_description, progress, replace_between_markers, write_json, write_markdown,
+)
 
 CRITERIA = ("strict", "binary_token")
 DEFAULT_OUT = RESULTS / "external.json"
@@ -91,17 +93,6 @@ def markdown_table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def copy_into_docs(table: str) -> Path:
-    """Put the table between the markers of docs/external-systems.md."""
-    text = DOCS.read_text(encoding="utf-8")
-    head, found, rest = text.partition(BEGIN)
-    if not found:
-        raise SystemExit(f"{DOCS}: no {BEGIN} marker")
-    _, _, tail = rest.partition(END)
-    DOCS.write_text(f"{head}{BEGIN}\n{table.rstrip()}\n{END}{tail}", encoding="utf-8")
-    return DOCS
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--meddocan", type=Path, default=MEDDOCAN)
@@ -133,7 +124,7 @@ def main(argv=None) -> None:
     write_markdown(args.out.with_suffix(".md"), markdown_table(results))
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     if args.out.resolve() == DEFAULT_OUT.resolve():
-        print(f"updated {copy_into_docs(markdown_table(results))}")
+        print(f"updated {replace_between_markers(DOCS, BEGIN, END, markdown_table(results))}")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ VERSION_1 = {
     "lstm-l": {**_VERSION_1_COMMON, "epochs": 100, "batch_size": 16},
 }
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, ROOT, Clock, score_predictions, write_markdown  # noqa: E402
+from common import MEDDOCAN, ROOT, Clock, replace_between_markers, score_predictions, write_markdown  # noqa: E402
 
 
 def parse_value(text: str):
@@ -153,7 +153,7 @@ def main() -> None:
             text += "\nTraining throughput by batch size:\n\n" + throughput_table(
                 json.loads(sweep.read_text(encoding="utf-8")))
         write_markdown(args.out.with_suffix(".md"), text)
-        replace_between_markers(DOC, text)
+        replace_between_markers(DOC, BEGIN, END, text)
         print(text)
         return
     # Per-epoch lines (loss, held-out F1, tokens/s) on stderr; --verbose adds the bar.
@@ -276,17 +276,6 @@ def throughput(args, params: dict, train) -> None:
 
 DOC = ROOT / "docs" / "neural-taggers.md"
 BEGIN, END = "<!-- tables from bench_neural.py --tables -->", "<!-- end of tables -->"
-
-
-def replace_between_markers(doc: Path, text: str) -> None:
-    """Put ``text`` between the two marker lines of ``doc`` (the docs' tables
-    are the results file's, never typed)."""
-    body = doc.read_text(encoding="utf-8")
-    if BEGIN not in body or END not in body:
-        raise SystemExit(f"{doc}: no {BEGIN!r} ... {END!r} markers")
-    head, rest = body.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    write_markdown(doc, head + BEGIN + "\n" + text.strip("\n") + "\n" + END + tail)
 
 
 def _sort_number(value) -> float:

@@ -49,10 +49,8 @@ from ensemble_deid.evaluation import reference
 from ensemble_deid.corpus.document import Document
 from ensemble_deid.corpus.formats import load_directory, write_i2b2_xml
 
-ROOT = Path(__file__).resolve().parent.parent
-MEDDOCAN = Path(os.environ.get("MEDDOCAN_DIR", ROOT.parent / "shared" / "corpora" / "meddocan"))
-if not MEDDOCAN.exists():
-    MEDDOCAN = Path("/work/shared/corpora/meddocan")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import MEDDOCAN, ROOT, replace_between_markers  # noqa: E402
 
 
 def perturb(docs, seed=0):
@@ -198,22 +196,12 @@ def main() -> None:
     table.write_text(markdown_table(figures))
     print(f"wrote {table}")
     if out.resolve() == DEFAULT_OUT.resolve():
-        print(f"updated {copy_into_docs(table.read_text())}")
+        print(f"updated {replace_between_markers(DOCS, BEGIN, END, table.read_text())}")
 
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "scorer.json"
 DOCS = ROOT / "docs" / "evaluation.md"
 BEGIN, END = "<!-- scorer-table:begin (benchmarks/results/scorer.md) -->", "<!-- scorer-table:end -->"
-
-
-def copy_into_docs(table: str) -> Path:
-    """Put the table between the markers of docs/evaluation.md (the docs show
-    the results file, never figures typed by hand)."""
-    text = DOCS.read_text(encoding="utf-8")
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    DOCS.write_text(f"{head}{BEGIN}\n{table.rstrip()}\n{END}{tail}", encoding="utf-8")
-    return DOCS
 
 
 def markdown_table(f: dict) -> str:

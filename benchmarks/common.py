@@ -216,6 +216,17 @@ def write_markdown(path: Path, text: str) -> Path:
     return Path(path)
 
 
+def replace_between_markers(doc: Path, begin: str, end: str, text: str) -> Path:
+    """Put ``text`` between the ``begin`` and ``end`` marker lines of ``doc``
+    (the docs' tables are the results files', never typed by hand)."""
+    body = doc.read_text(encoding="utf-8")
+    if begin not in body or end not in body:
+        raise SystemExit(f"{doc}: no {begin!r} ... {end!r} markers")
+    head, rest = body.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return write_markdown(doc, head + begin + "\n" + text.strip("\n") + "\n" + end + tail)
+
+
 def shown(path: Path) -> str:
     """A path relative to the repository when it is inside it."""
     path = Path(path).resolve()
