@@ -15,8 +15,10 @@ With ``--baseline`` each variant is first fitted with the defaults its
 adapter had at version 1 (``VERSION_1``: batches of 4, patience 8, refit from
 scratch) and the result is kept under ``baseline`` beside the current
 defaults' figures, with the speed-ups between the two. A run with
-``--set random_state=N`` is kept under ``other_seeds`` (the seed's share
-of an F1 difference), not in place of the default seed's.
+``--set random_state=N`` is kept under ``other_seeds`` (its version-1 fit,
+with ``--baseline``, under ``baseline_other_seeds``): the seed's share of
+an F1 difference, not in place of the default seed's; the side-by-side table
+then compares the means over seeds.
 Training tokens/s count the training epochs only (not the per-epoch held-out
 evaluation), per wall second and per CPU second of this process; "fit tokens
 per CPU s" divides the training notes' tokens by the whole fit's CPU seconds
@@ -187,7 +189,7 @@ def main() -> None:
     results, baselines = previous.get("variants", {}), previous.get("baseline", {})
     # Kept as they were: version 1's figures from before this script ran it, and
     # runs of the current defaults at other seeds (added below with --set random_state=N).
-    extra = {k: previous[k] for k in ("baseline_recorded", "other_seeds") if k in previous}
+    extra = {k: previous[k] for k in ("baseline_recorded", "other_seeds", "baseline_other_seeds") if k in previous}
     other_seed = "random_state" in overrides
     smoke = args.limit_train is not None or args.limit_dev is not None
     for name in [v.strip() for v in args.variants.split(",") if v.strip()]:
@@ -200,7 +202,10 @@ def main() -> None:
                 name, {**params, **VERSION_1[name], **overrides}, train, dev, args.checkpoint_dir, "-baseline"
             )
             if not smoke:
-                baselines[name] = baseline
+                if other_seed:  # beside the default seed's, as for the current defaults
+                    _add_seed(extra.setdefault("baseline_other_seeds", {}).setdefault(name, []), baseline)
+                else:
+                    baselines[name] = baseline
                 save(args, train, dev, results, baselines, extra)  # kept even if the second fit is cut short
             if args.baseline_only:
                 continue
@@ -211,11 +216,15 @@ def main() -> None:
         if smoke:
             continue  # smoke runs never overwrite the recorded figures
         if other_seed:
-            seeds = extra.setdefault("other_seeds", {}).setdefault(name, [])
-            seeds[:] = [r for r in seeds if r["params"]["random_state"] != result["params"]["random_state"]] + [result]
+            _add_seed(extra.setdefault("other_seeds", {}).setdefault(name, []), result)
         else:
             results[name] = result
         save(args, train, dev, results, baselines, extra)
+
+
+def _add_seed(runs: list, result: dict) -> None:
+    """Keep ``result`` among the runs at other seeds, replacing one at its seed."""
+    runs[:] = [r for r in runs if r["params"]["random_state"] != result["params"]["random_state"]] + [result]
 
 
 def save(args, train, dev, results: dict, baselines: dict, extra: dict) -> None:
@@ -350,7 +359,10 @@ def tables(data: dict) -> str:
         for name in compared:
             rows = [("version 1, earlier run (version-1 code)", recorded[name])] if name in recorded else []
             seeds = data.get("other_seeds", {}).get(name, [])
-            rows += [("version 1", baselines[name]), ("current", variants[name])]
+            base_seeds = data.get("baseline_other_seeds", {}).get(name, [])
+            rows += [("version 1", baselines[name])]
+            rows += [(f"version 1, random_state={r['params']['random_state']}", r) for r in base_seeds]
+            rows += [("current", variants[name])]
             rows += [(f"current, random_state={r['params']['random_state']}", r) for r in seeds]
             for label, r in rows:
                 label += "*" if r.get("recorded_with") and "version-1 code" not in label else ""
@@ -360,9 +372,11 @@ def tables(data: dict) -> str:
                 )
             sp = speedups(baselines[name], variants[name])
             change = f"{sp.get('f1_change_points', 0):+.3f} pt"
-            if seeds:
-                mean = sum(_f1(r) for r in [variants[name], *seeds]) / (1 + len(seeds))
-                change += f" (mean of {1 + len(seeds)} seeds: {100 * (mean - _f1(baselines[name])):+.3f} pt)"
+            if seeds or base_seeds:
+                # Seeds move F1 by a few tenths of a point: the means are the fairer comparison.
+                now, then = [variants[name], *seeds], [baselines[name], *base_seeds]
+                diff = sum(map(_f1, now)) / len(now) - sum(map(_f1, then)) / len(then)
+                change += f" (mean of {len(now)} seeds against mean of {len(then)}: {100 * diff:+.3f} pt)"
             lines.append(
                 f"| `{name}` | **current / version 1** | {change} | | "
                 f"**{_x(sp.get('fit_cpu_s'))}** | **{_x(sp.get('train_tokens_per_cpu_s'))}** "
