@@ -127,3 +127,25 @@ def test_compare_takes_cached_ensembles_even_without_their_oof(tiny):
     assert missing.exit_code != 0 and "run 'ensemble' first" in missing.output
     one = _run("compare", "--corpus", "tiny", "--folds", "3", "memorize", ok=False)
     assert one.exit_code == 2 and "at least two" in one.output
+
+
+def test_a_failed_ensemble_fit_leaves_no_entry(tiny, monkeypatch):
+    # Members are computed and cached; the meta-learner then fails: the cache
+    # holds the members' entries and no empty ensemble entry.
+    from ensemble_deid.ensemble.voting import Voting
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("injected fault in the meta-learner")
+
+    original = Voting._fit_prepared
+    monkeypatch.setattr(Voting, "_fit_prepared", broken)
+    res = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+               "--no-progress", ok=False)
+    assert res.exit_code != 0
+    cache = PredictionCache(tiny / "cached_predictions")
+    entries = [m["tagger"] for _, m in cache.entries()]
+    assert "memorize" in entries and not any(e.startswith("ensemble.") for e in entries)
+    assert cache.verify() == []
+    monkeypatch.setattr(Voting, "_fit_prepared", original)
+    assert "(computed test and oof)" in _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members",
+                                             MEMBERS, "--folds", "3", "--no-progress").output

@@ -167,8 +167,8 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
         settings["fixed"] = sorted(learner.fixed)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
     cache = engine.cache
-    cache.ensure_entry(entry, {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),
-                               "settings": jsonable(settings), "members": list(runs), "external": False})
+    description = {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),
+                   "settings": jsonable(settings), "members": list(runs), "external": False}
     test_part, oof_parts = ensemble_parts(engine, entry)
     members_oof = {label: run.oof for label, run in runs.items()}
     members_test = {label: run.test for label, run in runs.items()}
@@ -190,6 +190,9 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
             record["nested"] = {"tp": n.tp, "fp": n.fp, "fn": n.fn, "score": n.score, "chosen": n.chosen,
                                 "fits": n.fits, "seconds": round(n.seconds, 2)}
         record.update(_learned(learner.best_estimator_))
+        # The entry is made only once there is something to put in it: a fit
+        # that fails leaves no empty entry behind.
+        cache.ensure_entry(entry, description)
         cache.write_part(test_part, preds, test, part_metadata(f"ensemble.{method}", learner.get_params(),
                                                                time.perf_counter() - t0, {"selection": jsonable(record)}))
         out["computed"].append("test")
@@ -209,6 +212,7 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
             by_fold = fold_predictions(estimator, members_oof, train, engine.folds)
             seconds = time.perf_counter() - t0
             docs_by_id = {d.id: d for d in train}
+            cache.ensure_entry(entry, description)
             for f, part in enumerate(oof_parts):
                 preds = by_fold.get(f, [])
                 cache.write_part(part, preds, [docs_by_id[p.doc_id] for p in preds],
