@@ -208,9 +208,10 @@ def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
     cfg = StudyConfig(corpora=[tiny], taggers=["memorize", "memorize:max_len=1", "memorize:max_len=2"],
                       methods=["voting"], folds=3, trials=100, method_params={"voting": {"threshold": 1}})
     result = Study(Workspace(workspace), cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
-    chosen = result.manifest["ensemble_parameters"]
+    chosen = [record for column in result.manifest["chosen"].values()
+              for method, record in column.items() if method != "best single member"]
     assert chosen and all(v["params"] == {"overlap": "greedy", "threshold": 1} and v["fixed"] == ["threshold"]
-                          and v["chosen_by_cv"] == {} for v in chosen.values())
+                          and v["chosen_by_cv"] == {} for v in chosen)
 
 
 # --- 22.7: taggers NAME and "did you mean" ----------------------------------------

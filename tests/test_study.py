@@ -60,16 +60,18 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     assert manifest["members"]["memorize:max_len=2@tinyA"]["params"] == {"max_len": 2}
     chosen = manifest["chosen"]["tinyA test: all models"]
     assert set(chosen) == {"best single member", "voting", "voting-pruned", "stacked-svm"}
-    assert "threshold" in chosen["voting"] and "C" in chosen["stacked-svm"]
-    assert chosen["voting-pruned"]["members"] and set(chosen["voting-pruned"]["members"]) <= set(manifest["members"])
-    assert 1 <= chosen["voting-pruned"]["threshold"] <= len(chosen["voting-pruned"]["members"])
+    assert "threshold" in chosen["voting"]["chosen_by_cv"] and "C" in chosen["stacked-svm"]["chosen_by_cv"]
+    assert chosen["voting"]["params"]["threshold"] == chosen["voting"]["chosen_by_cv"]["threshold"]
+    kept = chosen["voting-pruned"]["learned"]["members"]
+    assert kept and set(kept) <= set(manifest["members"])
+    assert 1 <= chosen["voting-pruned"]["learned"]["threshold"] <= len(kept)
     # The best single member is chosen on the training-set outputs and never a union model.
     members = [m for m in manifest["members"] if "+" not in m]
     assert chosen["best single member"] in members
     cells = json.loads((res.directory / "ensembles.json").read_text())["cells"]
     voting = next(c for c in cells if c["method"] == "voting" and c["column"] == "tinyA test: all models")
     p, r, f = voting["precision"], voting["recall"], voting["f1"]
-    assert f == pytest.approx(2 * p * r / (p + r)) and voting["params"] == chosen["voting"]
+    assert f == pytest.approx(2 * p * r / (p + r)) and voting["params"] == {**chosen["voting"]["chosen_by_cv"], **chosen["voting"]["learned"]}
     base_cells = json.loads((res.directory / "base_taggers.json").read_text())["cells"]
     short = next(c for c in base_cells if c["tagger"] == "memorize:max_len=2" and c["f1"] is not None)
     assert short["params"] == {"max_len": 2} and short["precision"] is not None

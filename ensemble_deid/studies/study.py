@@ -209,7 +209,6 @@ class Study:
         self.config = config
         self.log = log
         self.progress = progress
-        self.chosen: dict[str, dict] = {}  # every ensemble's parameters, for the manifest
         self.command = list(command) if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]
         self.skipped = dict(skipped or {})  # tagger -> why it could not run here
 
@@ -378,14 +377,17 @@ class Study:
                     say(f"  {where}: skipped: {exc}")
                     bar.update()
                     continue
-                self.chosen[f"{method} on {t.name} test, {set_name}"] = {
-                    "chosen_by_cv": search.best_params_, "fixed": sorted(fixed), "params": search.chosen_params()}
                 c = _counts(scorers[t.name], t.test, pred)
-                params = {**cfg.method_params.get(method, {}), **search.best_params_, **_learned(search.best_estimator_)}
+                learned = _learned(search.best_estimator_)
+                params = {**cfg.method_params.get(method, {}), **search.best_params_, **learned}
                 rows[method][j] = _score_cell(c, params=params)
                 counts[(row_index[method], j)] = c
                 preds[(method, j)] = pred
-                chosen[columns[j]][method] = params
+                # The manifest's one record of the ensemble: every parameter of the
+                # final model, which of them CV chose and which were fixed, and
+                # what the fit itself chose (pruned voting's threshold and members).
+                chosen[columns[j]][method] = {"params": search.chosen_params(), "chosen_by_cv": search.best_params_,
+                                              "fixed": sorted(fixed), "learned": learned}
                 say(f"  {where}: F1 {100 * c.prf()[2]:.2f} in {time.perf_counter() - t0:.1f} s"
                     + (f" ({_plain_params(params)})" if params else ""))
                 bar.update()
@@ -462,8 +464,7 @@ class Study:
             "libraries": versions, "config": asdict(self.config),
             "corpora": {c.name: {"fingerprints": c.fingerprints, "documents": {s: len(d) for s, d in c.splits.items()}}
                         for c in corpora},
-            "cache": str(self.ws.cache_dir), "members": members, "ensemble_parameters": self.chosen,
-            "chosen": chosen, "skipped": self.skipped,
+            "cache": str(self.ws.cache_dir), "members": members, "chosen": chosen, "skipped": self.skipped,
             "seconds": {"base_taggers": round(base_s, 1), "ensembles": round(ens_s, 1), "total": round(total_s, 1)},
             "figures": [str(Path(f).name) for f in figures],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
