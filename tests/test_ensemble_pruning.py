@@ -170,9 +170,9 @@ def test_pruned_voting_takes_the_variants_as_parameters():
     learner = PrunedVoting(threshold=1, removal_ties="earliest").fit(members, [d])
     assert learner.search_.paths[1].steps[0][0] == "B"
     assert PrunedVoting().param_hash() != PrunedVoting(removal_ties="earliest").param_hash()
-    with pytest.raises(ValueError, match="removal_ties must be one of worse, earliest"):
+    with pytest.raises(ValueError, match="removal_ties='first'; expected one of 'worse', 'earliest'"):
         PrunedVoting(removal_ties="first").fit(members, [d])
-    with pytest.raises(ValueError, match="overlap must be one of"):
+    with pytest.raises(ValueError, match="overlap='sweep'; expected one of 'greedy', 'chain'"):
         PrunedVoting(overlap="sweep").fit(members, [d])
 
 

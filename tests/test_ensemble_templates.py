@@ -191,9 +191,9 @@ def test_variants_are_parameters_in_the_hash_and_checked():
     assert len({DecisionTemplates(**p).param_hash() for p in (
         {}, {"variant": "authors"}, {"variant": "authors", "min_similarity": 0.6}, {"overlap": "chain"})}) == 4
     docs, members = random_case(6, n_docs=2, n_members=2)
-    for bad, match in (({"variant": "dtm"}, "variant must be one of paper, authors"),
+    for bad, match in (({"variant": "dtm"}, "variant='dtm'; expected one of 'paper', 'authors'"),
                        ({"variant": "authors", "min_similarity": 1.5}, "min_similarity"),
-                       ({"overlap": "x"}, "overlap must be one of")):
+                       ({"overlap": "x"}, "overlap='x'")):
         with pytest.raises(ValueError, match=match):
             DecisionTemplates(**bad).fit(members, docs)
 

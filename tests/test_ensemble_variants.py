@@ -51,7 +51,7 @@ def test_prune_param_selects_the_variants(tiny):
                "--param", "overlap=chain", "--no-progress").output
     assert "variant: removal_ties=earliest, overlap=chain" in out
     assert re.search(r"chosen: t=\d, \d member\(s\): ", out)
-    for param, message in (("overlap=sweep", "overlap must be one of greedy, chain"),
+    for param, message in (("overlap=sweep", "overlap='sweep'; expected one of 'greedy', 'chain'"),
                            ("threshold=2", "the threshold and metric have their own options"),
                            ("removal_ties", "expected key=value")):
         bad = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--param", param, ok=False)

@@ -238,7 +238,7 @@ def test_vectorised_chain_equals_the_sequential_sweep():
 
 def test_bad_overlap_rule_is_refused(threshold_case):
     d, members = threshold_case
-    with pytest.raises(ValueError, match="overlap must be one of greedy, chain"):
+    with pytest.raises(ValueError, match="overlap='sweep'; expected one of 'greedy', 'chain'"):
         Voting(overlap="sweep").fit(members, [d])
 
 

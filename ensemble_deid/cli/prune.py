@@ -20,18 +20,14 @@ def _threshold(value: str):
 
 def _variant(params: dict) -> dict:
     """The voting-pruned parameters --param may set, checked before any work."""
-    from ..ensemble.pruning import check_removal_ties
-    from ..ensemble.voting import check_overlap
+    from ..ensemble.pruning import PrunedVoting
 
     other = sorted(set(params) - {"removal_ties", "overlap"})
     if other:
         raise click.BadParameter(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
                                  "(the threshold and metric have their own options)", param_hint="--param")
-    try:
-        if "removal_ties" in params:
-            check_removal_ties(params["removal_ties"], "prune")
-        if "overlap" in params:
-            check_overlap(params["overlap"], "prune")
+    try:  # the method's own declared constraints
+        PrunedVoting(**params).validate_params()
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--param")
     return params

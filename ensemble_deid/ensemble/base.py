@@ -77,6 +77,7 @@ class MetaLearner:
     _param_names = Tagger.__dict__["_param_names"]
     get_params = Tagger.get_params
     clone = Tagger.clone
+    hashed_params = Tagger.hashed_params
     param_hash = Tagger.param_hash
     __repr__ = Tagger.__repr__
     is_fitted = Tagger.is_fitted
@@ -147,6 +148,7 @@ class MetaLearner:
         names = tuple(members)
         if not names:
             raise ValueError(f"{self.name}: no members given")
+        self.validate_params()  # declared constraints, then check_params: before any work
         prepared = self._prepare(ordered_members(members, names, documents, self.name), names, documents)
         self._fit_prepared(prepared)
         self.member_names_ = names

@@ -216,16 +216,8 @@ class PrunedVoting(SpanMetaLearner):
         self.removal_ties = removal_ties
         self.overlap = overlap
 
-    def check_params(self) -> None:
-        check_metric(self.metric)
-        if self.threshold not in (None, "auto"):
-            check_threshold(self.threshold, self.name)
-        check_removal_ties(self.removal_ties, self.name)
-        check_overlap(self.overlap, self.name)
-
     def _fit_prepared(self, table: CandidateTable) -> None:
-        self.check_params()
-        thresholds = None if self.threshold in (None, "auto") else [check_threshold(self.threshold, self.name)]
+        thresholds = None if self.threshold in (None, "auto") else [int(self.threshold)]
         self._member_ranks(table)
         search = pruning_search(table, self.member_rank_, thresholds, self.metric, self.removal_ties, self.overlap)
         self.search_ = search

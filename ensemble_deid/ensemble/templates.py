@@ -47,7 +47,7 @@ import numpy as np
 
 from .base import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, gold_keys, voting_priority
-from .voting import check_overlap, resolve
+from .voting import resolve
 from ..taggers.constraints import Interval, Options
 
 VARIANTS = ("paper", "authors")
@@ -138,16 +138,7 @@ class DecisionTemplates(SpanMetaLearner):
             return {"min_similarity": [0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8]}
         return {}
 
-    def check_params(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"{self.name}: variant must be one of {', '.join(VARIANTS)}, not {self.variant!r}")
-        check_overlap(self.overlap, self.name)
-        s = self.min_similarity
-        if isinstance(s, bool) or not isinstance(s, (int, float, np.floating)) or not 0 <= s < 1:
-            raise ValueError(f"{self.name}: min_similarity must be a number in [0, 1), not {s!r}")
-
     def _fit_prepared(self, table: CandidateTable) -> None:
-        self.check_params()
         self._member_ranks(table)
         if self.variant == "authors":
             self._fit_authors(table)
@@ -157,7 +148,6 @@ class DecisionTemplates(SpanMetaLearner):
         self.template_false_ = prof[~table.gold].mean(axis=0) if (~table.gold).any() else None
 
     def _predict_raw(self, table: CandidateTable):
-        self.check_params()
         if self.variant == "authors":
             return self._predict_authors(table)
         d_true, d_false = self.distances(table)

@@ -145,17 +145,11 @@ class Voting(SpanMetaLearner):
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"threshold": list(range(1, n_members + 1))}
 
-    def check_params(self) -> None:
-        check_threshold(self.threshold, self.name)
-        check_overlap(self.overlap, self.name)
-
     def _fit_prepared(self, table: CandidateTable) -> None:
-        self.check_params()
         self._member_ranks(table)
 
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
-        return vote_select(table, check_threshold(self.threshold, self.name), self.member_rank_,
-                           overlap=check_overlap(self.overlap, self.name))
+        return vote_select(table, int(self.threshold), self.member_rank_, overlap=self.overlap)
 
     def _raw_to_predictions(self, table, raw):
         return table.to_predictions(raw, table.vote_count / max(table.n_members, 1))
