@@ -19,7 +19,10 @@ API:
   ``write_private_json(path, obj)``, and ``atomic_private_file(path)`` (a
   binary handle, for ``savefig`` or ``pickle.dump``): atomic, 0600;
 * ``private_temp_file`` / ``private_temp_dir``: ``mkstemp`` / ``mkdtemp``;
-* ``os_error(path, exc)`` / ``reason(exc)`` for callers doing their own I/O.
+* ``os_error(path, exc)`` / ``reason(exc)`` for callers doing their own I/O;
+* ``read_utf8(path, error)`` / ``read_json(path, error)``: the reading side,
+  every failure one ``error`` (the caller's exception class) naming the file
+  and the reason, never a byte of its content.
 
 A hand-written "temp file + os.replace + chmod" elsewhere is one of these:
 ``write_private(path, data, fsync=True)`` for an atomic durable write,
@@ -71,6 +74,33 @@ def reason(exc: OSError) -> str:
 def os_error(path: str | os.PathLike, exc: OSError) -> FileWriteError:
     """The FileWriteError for an OSError met while writing ``path``."""
     return FileWriteError(path, reason(exc))
+
+
+def read_utf8(path: str | os.PathLike, error: type[Exception], what: str = "", bom: bool = False) -> str:
+    """The text of a UTF-8 file (``bom``: a leading byte-order mark is
+    dropped). An unreadable file or a bad byte raises ``error`` naming the
+    file, ``what`` it is and the offset of the bad byte."""
+    path = Path(path)
+    name = printable(str(path))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(f"{name}: cannot read{' ' + what if what else ''} ({reason(exc)})") from None
+    try:
+        return raw.decode("utf-8-sig" if bom else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{name}: {what + ' is ' if what else ''}not valid UTF-8 "
+                    f"(bad byte at offset {exc.start})") from None
+
+
+def read_json(path: str | os.PathLike, error: type[Exception], what: str = "") -> Any:
+    """A JSON file's value; unreadable, not UTF-8 or not JSON raises ``error``
+    naming the file (the parser's message, which may quote the file, is dropped)."""
+    text = read_utf8(path, error, what)
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise error(f"{printable(str(path))}: {what + ' is ' if what else ''}not valid JSON") from None
 
 
 def private_dir(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:

@@ -63,9 +63,9 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 def _write_mapping(path, mapping) -> None:
     import json
 
-    from ..taggers.state import make_private_dir, write_private
+    from ..files import private_dir, write_private
 
-    make_private_dir(path.parent)
+    private_dir(path.parent)
     write_private(path, json.dumps(mapping, indent=1, ensure_ascii=False).encode("utf-8"))
 
 

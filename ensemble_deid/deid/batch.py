@@ -26,7 +26,7 @@ from typing import Callable, Iterator, Sequence
 from ..corpus.document import Annotation, Document
 from ..corpus.formats import assign_groups, read_brat, read_i2b2_xml, to_i2b2_xml
 from ..errors import ERROR, CorpusError, Problem
-from ..taggers.state import make_private_dir, write_private
+from ..files import private_dir, write_private
 from .redact import MODES, redact
 
 SPAN_FORMATS = ("xml", "brat")
@@ -161,9 +161,9 @@ class FolderDeidentifier:
             progress: Callable[[int], None] | None = None) -> FolderRun:
         notes = scan_notes(input_dir)
         check_notes(notes, self.span_formats)  # before any output: one clear error, nothing half done
-        out = make_private_dir(Path(out))
+        out = private_dir(out, root=out)  # the output folder itself owner-only, even if it existed
         for sub in ("text", "spans"):
-            make_private_dir(out / sub)
+            private_dir(out / sub, root=out)
         summary = FolderRun(notes=len(notes), has_gold=any(n.has_gold for n in notes))
         todo = [n for n in notes if not self.is_complete(out, n.doc_id)]
         summary.skipped = len(notes) - len(todo)

@@ -23,7 +23,8 @@ from typing import Any, Mapping
 
 from .. import __version__
 from ..errors import EnsembleDeidError
-from ..taggers.state import encodable, make_private_dir, write_private
+from ..files import private_dir, read_json, write_private
+from ..taggers.state import encodable
 
 BUNDLE_FORMAT = "ensemble-deid-bundle"
 # Bump when the layout or the manifest's meaning changes; other versions are refused.
@@ -60,15 +61,15 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
     out = Path(out)
     if out.exists():
         raise BundleError(f"{out}: already exists (choose a new folder for the bundle)")
-    make_private_dir(out.parent if str(out.parent) else Path("."))
+    private_dir(out.parent if str(out.parent) else Path("."))  # an existing parent is the user's: left as it is
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        make_private_dir(tmp)
+        private_dir(tmp)
         entries = []
         for i, (label, tagger) in enumerate(members.items()):
             folder = f"members/{i:02d}-{tagger.name}"
-            make_private_dir(tmp / "members")
+            private_dir(tmp / "members")
             tagger.save(tmp / folder)
             entries.append({"label": label, "name": tagger.name, "version": tagger.version, "folder": folder,
                             "params": encodable(tagger.get_params())})
@@ -106,12 +107,7 @@ def read_manifest(path: str | Path) -> dict:
     mpath = root / MANIFEST
     if not root.is_dir():
         raise BundleError(f"{root}: not a bundle folder")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BundleError(f"{mpath}: cannot read ({exc.strerror})") from None
-    except ValueError:
-        raise BundleError(f"{mpath}: not valid JSON (damaged bundle)") from None
+    manifest = read_json(mpath, BundleError, "the bundle manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise BundleError(f"{mpath}: not an ensemble-deid model bundle")
     if manifest.get("format_version") != BUNDLE_VERSION:

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import EnsembleDeidError
+from ..files import private_dir, read_json, write_private
 
 STATE_FILE = "state.json"
 ARRAYS_FILE = "arrays.npz"
-FILE_MODE = 0o600
-DIR_MODE = 0o700
 
 _SAFE_CLASSES: dict[str, type] = {}
 
@@ -45,28 +43,6 @@ def register_state_class(cls: type) -> type:
     ``__setstate__`` (or fills ``__dict__``) on a bare instance."""
     _SAFE_CLASSES[cls.__name__] = cls
     return cls
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write a file owner-only (whatever the umask), atomically."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def make_private_dir(path: Path) -> Path:
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    os.chmod(path, DIR_MODE)
-    return path
 
 
 class _Encoder:
@@ -151,7 +127,7 @@ def _decode(value: Any, arrays, folder: Path, where: str) -> Any:
 
 def write_state(folder: str | Path, header: dict, state: dict[str, Any]) -> Path:
     """Write ``header`` (plain JSON) and ``state`` (see the module docstring)."""
-    folder = make_private_dir(Path(folder))
+    folder = private_dir(folder, root=folder)  # the model's own folder: owner-only even if it existed
     enc = _Encoder()
     body = {"header": header, "state": {k: enc.encode(v, k) for k, v in state.items()}}
     for name, data in enc.blobs.items():
@@ -170,12 +146,7 @@ def read_header(folder: str | Path) -> dict:
 
 def _read_body(folder: Path) -> dict:
     path = folder / STATE_FILE
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise StateError(f"{path}: cannot read ({exc.strerror})") from None
-    except ValueError:
-        raise StateError(f"{path}: not valid JSON") from None
+    body = read_json(path, StateError)
     if not isinstance(body, dict) or not isinstance(body.get("header"), dict) or not isinstance(body.get("state"), dict):
         raise StateError(f"{path}: missing field 'header' or 'state'")
     return body

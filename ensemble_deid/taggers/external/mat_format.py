@@ -182,15 +182,10 @@ def read_mat_file(path, fmt: str = "auto") -> tuple[str, list[MatSpan]]:
     """Read ``.json`` (MAT JSON) or ``.xml`` (inline XML); ``fmt`` forces one."""
     from pathlib import Path
 
+    from ...files import read_utf8
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ExternalOutputError(f"{path}: cannot read ({exc.strerror})") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExternalOutputError(f"{path}: not valid UTF-8 (bad byte at offset {exc.start})") from None
+    text = read_utf8(path, ExternalOutputError, bom=True)
     if fmt == "auto":
         fmt = "json" if path.suffix.lower() == ".json" or text.lstrip().startswith("{") else "xml-inline"
     if fmt == "json":

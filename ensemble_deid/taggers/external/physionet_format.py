@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...corpus.document import Document
+from ...files import read_utf8
 from .base import ExternalOutputError
 
 START = "START_OF_RECORD="
@@ -182,15 +183,7 @@ def _check_order(start: int, end: int, source: str, lineno: int) -> None:
 
 
 def read_text_file(path: str | Path, what: str) -> str:
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ExternalOutputError(f"{path}: cannot read {what} ({exc.strerror})") from exc
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ExternalOutputError(f"{path}: {what} is not valid UTF-8 (bad byte at offset {exc.start})") from exc
+    return read_utf8(path, ExternalOutputError, what)
 
 
 # --- categories from .info ---------------------------------------------------------
