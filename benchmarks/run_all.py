@@ -50,6 +50,7 @@ pp. 618-638.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -59,7 +60,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
-    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, write_json, write_markdown,
+    MEDDOCAN, RESULTS, ROOT, Clock, machine_description, machine_lines, progress, replace_between_markers, shown,
+    write_json, write_markdown,
 )
 
 CRITERIA = ("strict", "token", "binary_token")
@@ -228,8 +230,6 @@ def run_method(engine, method, members, args, n_test_tokens) -> dict:
                 "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
     entry = ensemble_entry(method, settings, members, engine.train_fingerprint)
     cache = engine.cache
-    cache.ensure_entry(entry, {"tagger_label": label, "params": jsonable(settings["params"]),
-                               "settings": jsonable(settings), "members": list(members), "external": False})
     test_part, _ = ensemble_parts(engine, entry)
     train, test = engine.train, engine.targets["test"]
     record = cache.read_part(test_part)[1] if cache.part_status(test_part) == "valid" else {}
@@ -250,6 +250,8 @@ def run_method(engine, method, members, args, n_test_tokens) -> dict:
                 "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
                 "members": list(members), "metric": learner.metric, **_learned(learner.best_estimator_),
             }
+            cache.ensure_entry(entry, {"tagger_label": label, "params": jsonable(settings["params"]),
+                                       "settings": jsonable(settings), "members": list(members), "external": False})
             cache.write_part(test_part, preds, test, part_metadata(label, learner.get_params(), t2 - t0, {
                 "selection": jsonable(selection), "fit_seconds": round(t1 - t0, 4),
                 "predict_seconds": round(t2 - t1, 4), "peak_rss_mb": round(mem.peak, 1)}))
@@ -267,6 +269,8 @@ def run_method(engine, method, members, args, n_test_tokens) -> dict:
         "system": label, "kind": "ensemble", "members": list(members),
         "entry": {"tagger": entry.tagger, "version": entry.version, "param_hash": entry.param_hash},
         "chosen_params": selection.get("best_params"), "selection_cv_score": selection.get("best_score"),
+        # What the fit itself chose: pruned voting's threshold and kept members.
+        "learned": {k: selection[k] for k in ("threshold", "subset") if k in selection},
         "selection_fits": selection.get("fits"),
         "scores": test_scores(test, test_preds),
         "cv_strict_f1": cv_f1(train, oof),
@@ -316,6 +320,65 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+README = ROOT / "README.md"
+README_BEGIN, README_END = "<!-- results from run_all.py --tables -->", "<!-- end of results -->"
+
+
+def _f1(system: dict) -> float:
+    return system["scores"]["strict"]["f1"]
+
+
+def _spec_name(label: str) -> str:
+    return label.split(":")[0]
+
+
+def readme_table(result: dict, rows: int = 6) -> str:
+    """The README's results: the best base taggers beside every ensemble, by
+    strict F1 on the test split, with what each ensemble chose."""
+    taggers = sorted((s for s in result["systems"] if s["kind"] != "ensemble"), key=_f1, reverse=True)
+    ensembles = sorted((s for s in result["systems"] if s["kind"] == "ensemble"), key=_f1, reverse=True)
+    if not taggers or not ensembles:
+        raise SystemExit("run_all --tables: the results hold no tagger or no ensemble")
+    by_cv = max((s for s in taggers if s.get("cv_strict_f1") is not None), key=lambda s: s["cv_strict_f1"],
+                default=None)
+    n_members = len(ensembles[0]["members"])
+
+    def member(s):
+        return _spec_name(s["system"]) + (" (best by CV F1)" if s is by_cv else "")
+
+    def ensemble(s):
+        chosen = {**(s.get("chosen_params") or {})}
+        learned = s.get("learned") or {}
+        notes = [f"{len(learned['subset'])} of {len(s['members'])}"] if "subset" in learned else []
+        if "threshold" in learned:
+            chosen["threshold"] = learned["threshold"]
+        short = {"threshold": "t"}
+        notes += [f"{short.get(k, k)} = {v:g}" if isinstance(v, float) else f"{short.get(k, k)} = {v}"
+                  for k, v in chosen.items()]
+        return s["system"].removeprefix("ensemble.") + (f" ({', '.join(notes)})" if notes else "")
+
+    lines = [f"| system | strict F1 | | ensemble ({n_members} members) | strict F1 |", "|---|---:|---|---|---:|"]
+    best = ensembles[0]
+    for i in range(max(min(rows, len(taggers)), len(ensembles))):
+        left = f"{member(taggers[i])} | {_f1(taggers[i]):.4f}" if i < min(rows, len(taggers)) else " | "
+        if i < len(ensembles):
+            e = ensembles[i]
+            name, f1 = ensemble(e), f"{_f1(e):.4f}"
+            if e is best:
+                name, f1 = f"**{name}**", f"**{f1}**"
+            right = f"{name} | {f1}"
+        else:
+            right = " | "
+        lines.append(f"| {left} | | {right} |")
+    gains = [f"+{100 * (_f1(best) - _f1(taggers[0])):.2f} points over the best single member on this split "
+             f"({_spec_name(taggers[0]['system'])})"]
+    if by_cv is not None and by_cv is not taggers[0]:
+        gains.append(f"+{100 * (_f1(best) - _f1(by_cv)):.2f} over the member a user would pick, the best by CV F1 "
+                     f"({_spec_name(by_cv['system'])})")
+    lines += ["", f"The best ensemble, {best['system'].removeprefix('ensemble.')}, is " + " and ".join(gains) + "."]
+    return "\n".join(lines)
+
+
 def save(result: dict, stem: Path) -> None:
     write_json(stem.with_suffix(".json"), result)
     write_markdown(stem.with_suffix(".md"), markdown(result))
@@ -342,7 +405,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--no-ensemble-oof", action="store_true", help="skip the ensembles' own out-of-fold predictions (no CV F1)")
     ap.add_argument("--out-dir", type=Path, default=None, help=f"where the results go (default {shown(RESULTS)})")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ap.add_argument("--tables", action="store_true",
+                    help="only rewrite the README's results table from the results file (run nothing)")
     args = ap.parse_args(argv)
+    if args.tables:
+        safe = re.sub(r"[^A-Za-z0-9_.\-]", "_", args.corpus)
+        result = json.loads(((args.out_dir or RESULTS) / f"run_all-{safe}.json").read_text(encoding="utf-8"))
+        text = readme_table(result)
+        replace_between_markers(README, README_BEGIN, README_END, text)
+        print(text)
+        return result
     if args.jobs == 0:
         ap.error("--jobs must be positive, or -1 for every core")
     if args.folds < 2:

@@ -82,3 +82,28 @@ def test_bench_cache_smoke(tmp_path, scripts):
     for alt in data["alternatives"].values():
         assert {"write_time", "read_time", "size"} <= set(alt["ratios"])
     assert "cpu_model" in data["machine"]
+
+
+def test_readme_table_from_a_results_file(scripts):
+    # Hand-made results: the table sorts by strict F1, marks the best-by-CV
+    # member and the best ensemble, and states the gains computed from them.
+    run_all = scripts("run_all")
+
+    def system(name, kind, f1, cv=None, **extra):
+        return {"system": name, "kind": kind, "scores": {"strict": {"f1": f1}}, "cv_strict_f1": cv, **extra}
+
+    members = ["a", "b:x=1", "c"]
+    result = {"systems": [
+        system("a", "tagger", 0.90, cv=0.95), system("b:x=1", "tagger", 0.92, cv=0.91), system("c", "tagger", 0.80),
+        system("ensemble.voting", "ensemble", 0.93, members=members, chosen_params={"threshold": 2}),
+        system("ensemble.voting-pruned", "ensemble", 0.935, members=members, chosen_params={},
+               learned={"threshold": 1, "subset": ["a", "b:x=1"]}),
+        system("ensemble.stacked-svm", "ensemble", 0.94, members=members, chosen_params={"C": 10.0}),
+    ]}
+    lines = run_all.readme_table(result, rows=2).splitlines()
+    assert lines[0] == "| system | strict F1 | | ensemble (3 members) | strict F1 |"
+    assert lines[2] == "| b | 0.9200 | | **stacked-svm (C = 10)** | **0.9400** |"
+    assert lines[3] == "| a (best by CV F1) | 0.9000 | | voting-pruned (2 of 3, t = 1) | 0.9350 |"
+    assert lines[4] == "|  |  | | voting (t = 2) | 0.9300 |"
+    assert lines[-1] == ("The best ensemble, stacked-svm, is +2.00 points over the best single member on this split (b) "
+                         "and +4.00 over the member a user would pick, the best by CV F1 (a).")
