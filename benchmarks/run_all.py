@@ -60,8 +60,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
-    MEDDOCAN, RESULTS, ROOT, Clock, machine_description, machine_lines, progress, replace_between_markers, shown,
-    write_json, write_markdown,
+    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, write_json, write_markdown,
 )
 
 CRITERIA = ("strict", "token", "binary_token")
@@ -320,10 +319,6 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-README = ROOT / "README.md"
-README_BEGIN, README_END = "<!-- results from run_all.py --tables -->", "<!-- end of results -->"
-
-
 def _f1(system: dict) -> float:
     return system["scores"]["strict"]["f1"]
 
@@ -332,13 +327,13 @@ def _spec_name(label: str) -> str:
     return label.split(":")[0]
 
 
-def readme_table(result: dict, rows: int = 6) -> str:
-    """The README's results: the best base taggers beside every ensemble, by
-    strict F1 on the test split, with what each ensemble chose."""
+def summary_table(result: dict, rows: int = 6) -> str:
+    """The README's results (``-summary.md``): the best base taggers beside
+    every ensemble, by strict F1 on the test split, with what each ensemble chose."""
     taggers = sorted((s for s in result["systems"] if s["kind"] != "ensemble"), key=_f1, reverse=True)
     ensembles = sorted((s for s in result["systems"] if s["kind"] == "ensemble"), key=_f1, reverse=True)
     if not taggers or not ensembles:
-        raise SystemExit("run_all --tables: the results hold no tagger or no ensemble")
+        return ""
     by_cv = max((s for s in taggers if s.get("cv_strict_f1") is not None), key=lambda s: s["cv_strict_f1"],
                 default=None)
     n_members = len(ensembles[0]["members"])
@@ -381,7 +376,16 @@ def readme_table(result: dict, rows: int = 6) -> str:
 
 def save(result: dict, stem: Path) -> None:
     write_json(stem.with_suffix(".json"), result)
+    write_tables(result, stem)
+
+
+def write_tables(result: dict, stem: Path) -> None:
+    """The Markdown files of a results file: the full table, and the summary
+    the README copies (``benchmarks/sync_docs.py``)."""
     write_markdown(stem.with_suffix(".md"), markdown(result))
+    summary = summary_table(result)
+    if summary:
+        write_markdown(stem.with_name(stem.name + "-summary.md"), summary)
 
 
 def main(argv=None) -> dict:
@@ -406,14 +410,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--out-dir", type=Path, default=None, help=f"where the results go (default {shown(RESULTS)})")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     ap.add_argument("--tables", action="store_true",
-                    help="only rewrite the README's results table from the results file (run nothing)")
+                    help="only rewrite the Markdown files (table, -summary.md) from the results file (run nothing)")
     args = ap.parse_args(argv)
     if args.tables:
-        safe = re.sub(r"[^A-Za-z0-9_.\-]", "_", args.corpus)
-        result = json.loads(((args.out_dir or RESULTS) / f"run_all-{safe}.json").read_text(encoding="utf-8"))
-        text = readme_table(result)
-        replace_between_markers(README, README_BEGIN, README_END, text)
-        print(text)
+        stem = (args.out_dir or RESULTS) / ("run_all-" + re.sub(r"[^A-Za-z0-9_.\-]", "_", args.corpus))
+        result = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+        write_tables(result, stem)
+        print(summary_table(result))
         return result
     if args.jobs == 0:
         ap.error("--jobs must be positive, or -1 for every core")

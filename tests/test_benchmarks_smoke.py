@@ -84,7 +84,7 @@ def test_bench_cache_smoke(tmp_path, scripts):
     assert "cpu_model" in data["machine"]
 
 
-def test_readme_table_from_a_results_file(scripts):
+def test_summary_table_from_a_results_file(scripts):
     # Hand-made results: the table sorts by strict F1, marks the best-by-CV
     # member and the best ensemble, and states the gains computed from them.
     run_all = scripts("run_all")
@@ -100,7 +100,7 @@ def test_readme_table_from_a_results_file(scripts):
                learned={"threshold": 1, "subset": ["a", "b:x=1"]}),
         system("ensemble.stacked-svm", "ensemble", 0.94, members=members, chosen_params={"C": 10.0}),
     ]}
-    lines = run_all.readme_table(result, rows=2).splitlines()
+    lines = run_all.summary_table(result, rows=2).splitlines()
     assert lines[0] == "| system | strict F1 | | ensemble (3 members) | strict F1 |"
     assert lines[2] == "| b | 0.9200 | | **stacked-svm (C = 10)** | **0.9400** |"
     assert lines[3] == "| a (best by CV F1) | 0.9000 | | voting-pruned (2 of 3, t = 1) | 0.9350 |"

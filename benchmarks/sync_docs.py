@@ -1,0 +1,73 @@
+"""Copy the tables of results files into the docs, where the docs say so.
+
+    python benchmarks/sync_docs.py            # rewrite every marked block
+    python benchmarks/sync_docs.py --check    # exit 1 if a block differs from its results file
+
+A block in README.md or docs/*.md between
+
+    <!-- table from benchmarks/results/NAME.md -->
+    <!-- end of table -->
+
+gets the first Markdown table of that results file (its ``|`` lines), so
+the figures a reader sees are the ones the benchmark wrote, never typed by
+hand. ``tests/test_docs_tables.py`` runs the check.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, shown, write_markdown  # noqa: E402
+
+BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md) -->\n)(.*?)(<!-- end of table -->)", re.S)
+
+
+def first_table(path: Path) -> str:
+    lines, found = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("|"):
+            lines.append(line)
+            found = True
+        elif found:
+            break
+    if not lines:
+        raise SystemExit(f"sync_docs: {shown(path)} holds no Markdown table")
+    return "\n".join(lines) + "\n"
+
+
+def synced(text: str) -> str:
+    def fill(m: re.Match) -> str:
+        source = ROOT / m.group(2)
+        if not source.is_file():
+            raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs block) does not exist")
+        return m.group(1) + first_table(source) + m.group(4)
+
+    return BLOCK.sub(fill, text)
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="only report blocks that differ (exit 1 if any)")
+    args = ap.parse_args(argv)
+    stale = []
+    for doc in documents():
+        text = doc.read_text(encoding="utf-8")
+        new = synced(text)
+        if new != text:
+            stale.append(shown(doc))
+            if not args.check:
+                write_markdown(doc, new)
+    verb = "differ from their results files" if args.check else "rewritten"
+    print(f"{len(stale)} document(s) {verb}" + (f": {', '.join(stale)}" if stale else ""))
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
