@@ -36,7 +36,7 @@ from ..taggers.constraints import validate_params
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 
 # Bump when any method's output for the same input can change (cache key).
-ENSEMBLE_VERSION = "2"  # 2: tag ids no longer depend on PYTHONHASHSEED (token-level methods)
+ENSEMBLE_VERSION = "3"  # 2: tag ids no longer depend on PYTHONHASHSEED (token-level methods); 3: stacked-lstm on the shared BiLSTM and CRF steps
 METRICS = ("f1", "f2", "recall")
 
 
