@@ -338,3 +338,24 @@ def test_voting_threshold_above_the_member_count_is_refused(tiny, workspace):
                ok=False)
     assert "threshold 5 exceeds" in res.output and "--grid" in res.output
     assert _entries(workspace) == []
+
+
+# --- the cache key: an int for a float parameter is the same model ------------------
+
+def test_an_int_for_a_float_parameter_hashes_as_that_float():
+    from ensemble_deid.taggers.base import Tagger
+
+    class Scaled(Tagger):
+        name = "scaled"
+
+        def __init__(self, alpha=1.0, rounds=3, flag=False, note="x"):
+            self.alpha = alpha
+            self.rounds = rounds
+            self.flag = flag
+            self.note = note
+
+    assert Scaled(alpha=1).param_hash() == Scaled().param_hash()  # as typed in "scaled:alpha=1"
+    assert Scaled(alpha=1).hashed_params()["alpha"] == 1.0
+    assert Scaled(alpha=2).param_hash() != Scaled().param_hash()
+    assert Scaled(rounds=3.0).param_hash() != Scaled().param_hash()  # int defaults are not coerced
+    assert Scaled(flag=True).hashed_params()["flag"] is True

@@ -113,9 +113,21 @@ class Tagger:
         """An unfitted copy with the same parameters."""
         return type(self)(**self.get_params())
 
+    def hashed_params(self) -> dict[str, Any]:
+        """The parameters as the cache key sees them. An int given where the
+        default is a float counts as that float: ``validation_fraction=0``
+        and the default ``0.0`` are one model, so they share one cache entry."""
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        params = {}
+        for name, value in self.get_params().items():
+            if isinstance(defaults.get(name), float) and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            params[name] = value
+        return params
+
     def param_hash(self) -> str:
-        """Stable hash of the parameters: part of the cache key."""
-        blob = json.dumps(self.get_params(), sort_keys=True, default=str)
+        """Stable hash of the parameters (``hashed_params``): part of the cache key."""
+        blob = json.dumps(self.hashed_params(), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def __repr__(self) -> str:

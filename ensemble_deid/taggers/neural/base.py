@@ -187,13 +187,9 @@ class NeuralTagger(Tagger):
             cls.__init__ = _derived_init(cls)
 
     # --- parameters ----------------------------------------------------------------
-    def param_hash(self) -> str:
-        import hashlib
-        import json
-
-        params = {k: v for k, v in self.get_params().items() if k not in _NOT_HASHED}
-        blob = json.dumps(params, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    def hashed_params(self) -> dict[str, Any]:
+        # Progress output and thread count do not change the model.
+        return {k: v for k, v in super().hashed_params().items() if k not in _NOT_HASHED}
 
     def _check_params(self) -> None:
         from .training import OPTIMIZERS
