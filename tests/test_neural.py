@@ -420,6 +420,9 @@ def test_param_hash_ignores_verbosity_and_threads():
     cls = tagger_class("lstm-crf-l")
     assert cls().param_hash() == cls(verbose=True, num_threads=2).param_hash()
     assert cls().param_hash() != cls(lr=0.1).param_hash()
+    # An int for a float parameter (as typed in a spec) is the same model.
+    assert cls(validation_fraction=0).param_hash() == cls().param_hash()
+    assert cls(validation_fraction=0).param_hash() != cls(validation_fraction=0.1).param_hash()
 
 
 def test_adapters_share_the_base_parameters():
@@ -432,9 +435,9 @@ def test_adapters_share_the_base_parameters():
     assert tagger_class("lstm-l").use_crf is False
     assert tagger_class("lstm-crf-n")().lr == 0.01
     assert tagger_class("lstm-crf-l")().lr == 0.005
-    assert tagger_class("lstm-l")().lr == 0.05
-    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [12, 12, 22]
-    assert [tagger_class(n)().batch_size for n in NAMES] == [16, 16, 16, 16]
+    assert tagger_class("lstm-l")().lr == 0.2
+    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [12, 12, 16]
+    assert {n: tagger_class(n)().batch_size for n in NAMES} == {n: 64 if n == "lstm-l" else 16 for n in NAMES}
     assert all(tagger_class(n)().validation_fraction == 0.0 for n in NAMES)
 
 
