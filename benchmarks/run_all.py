@@ -216,49 +216,19 @@ def run_tagger(engine, spec, args, n_test_tokens) -> tuple[dict, object]:
 
 
 def run_method(engine, method, members, args, n_test_tokens) -> dict:
-    """Fit (or reuse from the cache) one ensemble method over the members."""
-    from ensemble_deid.cli.ensemble import _learned, run_ensemble
-    from ensemble_deid.experiment.cv import PeakMemory
+    """Fit (or reuse from the cache) one ensemble method over the members, as
+    ``ensemble-deid ensemble`` with its defaults does (the same cache entry)."""
+    from ensemble_deid.cli.ensemble import run_ensemble
     from ensemble_deid.ensemble import GridSearch, make_method
-    from ensemble_deid.ensemble.caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
 
     learner = GridSearch(make_method(method), folds=args.folds, seed=args.seed)
     label = f"ensemble.{method}"
-    # The same settings (hence the same cache entry) as ``ensemble-deid ensemble`` with its defaults.
-    settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
-                "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
-    entry = ensemble_entry(method, settings, members, engine.train_fingerprint)
-    cache = engine.cache
-    test_part, _ = ensemble_parts(engine, entry)
     train, test = engine.train, engine.targets["test"]
-    record = cache.read_part(test_part)[1] if cache.part_status(test_part) == "valid" else {}
     clock = Clock()
-    computed = "fit_seconds" not in record  # parts cached by the CLI carry no split timings: refit
     with clock:
-        if computed:
-            members_oof = {k: m.oof for k, m in members.items()}
-            members_test = {k: m.test for k, m in members.items()}
-            with PeakMemory() as mem:
-                t0 = time.perf_counter()
-                learner.fit(members_oof, train)
-                t1 = time.perf_counter()
-                preds = learner.predict(members_test, test)
-                t2 = time.perf_counter()
-            selection = {
-                "best_params": learner.best_params_, "best_score": learner.best_score_,
-                "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
-                "members": list(members), "metric": learner.metric, **_learned(learner.best_estimator_),
-            }
-            cache.ensure_entry(entry, {"tagger_label": label, "params": jsonable(settings["params"]),
-                                       "settings": jsonable(settings), "members": list(members), "external": False})
-            cache.write_part(test_part, preds, test, part_metadata(label, learner.get_params(), t2 - t0, {
-                "selection": jsonable(selection), "fit_seconds": round(t1 - t0, 4),
-                "predict_seconds": round(t2 - t1, 4), "peak_rss_mb": round(mem.peak, 1)}))
-        test_preds, record = cache.read_part(test_part)
-        oof = None
-        if not args.no_ensemble_oof:
-            oof = run_ensemble(engine, learner, method, members, oof=True, echo=progress)["oof"]
-    selection = record.get("selection", {})
+        out = run_ensemble(engine, learner, method, members, oof=not args.no_ensemble_oof, echo=progress)
+    entry, test_preds, record, selection, oof = out["entry"], out["test"], out["test_record"], out["record"], out["oof"]
+    computed = "test" in out["computed"]
     # The whole pipeline at prediction time: every member's full-training model, then the meta-learner.
     member_predict = [next((r.get("predict_seconds") for r in m.records if r.get("target") == "test"), None)
                       for m in members.values()]

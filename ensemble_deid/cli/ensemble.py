@@ -154,11 +154,14 @@ def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, n
 
 def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=print):
     """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
-    test and OOF predictions, the entry and the selection record."""
+    test and OOF predictions, the entry, the test part's record
+    (``test_record``: fit and predict seconds, peak memory) and the selection
+    record (``record``)."""
     import time
 
     from ..ensemble.caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
     from ..ensemble.selection import fold_predictions
+    from ..experiment.cv import PeakMemory
 
     train, test = engine.train, engine.targets["test"]
     settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
@@ -176,9 +179,12 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
 
     if refit or cache.part_status(test_part) != "valid":
         echo(f"fitting {method} on {len(train)} training documents ({len(runs)} members)")
-        t0 = time.perf_counter()
-        learner.fit(members_oof, train)
-        preds = learner.predict(members_test, test)
+        with PeakMemory() as mem:
+            t0 = time.perf_counter()
+            learner.fit(members_oof, train)
+            t1 = time.perf_counter()
+            preds = learner.predict(members_test, test)
+            t2 = time.perf_counter()
         record = {
             "best_params": learner.best_params_, "best_score": learner.best_score_,
             "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
@@ -193,11 +199,12 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
         # The entry is made only once there is something to put in it: a fit
         # that fails leaves no empty entry behind.
         cache.ensure_entry(entry, description)
-        cache.write_part(test_part, preds, test, part_metadata(f"ensemble.{method}", learner.get_params(),
-                                                               time.perf_counter() - t0, {"selection": jsonable(record)}))
+        cache.write_part(test_part, preds, test, part_metadata(f"ensemble.{method}", learner.get_params(), t2 - t0, {
+            "selection": jsonable(record), "fit_seconds": round(t1 - t0, 4), "predict_seconds": round(t2 - t1, 4),
+            "peak_rss_mb": round(mem.peak, 1)}))
         out["computed"].append("test")
     test_preds, test_record = cache.read_part(test_part)
-    out["test"], out["record"] = test_preds, test_record.get("selection", {})
+    out["test"], out["test_record"], out["record"] = test_preds, test_record, test_record.get("selection", {})
 
     if oof:
         missing = [p for p in oof_parts if refit or cache.part_status(p) != "valid"]
