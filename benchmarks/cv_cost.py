@@ -6,7 +6,7 @@ wall time they come to on a 2-core machine (issue 18's target: the whole
     python benchmarks/cv_cost.py                                    # cached_predictions/meddocan
     python benchmarks/cv_cost.py --published cached_predictions/meddocan --cores 2
 
-Reads only the folder's manifest (``published.json``): each part records the
+Reads only the folder's manifest (``published.json``, checked as the cache checks it): each part records the
 seconds its fit and its prediction took when it was computed, and the
 document count it was fitted on. Writes ``benchmarks/results/cv-cost-<corpus>.json``
 and ``.md`` and the table in docs/benchmarks.md. The estimate is the sum of
@@ -20,7 +20,6 @@ Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -66,13 +65,13 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if args.cores < 1:
         ap.error("--cores must be at least 1")
-    path = args.published / "published.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"cv_cost: cannot read {shown(path)}: {exc.__class__.__name__}")
-    result = cost(manifest, args.cores)
-    result["source"] = shown(path)
+    from ensemble_deid.experiment.cache import PUBLISHED_MANIFEST, PublishedFolder
+
+    folder = PublishedFolder(args.published)  # the cache's own reader: shape and checksum checked
+    if folder.manifest is None:
+        raise SystemExit(f"cv_cost: {shown(args.published)}: {folder.problem}")
+    result = cost(folder.manifest, args.cores)
+    result["source"] = shown(args.published / PUBLISHED_MANIFEST)
     stem = RESULTS / f"cv-cost-{result['corpus']}"
     write_json(stem.with_suffix(".json"), result)
     text = markdown(result)
