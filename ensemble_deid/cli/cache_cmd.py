@@ -213,7 +213,8 @@ def export(ctx, out, corpus_name, fmt):
     beside OUT first and moved in at the end: a failure leaves OUT as it was.
     """
     from ..corpus.formats import write_i2b2_xml
-    from ..experiment.cache import SCHEMA, CacheError, EntryKey, PartKey, make_private_dir
+    from ..experiment.cache import SCHEMA, CacheError, EntryKey, PartKey
+    from ..files import private_dir
 
     ws = workspace_of(ctx)
     pc = _cache(ctx)
@@ -242,7 +243,7 @@ def export(ctx, out, corpus_name, fmt):
     written = skipped = 0
     lines = []
     try:
-        make_private_dir(staging)
+        private_dir(staging)
         for part, label in sorted(parts.items(), key=lambda kv: (kv[1], str(kv[0]))):
             e = part.entry
             if part.kind == "oof":
@@ -259,7 +260,7 @@ def export(ctx, out, corpus_name, fmt):
             rel = Path(label.replace("/", "_").replace(":", "_"), f"{e.version}-{e.param_hash}", e.train_fingerprint,
                        f"{part.kind}-{part.scope}-{part.name}")
             folder = staging / rel
-            make_private_dir(folder)
+            private_dir(folder)
             for doc_id, pred in preds.items():
                 doc = by_id.get(doc_id)
                 if doc is None:
@@ -284,13 +285,14 @@ def export(ctx, out, corpus_name, fmt):
 
 def _move_leaves(staging: Path, out: Path) -> None:
     """Move each finished part folder into OUT, replacing an older export of the same part."""
-    from ..experiment.cache import DIR_MODE, make_private_dir
+    from ..experiment.cache import DIR_MODE
+    from ..files import private_dir
 
-    make_private_dir(out)
+    private_dir(out)
     os.chmod(out, DIR_MODE)
     for leaf in sorted(p for p in staging.glob("*/*/*/*") if p.is_dir()):
         dest = out / leaf.relative_to(staging)
-        make_private_dir(dest.parent)
+        private_dir(dest.parent)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(leaf, dest)

@@ -209,11 +209,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
     write_private(path, data, fsync=True)
 
 
-def make_private_dir(path: Path) -> None:
-    """``mkdir -p`` whose new folders are owner-only whatever the umask."""
-    private_dir(path)
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -493,7 +488,7 @@ class PredictionCache:
 
     # --- writing ---------------------------------------------------------------------
     def _mkdir(self, path: Path) -> None:
-        make_private_dir(path)
+        private_dir(path)
         # mkdir's mode is masked by umask; make sure what we own is owner-only.
         p = path
         while p != self.root and p != p.parent:

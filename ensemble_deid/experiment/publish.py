@@ -37,9 +37,10 @@ import numpy as np
 from .. import __version__
 from ..corpus.tokenize import TOKENIZER_VERSION
 from ..corpus.workspace import Corpus
+from ..files import private_dir
 from .cache import (
     PUBLISHED_FORMAT, PUBLISHED_MANIFEST, SCHEMA, CacheError, CacheWriteError, PredictionCache, PublishedFolder,
-    _atomic_write, _record_checksum, _sha256, entry_record, make_private_dir,
+    _atomic_write, _record_checksum, _sha256, entry_record,
 )
 from .cv import CrossValidation, TaggerSpec
 
@@ -144,7 +145,7 @@ def publish(
         specs = _specs_of_corpus(cache, engine.train_fingerprint, result)
     staging = out.parent / f".{out.name}.{os.getpid()}.tmp"
     try:
-        make_private_dir(staging)
+        private_dir(staging)
         entries: dict[str, dict] = {}
         for spec in specs:
             try:
@@ -160,7 +161,7 @@ def publish(
                                       f"(run 'cv --folds {k} --seed {seed}' first)")
                 continue
             rel_entry = entry.relpath
-            make_private_dir(staging / rel_entry)
+            private_dir(staging / rel_entry)
             _atomic_write(staging / rel_entry / "entry.json",
                           json.dumps(entry_record(entry, engine._describe(spec)), indent=2, sort_keys=True).encode())
             parts = []
@@ -171,7 +172,7 @@ def publish(
                 record.pop("record_sha256", None)
                 record["record_sha256"] = _record_checksum(record)
                 dest = staging / task.part.relpath
-                make_private_dir(dest.parent)
+                private_dir(dest.parent)
                 _atomic_write(dest.with_suffix(".npz"), base.with_suffix(".npz").read_bytes())
                 _atomic_write(dest.with_suffix(".json"), json.dumps(record, indent=2, sort_keys=True).encode())
                 parts.append({
@@ -194,7 +195,7 @@ def publish(
                 continue
             for rel in previous.files:
                 if rel.startswith(old["path"] + "/"):
-                    make_private_dir((staging / rel).parent)
+                    private_dir((staging / rel).parent)
                     _atomic_write(staging / rel, (out / rel).read_bytes())
             entries[old["path"]] = old
             result.kept.append(str(old.get("tagger_label")))
@@ -207,7 +208,7 @@ def publish(
             buf = io.BytesIO()
             np.savez_compressed(buf, **_document_arrays(docs))
             rel = f"documents/{fingerprints[split]}.npz"
-            make_private_dir(staging / "documents")
+            private_dir(staging / "documents")
             _atomic_write(staging / rel, buf.getvalue())
             documents[split] = {"fingerprint": fingerprints[split], "documents": len(docs), "path": rel}
 
