@@ -331,7 +331,7 @@ def _locked(out: Path) -> Iterator[None]:
 
     path = out / LOCK
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         os.fchmod(fd, 0o600)
     except OSError as exc:
         raise os_error(path, exc) from exc

@@ -23,6 +23,8 @@ the same note (both compared case-insensitively): a draw that does is redrawn
 from the same seeded stream (so it stays a function of the inputs above and
 of the note's PHI), a name word word by word. Within a note, one string gets
 one surrogate, whatever types it was predicted with (``replace_spans``).
+Avoiding the note's other PHI is the one exception to consistency: a note
+where a patient's surrogate is another PHI string (word) gets a redraw.
 """
 from __future__ import annotations
 
@@ -132,14 +134,14 @@ class Surrogator:
         any type) gets the surrogate it got first, and no surrogate equals
         another PHI string of the note."""
         phi = {document.text[a.start:a.end].strip().casefold() for a in spans} - {""}
+        words = {w for p in phi for w in _NAME_WORD.findall(p)}  # name words avoid the note's other PHI words
         given: dict[str, str] = {}
         out = []
         for span in spans:
             original = document.text[span.start:span.end]
-            key = original.strip()  # exact: "Lee" and "LEE" keep their own case style
-            new = given.get(key) if key else None
+            new = given.get(original)  # exact: "Lee" and "LEE" keep their own case style
             if new is None:
-                new = given[key] = self._replace(document, span, phi)
+                new = given[original] = self._replace(document, span, phi, words)
             if self.record:
                 self.mapping.setdefault(document.id, []).append(
                     {"start": span.start, "end": span.end, "label": span.label, "original": original, "surrogate": new})
@@ -151,7 +153,7 @@ class Surrogator:
         """One span's replacement (alone: see ``replace_spans`` for a note)."""
         return self.replace_spans(document, [span])[0]
 
-    def _replace(self, document: Document, span: Annotation, phi: set[str]) -> str:
+    def _replace(self, document: Document, span: Annotation, phi: set[str], words: set[str]) -> str:
         original = document.text[span.start:span.end]
         key = original.strip().casefold()
         if not key:
@@ -161,7 +163,6 @@ class Surrogator:
             return key in new.casefold() or new.strip().casefold() in phi
 
         patient = document.group
-        words = {w for p in phi for w in _NAME_WORD.findall(p)}  # name words avoid the note's other PHI words
         out = self._replacement(original, span, patient, avoid=words)
         for attempt in range(1, 20):
             if not bad(out):
