@@ -323,7 +323,7 @@ def test_a_catastrophic_group_pattern_is_stopped(bundle, tmp_path, monkeypatch):
     (folder / f"{'a' * 40}!.txt").write_text("Seen 03/04/2012.\n")
     with _Alarm(60):
         res = _run(bundle, folder, "--out", tmp_path / "out", "--group-pattern", "^((a+)+)$")
-    assert res.exit_code == 1 and "backtracks catastrophically" in res.output, res.output
+    assert res.exit_code == 2 and "backtracks catastrophically" in res.output, res.output
     assert not list((tmp_path / "out").rglob("*.txt"))
 
 

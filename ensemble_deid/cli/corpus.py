@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from ..errors import EnsembleDeidError
 from .common import fail_on_error, workspace_of
 
 
@@ -36,10 +35,8 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
     if not name.strip():
         raise click.BadParameter("a corpus name cannot be empty", param_hint="NAME")
     if group_pattern is not None:
-        try:
+        with fail_on_error():
             compile_group_pattern(group_pattern)
-        except EnsembleDeidError as exc:
-            raise click.BadParameter(str(exc).removeprefix("--group-pattern "), param_hint="--group-pattern")
     ws = workspace_of(ctx)
     splits = {"train": list(train) if len(train) > 1 else train[0], "test": test, **({"dev": dev} if dev else {})}
     spec = CorpusSpec(name, splits, fmt, label_map, group_pattern or I2B2_GROUP_PATTERN)

@@ -39,23 +39,15 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     from ..corpus.formats import compile_group_pattern
     from ..deid import Deidentifier, Surrogator
     from ..deid.batch import FolderDeidentifier, scan_notes
-    from ..errors import EnsembleDeidError
 
     if save_mapping and mode != "surrogate":
         raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
-    # Options that can be checked without the model, before it is loaded.
-    if group_pattern is not None:
-        try:
+    with fail_on_error():  # options that need no model are checked before it is loaded
+        if group_pattern is not None:
             compile_group_pattern(group_pattern)
-        except EnsembleDeidError as exc:
-            raise click.BadParameter(str(exc).removeprefix("--group-pattern "), param_hint="--group-pattern")
-    surrogates = None
-    if mode == "surrogate":
-        try:
+        surrogates = None
+        if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--locale")
-    with fail_on_error():
         deid = Deidentifier.load(model)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ..corpus.document import Annotation, Document
 from ..corpus.synth import lists
+from ..errors import ParameterError, did_you_mean
 from ..corpus.synth.surrogates import Surrogates, sub_seed
 
 DATE_ORDERS = ("mdy", "dmy")
@@ -106,15 +107,14 @@ class Surrogator:
 
             self.seed = secrets.randbits(63)
             self.seed_given = False
-        if self.date_order not in DATE_ORDERS:
-            raise ValueError(f"date_order must be one of {', '.join(DATE_ORDERS)}, not {self.date_order!r}")
         from faker.config import AVAILABLE_LOCALES
 
+        if self.date_order not in DATE_ORDERS:
+            raise ParameterError(f"date_order must be one of {', '.join(DATE_ORDERS)}, not {self.date_order!r}",
+                                 "--date-order")
         if self.locale not in AVAILABLE_LOCALES:
-            from ..errors import did_you_mean
-
-            raise ValueError(f"unknown locale {self.locale!r}{did_you_mean(self.locale, AVAILABLE_LOCALES)} "
-                             "(Faker's locales, e.g. en_US, es_ES)")
+            raise ParameterError(f"unknown locale {self.locale!r}{did_you_mean(self.locale, AVAILABLE_LOCALES)} "
+                             "(Faker's locales, e.g. en_US, es_ES)", "--locale")
 
     # -- per patient ------------------------------------------------------------
     def _rng(self, *parts) -> random.Random:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..document import Document
-from ...errors import ERROR, CorpusError, Problem, printable
+from ...errors import ERROR, CorpusError, ParameterError, Problem, printable
 from ..labelmap import LabelMap
 from .brat import read_brat
 from .i2b2 import read_i2b2_xml, to_i2b2_xml, write_i2b2_xml
@@ -91,10 +91,10 @@ def compile_group_pattern(pattern: str) -> re.Pattern:
     try:
         regex = re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
-        raise CorpusError(f"--group-pattern is not a valid regular expression ({exc})") from None
+        raise ParameterError(f"not a valid regular expression ({exc})", "--group-pattern") from None
     if regex.groups < 1:
-        raise CorpusError("--group-pattern has no capture group: its first group (...) must give the patient, "
-                          r"e.g. '^(\d{3})-\d{2}$'")
+        raise ParameterError(r"no capture group: its first group (...) must give the patient, e.g. '^(\d{3})-\d{2}$'",
+                             "--group-pattern")
     return regex
 
 
@@ -115,8 +115,8 @@ def group_ids(ids: Sequence[str], group_pattern: str | None) -> dict[str, str]:
                 match = regex.search(doc_id)
                 groups[doc_id] = match.group(1) if match and match.group(1) is not None else doc_id
     except _Expired:
-        raise CorpusError(f"--group-pattern ran over {GROUP_PATTERN_SECONDS:.0f} s on {len(ids)} document ids "
-                          "(it backtracks catastrophically, e.g. nested repeats like (a+)+): simplify it") from None
+        raise ParameterError(f"ran over {GROUP_PATTERN_SECONDS:.0f} s on {len(ids)} document ids (it backtracks "
+                             "catastrophically, e.g. nested repeats like (a+)+): simplify it", "--group-pattern") from None
     return groups
 
 
