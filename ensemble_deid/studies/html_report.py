@@ -349,7 +349,7 @@ td[data-v]{text-align:right}td[data-v]:first-child{text-align:left}
 table.sortable th{cursor:pointer;background:#f5f5f5;user-select:none}
 table.sortable th.asc:after{content:" \\25B2"}table.sortable th.desc:after{content:" \\25BC"}
 table.matrix td{text-align:right;min-width:2.2em}table.matrix th{font-weight:normal;background:#fafafa;white-space:nowrap}
-.filters label{margin-right:1em}.muted{color:#777}
+.filters label{margin-right:1em}.lanes label{margin-right:.6em;white-space:nowrap}.muted{color:#777}
 .docs{display:flex;gap:1em;align-items:flex-start}
 .doc-list{max-height:80vh;overflow:auto;flex:0 0 auto}#doc-view{flex:1 1 auto;min-width:0;overflow-x:auto}
 #doc-table tbody tr{cursor:pointer}#doc-table tbody tr:hover{background:#eef}#doc-table tr.sel{background:#dde}
@@ -416,6 +416,7 @@ if (confSelect) confSelect.addEventListener('change', function(){
 const focusSel = document.getElementById('focus'), catSel = document.getElementById('category');
 const kindBoxes = Array.from(document.querySelectorAll('input.kind'));
 let current = -1;
+const hiddenLanes = new Set();  // lanes (0 = gold) the user hid
 function chosenKinds(){ const s = new Set(); kindBoxes.forEach(function(b){ if (b.checked) s.add(+b.value); }); return s; }
 function inCategory(labelIndex){ return !catSel.value || D.categories[labelIndex] === catSel.value; }
 // Errors of system s in document d, by kind, keeping the chosen category: gold-side kinds
@@ -478,14 +479,16 @@ function regionTable(d, s, kinds){
   const names = laneNames();
   const table = el('table', {'class': 'regions plain', 'id': 'region-table'});
   const head = el('tr');
-  ['offsets'].concat(names).forEach(function(n){ head.appendChild(el('th', null, n)); });
+  head.appendChild(el('th', null, 'offsets'));
+  names.forEach(function(n, l){ if (!hiddenLanes.has(l)) head.appendChild(el('th', null, n)); });
   table.appendChild(el('thead')).appendChild(head);
   const body = table.appendChild(el('tbody'));
   let shown = 0;
   regions(d).forEach(function(r){
     const perLane = names.map(function(){ return []; });
-    r.items.forEach(function(x){ perLane[x[2]].push(x); });
-    const sig = perLane.map(function(xs){ return xs.map(function(x){ const sp = d.lanes[x[2]][x[3]]; return sp.join(','); }).join(';'); });
+    r.items.forEach(function(x){ if (!hiddenLanes.has(x[2])) perLane[x[2]].push(x); });
+    const sig = perLane.map(function(xs){ return xs.map(function(x){ const sp = d.lanes[x[2]][x[3]]; return sp.join(','); }).join(';'); })
+      .filter(function(v, l){ return !hiddenLanes.has(l); });
     const disagree = sig.some(function(v){ return v !== sig[0]; });
     // kept when the focus system has an error of a chosen kind and category here
     const keep = r.items.some(function(x){
@@ -499,6 +502,7 @@ function regionTable(d, s, kinds){
     const tr = el('tr', disagree ? {'class': 'dis'} : null);
     tr.appendChild(el('td', null, '[' + r.start + ', ' + r.end + ')'));
     perLane.forEach(function(xs, l){
+      if (hiddenLanes.has(l)) return;
       const td = el('td');
       let worst = 0;
       xs.forEach(function(x, n){
@@ -526,13 +530,13 @@ function textView(d, s){
   const pts = Array.from(cuts).filter(function(x){ return x >= 0 && x <= n; }).sort(function(a, b){ return a - b; });
   const view = el('div', {'class': 'textview', 'id': 'text-view'});
   let line = view.appendChild(el('div', {'class': 'line'}));
-  const nl = d.lanes.length;
   for (let p = 0; p + 1 < pts.length; p++){
     const a = pts[p], b = pts[p + 1];
     const piece = chars.slice(a, b).join('');
     if (piece === '\n'){ line = view.appendChild(el('div', {'class': 'line'})); continue; }
-    const cover = d.lanes.map(function(spans){
+    const cover = d.lanes.map(function(spans, l){
       const out = [];
+      if (hiddenLanes.has(l)) return out;
       spans.forEach(function(sp, i){ if (sp[0] <= a && sp[1] >= b) out.push(i); });
       return out;
     });
@@ -541,16 +545,17 @@ function textView(d, s){
         if (!w) return;
         const seg = line.appendChild(el('div', {'class': 'seg'}));
         seg.appendChild(el('div', {'class': 't'}, w));
-        seg.style.paddingBottom = (nl * 6) + 'px';
       });
       continue;
     }
     const seg = line.appendChild(el('div', {'class': 'seg'}));
     const t = seg.appendChild(el('div', {'class': 't'}, piece));
-    const sig = cover.map(function(c, l){ return c.map(function(i){ const sp = d.lanes[l][i]; return sp.join(','); }).join(';'); });
+    const sig = cover.map(function(c, l){ return c.map(function(i){ const sp = d.lanes[l][i]; return sp.join(','); }).join(';'); })
+      .filter(function(v, l){ return !hiddenLanes.has(l); });
     if (sig.some(function(v){ return v !== sig[0]; })) seg.classList.add('dis');
     if (cover[0].some(function(i){ return d.gk[s][i] === 1; })) seg.classList.add('leak');
     cover.forEach(function(c, l){
+      if (hiddenLanes.has(l)) return;
       const lane = seg.appendChild(el('div', {'class': 'lane'}));
       if (!c.length) return;
       const sp = d.lanes[l][c[0]];
@@ -578,8 +583,18 @@ function showDoc(i){
   view.appendChild(el('p', null, d.n + ' characters, ' + d.lanes[0].length + ' gold spans; ' + D.systems[s].name +
     ': ' + d.c[s][0] + ' correct, ' + d.c[s][1] + ' false positives, ' + d.c[s][2] + ' false negatives (' +
     [1, 2, 3, 4].map(function(k){ return e[k] + ' ' + D.kinds[k]; }).join(', ') + ')'));
+  const lanes = view.appendChild(el('p', {'class': 'lanes'}));
+  lanes.appendChild(el('span', null, 'Lanes, top to bottom (untick to hide): '));
+  laneNames().forEach(function(n, l){
+    const label = lanes.appendChild(el('label'));
+    const box = label.appendChild(el('input', {'type': 'checkbox', 'class': 'lane-box', 'value': l}));
+    box.checked = !hiddenLanes.has(l);
+    box.addEventListener('change', function(){ if (box.checked) hiddenLanes.delete(l); else hiddenLanes.add(l); showDoc(current); });
+    label.appendChild(document.createTextNode(' ' + n));
+    lanes.appendChild(document.createTextNode(' '));  // a place to wrap
+  });
   const legend = view.appendChild(el('p', {'class': 'legend'}));
-  legend.appendChild(el('span', null, 'lanes top to bottom: ' + laneNames().join(', ') + '. Colours:'));
+  legend.appendChild(el('span', null, 'Colours:'));
   D.palette.forEach(function(c, j){
     legend.appendChild(el('span', {'class': 'sw c' + (j %% NCOL)}));
     legend.appendChild(el('span', null, c));
