@@ -72,6 +72,11 @@ def test_a_span_missed_entirely_is_a_leak_and_nothing_overlapping_is_a_false_ala
     assert empty == document_overlap([], [], nonspace_mask("")) and empty.gold_kinds == ()
 
 
+def test_white_space_is_what_str_isspace_says():
+    text = "".join(chr(c) for c in [*range(0x3100), 0x1F600, 0x10FFFF] if not 0xD800 <= c < 0xE000)
+    assert nonspace_mask(text).tolist() == [not c.isspace() for c in text]
+
+
 def test_confusion_matrix_hand_computed():
     doc = Document("d1", TEXT, GOLD)
     system = {"d1": [A(0, 9, "NAME:DOCTOR"), A(14, 21, "NAME:DOCTOR"), A(10, 13, "DATE:DATE")]}
@@ -176,13 +181,14 @@ def test_page_numbers_equal_evaluate_and_compare():
 
 def _phi_strings(docs):
     """Every gold PHI string that can be told apart from the page's own
-    numbers: with a letter, or at least 7 characters (short digit strings
-    such as an age also occur as counts and offsets)."""
+    words and numbers: 4+ characters with a letter, or 7+ characters (one to
+    three letters, such as a sex "M", and short digit strings, such as an
+    age, also occur in markup, counts and offsets)."""
     out = set()
     for d in docs:
         for a in d.annotations:
             s = d.text[a.start:a.end]
-            if re.search(r"[^\W\d_]", s) or len(s) >= 7:
+            if (len(s) >= 4 and re.search(r"[^\W\d_]", s)) or len(s) >= 7:
                 out.add(s)
     return out
 

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..corpus.document import Annotation, Document
+from .spans import nonspace
 
 CORRECT, LEAK, FALSE_ALARM, WRONG_TYPE, BOUNDARY = range(5)
 KINDS = ("correct", "leak", "false alarm", "wrong type", "boundary")
@@ -67,7 +68,8 @@ def document_overlap(gold: Sequence[Annotation], system: Sequence[Annotation], n
 
 
 def nonspace_mask(text: str) -> np.ndarray:
-    return np.fromiter((not c.isspace() for c in text), dtype=bool, count=len(text))
+    """Per character of ``text``, whether it is not white space (as the leak rates count)."""
+    return nonspace(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
 
 
 @dataclass(frozen=True)
