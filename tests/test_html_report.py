@@ -334,6 +334,16 @@ def test_report_command_refuses_missing_predictions_before_writing(tiny_cached, 
     assert res.exit_code != 0 and "stacked-svm" in res.output and not out.exists()
     res = _run("report", "--corpus", "tiny", "--members", MEMBERS, "--rank-by", "nope", "-o", out, ok=False)
     assert res.exit_code == 2 and "--rank-by" in res.output
+    res = _run("report", "--corpus", "tiny", "--members", MEMBERS, "--ensembles", "voting", "--split", "train",
+               "--folds", "3", "-o", out, ok=False)  # made with --no-oof: no out-of-fold predictions to show
+    assert res.exit_code != 0 and "without --no-oof" in res.output and not out.exists()
+
+
+def test_report_command_on_the_training_split_shows_out_of_fold_predictions(tiny_cached, tmp_path):
+    out = tmp_path / "r.html"
+    _run("report", "--corpus", "tiny", "--members", MEMBERS, "--split", "train", "--folds", "3", "-o", out)
+    payload = _page_json(out.read_text(encoding="utf-8"))
+    assert len(payload["docs"]) == 22 and payload["systems"][payload["focus"]]["kind"] == "member"
 
 
 # -- in a real browser ------------------------------------------------------------
