@@ -72,8 +72,11 @@ def report(ctx, corpus_name, members, ensembles, split, rank_by, include_text, k
         systems = {label: prediction_spans(documents, scored[label]) for label in labels}
         diagnostics = member_diagnostics(oof, corpus.train, {s.label: scored[s.label] for s in specs}, documents)
         loaded = time.perf_counter()
-        data = ReportData(f"{corpus_name} {split}: {len(specs)} members, {len(ensemble_names)} ensembles",
-                          documents, systems, frozenset(ensemble_names), diagnostics, rank_by)
+        try:
+            data = ReportData(f"{corpus_name} {split}: {len(specs)} members, {len(ensemble_names)} ensembles",
+                              documents, systems, frozenset(ensemble_names), diagnostics, rank_by)
+        except ValueError as exc:  # e.g. a system without predictions for some documents
+            raise click.ClickException(str(exc)) from None
         page = build_page(data, include_text=include_text)
         path = write_page(output, page)
     size = path.stat().st_size
