@@ -87,6 +87,55 @@ class ReportData:
             self.focus = max(pool, key=lambda n: self.reports[n]["strict"].micro.f1)
 
 
+def cached_report(workspace, corpus_name: str, members: str, ensembles: str = "", *, split: str = "test",
+                  rank_by: str | None = None, folds: int = 10, seed: int = 0) -> ReportData:
+    """The ``report`` step: the ReportData of ``members`` (tagger specs, comma
+    separated) and ``ensembles`` (``voting`` or ``ensemble.voting[:hash=P]``)
+    on a split of a registered corpus, read from the cache. Nothing is
+    computed: every option is checked first, then a missing or corrupt cache
+    part is an error naming the command that makes it."""
+    from ..ensemble.caching import ENSEMBLE_PREFIX, is_ensemble_spec, load_ensemble_member
+    from ..ensemble.diagnostics import member_diagnostics
+    from ..errors import EnsembleDeidError, ParameterError
+    from ..experiment.cache import PredictionCache
+    from ..experiment.cv import CrossValidation, parse_tagger_specs
+    from .summary import prediction_spans
+
+    if split not in ("test", "train"):
+        raise ParameterError(f"split {split!r}: choose test or train", "--split")
+    specs = parse_tagger_specs(members, "--members")
+    if len(specs) < 2:
+        raise ParameterError("name at least two members", "--members")
+    ensemble_names = [e.strip() if is_ensemble_spec(e) else ENSEMBLE_PREFIX + e.strip()
+                      for e in ensembles.split(",") if e.strip()]
+    labels = [s.label for s in specs] + ensemble_names
+    if len(set(labels)) != len(labels):
+        raise ParameterError("a system is named twice", "--ensembles")
+    if rank_by is not None and rank_by not in labels:
+        raise ParameterError(f"{rank_by!r} is not one of the systems {labels}", "--rank-by")
+    corpus = workspace.load(corpus_name)
+    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(workspace.cache_dir), k=folds, seed=seed)
+    pending = engine.pending(specs)
+    if pending:
+        raise EnsembleDeidError(
+            f"{len(pending)} cached part(s) of the members missing or corrupt (e.g. {pending[0].part}); run "
+            f"'ensemble-deid cv --corpus {corpus_name} --taggers {members}' (--folds {folds} --seed {seed}) first")
+    runs = engine.collect(specs)
+    documents = corpus.splits[split]
+    oof = {label: run.oof for label, run in runs.items()}
+    scored = dict(oof) if split == "train" else {label: run.targets["test"] for label, run in runs.items()}
+    for name in ensemble_names:
+        member = load_ensemble_member(engine, name, oof=split == "train")
+        scored[name] = member.oof if split == "train" else member.test
+    systems = {label: prediction_spans(documents, scored[label]) for label in labels}
+    diagnostics = member_diagnostics(oof, corpus.train, {s.label: scored[s.label] for s in specs}, documents)
+    try:
+        return ReportData(f"{corpus_name} {split}: {len(specs)} members, {len(ensemble_names)} ensembles",
+                          documents, systems, frozenset(ensemble_names), diagnostics, rank_by)
+    except ValueError as exc:  # e.g. a system without predictions for some documents
+        raise EnsembleDeidError(str(exc)) from None
+
+
 def _ordered_labels(documents: Sequence[Document], systems: Mapping[str, Mapping[str, Sequence[Annotation]]]) -> list[str]:
     """Every CATEGORY:TYPE label of gold and systems, by parent category (in
     the i2b2 order), then type."""
