@@ -81,12 +81,18 @@ def browse(page: Path, screenshot: str | None, lanes: list[str] | None = None) -
         shots = []
         if lanes:  # keep only these lanes in the document view (the screenshot's)
             b.evaluate("""(function(keep){
-                document.querySelectorAll('input.lane-box').forEach(function(box){
-                  const name = box.parentNode.textContent.trim();
-                  if (box.checked !== keep.includes(name)) box.click();
-                }); })(%s)""" % json.dumps(lanes))
+                for (;;) {  // each click redraws the view: look the boxes up again
+                  const box = Array.from(document.querySelectorAll('input.lane-box')).find(function(x){
+                    return x.checked !== keep.includes(x.parentNode.textContent.trim()); });
+                  if (!box) return;
+                  box.click();
+                } })(%s)""" % json.dumps(lanes))
         if screenshot:
-            b.evaluate("(document.getElementById('text-view') || document.getElementById('documents')).scrollIntoView()")
+            # with note text: the first text the ranked system leaks, else the documents section
+            b.evaluate("""(function(){
+                const leak = document.querySelector('#text-view .seg.leak');
+                if (leak) window.scrollTo(0, leak.getBoundingClientRect().top + window.scrollY - 350);
+                else document.getElementById('documents').scrollIntoView(); })()""")
             shots.append(str(b.screenshot(screenshot)))
             top = Path(screenshot).with_name(Path(screenshot).stem + "-top.png")
             b.evaluate("window.scrollTo(0, 0)")
