@@ -365,6 +365,14 @@ def test_page_in_headless_chromium_filters_and_lanes(tmp_path):
         b.open(path)
         assert b.problems() == [] and b.requests() == [path.resolve().as_uri()]
         assert b.evaluate("window.__pwned === undefined")
+        f1 = "Array.from(document.querySelectorAll('#systems tbody tr')).map(r => parseFloat(r.cells[4].dataset.v))"
+        b.evaluate("document.querySelectorAll('#systems th')[4].click()")
+        ascending = b.evaluate(f1)
+        b.evaluate("document.querySelectorAll('#systems th')[4].click()")
+        assert ascending == sorted(ascending) and b.evaluate(f1) == sorted(ascending, reverse=True)
+        b.evaluate("var s = document.getElementById('conf-system'); s.value = '1'; s.dispatchEvent(new Event('change'))")
+        shown = "Array.from(document.querySelectorAll('div.conf')).filter(d => !d.hidden).map(d => d.dataset.sys)"
+        assert b.evaluate(shown) == [list(systems)[1]]
         everything = b.evaluate(VISIBLE_DOCS)
         assert everything > 0
         b.evaluate("document.querySelectorAll('input.kind').forEach(function(x){ x.checked = x.value === '2'; });"
