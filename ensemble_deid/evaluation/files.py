@@ -7,6 +7,7 @@ fatal problem reported at once, before any scoring starts.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -101,4 +102,6 @@ def evaluate_folders(gold_dir: str | Path, system_dir: str | Path, *, fmt: str =
 
     with gc_paused():  # tens of thousands of small objects, none cyclic
         gold, system = read_pair(gold_dir, system_dir, fmt, label_map)
-        return evaluate(gold, system, criteria=criteria, options=options, lenient=True)
+        report = evaluate(gold, system, criteria=criteria, options=options, lenient=True)
+    # names the label map's author wrote are printed as they are; other unknown ones are masked
+    return dataclasses.replace(report, known_names=label_map.names()) if label_map is not None else report
