@@ -695,3 +695,75 @@ def test_label_map_names_are_shown_as_written(tmp_path):
     result = CliRunner().invoke(main, ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path),
                                        "--label-map", str(lm), "--breakdown", "subtype"])
     assert "NAME:PERSONA" in result.output and "unknown-" not in result.output
+
+
+# --- issue 35 items 13 and 16: one guard for every reader (sizes, special files, DTDs, floods) --------
+
+def test_notes_over_the_size_limit_are_refused_before_loading(tmp_path):
+    # Item 13: a 20-90 MB note ended in a MemoryError traceback in cv, fit and deidentify.
+    from ensemble_deid.corpus.formats.source import MAX_NOTE_BYTES
+
+    brat, xml = tmp_path / "brat", tmp_path / "xml"
+    brat.mkdir(), xml.mkdir()
+    (brat / "100-01.txt").write_text("a" * (MAX_NOTE_BYTES + 1), encoding="utf-8")
+    (brat / "100-02.txt").write_text("a" * MAX_NOTE_BYTES, encoding="utf-8")  # at the limit: loads
+    (xml / "100-01.xml").write_text(f"<r><TEXT>{'a' * (MAX_NOTE_BYTES + 1)}</TEXT><TAGS/></r>", encoding="utf-8")
+    for folder in (brat, xml):
+        docs, problems = read_directory(folder)
+        errors = [p for p in problems if p.severity == ERROR]
+        assert [Path(p.file).name for p in errors] == ["100-01" + (".txt" if folder == brat else ".xml")]
+        assert "over the limit of 2 MB per note" in errors[0].message and "split it" in errors[0].message
+        assert [d.id for d in docs] == (["100-02"] if folder == brat else [])
+        for command in (["corpus", "check", str(folder)], ["evaluate", "--gold", str(folder), "--system", str(folder)]):
+            result = CliRunner().invoke(main, command)
+            assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+            assert "100-01" in result.output and "over the limit" in result.output
+
+
+def _special_files(folder: Path) -> None:
+    write_i2b2_xml(Document("100-01", "Seen by Dr. Adams.", [Annotation(12, 17, "NAME", "DOCTOR")]), folder / "100-01.xml")
+    os.mkfifo(folder / "100-02.xml")
+    os.symlink(folder / "100-03.xml", folder / "100-03.xml")  # a link to itself: a loop
+    (folder / "100-04.xml").write_text('<!DOCTYPE deIdi2b2 SYSTEM "http://example.org/x.dtd"><deIdi2b2><TEXT>abc</TEXT>'
+                                       "<TAGS/></deIdi2b2>", encoding="utf-8")
+
+
+def test_evaluate_refuses_special_files_and_external_dtds_like_check(tmp_path):
+    # Item 16: a symlink loop gave an OSError traceback, a FIFO was skipped
+    # silently, an external DTD accepted silently (check refused each).
+    _special_files(tmp_path)
+    outputs = {}
+    for command in (["corpus", "check", str(tmp_path)], ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        outputs[command[0]] = result.output
+    for output in outputs.values():
+        assert "100-02.xml" in output and "not a regular file" in output
+        assert "100-03.xml" in output and "cannot read file" in output
+        assert "100-04.xml" in output and "external DTD" in output
+
+
+def test_a_million_repeated_ann_lines_give_one_warning(tmp_path):
+    # Item 16: every repeated line gave its own warning (and overlap warning) and evaluate never finished.
+    _brat(tmp_path, "Paciente Zacarias visto el lunes.",
+          "T1\tNOMBRE_SUJETO_ASISTENCIA 9 17\tZacarias\n" * 200_000 + "T2\tFECHAS 27 32\tlunes\n", name="100-01")
+    docs, problems = read_directory(tmp_path)
+    assert [(a.start, a.end) for a in docs[0].annotations] == [(9, 17), (27, 32)]
+    assert [(p.severity, p.tag, p.message) for p in problems] == [
+        (WARNING, "T1", "199999 annotation(s) repeating an earlier one (same span and type) dropped")]
+    result = CliRunner().invoke(main, ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path)])
+    assert result.exit_code == 0 and result.output.count("warning:") == 2  # one per folder read
+
+
+def test_problems_of_one_file_are_listed_up_to_a_cap_and_counted(tmp_path):
+    from ensemble_deid.corpus.formats.i2b2 import MAX_LISTED_PROBLEMS
+
+    text = "x" * 400
+    ann = "".join(f"T{i}\tFECHAS {i} {i + 20}\t{text[i:i + 20]}\n" for i in range(1, 300))  # 298 overlaps
+    ann += "".join(f"T{i}\tFECHAS 5\tx\n" for i in range(300, 400))  # 100 malformed lines
+    _brat(tmp_path, text, ann)
+    _, problems = read_brat(tmp_path / "doc.txt")
+    warnings_, errors = [p for p in problems if p.severity == WARNING], [p for p in problems if p.severity == ERROR]
+    assert len(warnings_) == len(errors) == MAX_LISTED_PROBLEMS + 1
+    assert errors[-1].message == f"... and {100 - MAX_LISTED_PROBLEMS} more error(s) in this file, not listed"
+    assert warnings_[-1].message == f"... and {298 - MAX_LISTED_PROBLEMS} more warning(s) in this file, not listed"

@@ -8,22 +8,16 @@ fatal problem reported at once, before any scoring starts.
 from __future__ import annotations
 
 import dataclasses
-import os
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..corpus.formats.i2b2 import ScoringRecord, read_scoring_xml
+from ..corpus.formats.source import corpus_files
 from ..errors import ERROR, CorpusError, Problem
 from .align import EvaluationWarning
 from .criteria import ALL, Criterion
 from .options import EvalOptions
-
-
-def _xml_files(directory: Path) -> list[Path]:
-    # names sorted as strings: sorting Path objects costs more than parsing a file
-    names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".xml") and e.is_file())
-    return [directory / n for n in names]
 
 
 def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None) -> tuple[list[ScoringRecord], list[Problem]]:
@@ -35,7 +29,7 @@ def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None)
     directory = Path(directory)
     if not directory.is_dir():
         raise CorpusError(f"{directory}: not a directory")
-    xml_files = _xml_files(directory) if fmt in ("auto", "xml") else []
+    xml_files = corpus_files(directory, ".xml") if fmt in ("auto", "xml") else []
     if fmt == "auto":
         fmt = "xml" if xml_files else "brat"
     records: list[ScoringRecord] = []

@@ -18,9 +18,9 @@ from typing import Mapping
 
 from ..document import Annotation, Document
 from ...errors import ERROR, WARNING, Problem
-from .i2b2 import overlap_problems
+from .i2b2 import capped, overlap_problems
 from .schemes import KNOWN_PARENTS
-from .source import read_source
+from .source import MAX_NOTE_BYTES, read_source
 
 # Ids and types are shown in messages only when shaped like one: a malformed
 # line may start with note text (a line without tabs is quoted whole otherwise).
@@ -41,7 +41,7 @@ def read_brat(
     txt_path = Path(txt_path)
     ann_path = txt_path.with_suffix(".ann")
     parents = {**KNOWN_PARENTS, **(parents or {})}
-    raw, problems = read_source(txt_path)
+    raw, problems = read_source(txt_path, MAX_NOTE_BYTES, "note")
     if raw is None:
         return None, problems
     try:
@@ -64,7 +64,10 @@ def read_brat(
             ann_text = ann_raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             return None, problems + [Problem(ERROR, str(ann_path), f"not valid UTF-8 (bad byte at offset {exc.start})")]
-        seen: set[str] = set()
+        ids: set[str] = set()
+        keys: set[tuple] = set()
+        repeated: list[str] = []  # ids of lines repeating an annotation already read (dropped)
+        reused: list[str] = []  # ids given to a second, different annotation (kept)
         # Only "\n" (or "\r\n") ends a line: str.splitlines() would also break
         # at U+2028, U+0085, form feeds... that can sit inside a covered text.
         lines = ann_text.split("\n")
@@ -83,12 +86,22 @@ def read_brat(
                 if not matched:
                     continue
             for ann in fragments:
-                if ann.id in seen:
-                    problems.append(Problem(WARNING, str(ann_path), "duplicate annotation id", tag=ann.id, field="id"))
-                seen.add(ann.id)
+                if ann.key in keys:  # the same span and type again: scored once, reported once
+                    repeated.append(ann.id)
+                    continue
+                if ann.id in ids:
+                    reused.append(ann.id)
+                ids.add(ann.id)
+                keys.add(ann.key)
                 annotations.append(ann)
+        if repeated:
+            problems.append(Problem(WARNING, str(ann_path), f"{len(repeated)} annotation(s) repeating an earlier one "
+                                    "(same span and type) dropped", tag=repeated[0], field="id"))
+        if reused:
+            problems.append(Problem(WARNING, str(ann_path), f"{len(reused)} duplicate annotation id(s)", tag=reused[0], field="id"))
     problems.extend(_unknown_type_problems(annotations, parents, str(ann_path)))
     problems.extend(overlap_problems(annotations, str(ann_path)))
+    problems = capped(problems)
     if any(p.severity == ERROR for p in problems):
         return None, problems
     meta = {"source": str(txt_path), "format": "brat"}

@@ -19,7 +19,7 @@ from ..document import PARENT_CATEGORIES, Annotation, Document
 from ...errors import ERROR, WARNING, Problem
 from ...files import write_private
 from .schemes import PHI_ELEMENTS, is_known_name, shown_id
-from .source import read_source
+from .source import read_source, too_large
 
 ROOTS = ("deIdi2b2", "MEDDOCAN")
 _ENCODING_DECL = re.compile(rb"^<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
@@ -68,6 +68,9 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     text_el, problem = _single(root, "TEXT", name)
     if problem is not None:
         return None, [problem]
+    too_long = too_large(len(text_el.text or ""), name, "TEXT")
+    if too_long is not None:
+        return None, [too_long]
     if len(text_el):
         # ElementTree would keep only the text before the first child: the
         # note would be cut silently. Element names are not shown (note text).
@@ -89,17 +92,21 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     if tags_el is None:
         problems.append(Problem(WARNING, name, "no TAGS element: document has no annotations", field="TAGS"))
     seen_ids: set[str] = set()
+    duplicates: list[str] = []
     for i, el in enumerate(tags_el if tags_el is not None else ()):
         tag_id = shown_id(el.get("id"), f"#{i}")
         if tag_id in seen_ids:
-            problems.append(Problem(WARNING, name, "duplicate tag id", tag=tag_id, field="id"))
+            duplicates.append(tag_id)
         seen_ids.add(tag_id)
         if el.tag not in PARENT_CATEGORIES:
             problems.append(Problem(WARNING, name, f"unknown category element {_element(el.tag)}", tag=tag_id))
         ann = _annotation(el, tag_id, text, name, problems)
         if ann is not None:
             annotations.append(ann)
+    if duplicates:
+        problems.append(Problem(WARNING, name, f"{len(duplicates)} duplicate tag id(s)", tag=duplicates[0], field="id"))
     problems.extend(overlap_problems(annotations, name))
+    problems = capped(problems)
     if any(p.severity == ERROR for p in problems):
         return None, problems
     return Document(doc_id, text, annotations, {"source": name, "format": "i2b2-xml", "root": root.tag}), problems
@@ -168,9 +175,9 @@ def _refuse_external_dtd(name, sysid, pubid, has_internal_subset):
         raise _ExternalDTD
 
 
-def _parse(source: str):
-    """Parse decoded text with the hardened parser; an external DTD is refused
-    too (defusedxml only refuses all DTDs or none)."""
+def _parse(source: str | bytes):
+    """Parse with the hardened parser; an external DTD is refused too
+    (defusedxml only refuses all DTDs or none)."""
     parser = SafeET.DefusedXMLParser(target=TreeBuilder(), forbid_dtd=False, forbid_entities=True, forbid_external=True)
     parser.parser.StartDoctypeDeclHandler = _refuse_external_dtd
     parser.feed(source)
@@ -208,6 +215,27 @@ def _annotation(el, tag_id: str, text: str, file: str, problems: list[Problem]) 
         problems.append(Problem(ERROR, file, "text attribute differs from the TEXT slice at its offsets", tag=tag_id, field="text"))
         return None
     return Annotation(start, end, el.tag.upper(), type_.upper(), covered, tag_id, el.get("comment") or "")
+
+
+MAX_LISTED_PROBLEMS = 50  # per file and severity; the rest are counted in one line
+
+
+def capped(problems: list[Problem]) -> list[Problem]:
+    """At most ``MAX_LISTED_PROBLEMS`` problems of each severity and file,
+    then one that counts the rest: a file of a million bad or overlapping
+    lines gives a readable report, not a million lines."""
+    counts: Counter = Counter((p.file, p.severity) for p in problems)
+    if all(n <= MAX_LISTED_PROBLEMS for n in counts.values()):
+        return problems
+    out, listed = [], Counter()
+    for p in problems:
+        listed[p.file, p.severity] += 1
+        if listed[p.file, p.severity] <= MAX_LISTED_PROBLEMS:
+            out.append(p)
+    for (file, severity), n in counts.items():
+        if n > MAX_LISTED_PROBLEMS:
+            out.append(Problem(severity, file, f"... and {n - MAX_LISTED_PROBLEMS} more {severity}(s) in this file, not listed"))
+    return out
 
 
 def overlap_problems(annotations: list[Annotation], file: str) -> list[Problem]:
@@ -317,11 +345,10 @@ def _parse_for_scoring(raw: bytes):
             import xml.etree.ElementTree as ET
 
             return ET.fromstring(raw), None
-        import defusedxml
-        import defusedxml.ElementTree as SafeET
-
         try:
-            return SafeET.fromstring(raw, forbid_dtd=False, forbid_entities=True, forbid_external=True), None
+            return _parse(raw), None
+        except _ExternalDTD:
+            return None, "refused: the file names an external DTD (document type declaration)"
         except defusedxml.DefusedXmlException as exc:
             return None, f"refused: unsafe XML ({type(exc).__name__}: entity declarations or external references)"
     except ParseError as exc:
@@ -356,6 +383,9 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
     if problem is not None:
         return None, [problem]
     text = text_el.text or ""
+    too_long = too_large(len(text), name, "TEXT")
+    if too_long is not None:
+        return None, [too_long]
     n = len(text)
     tags: list[tuple[int, int, str, str]] = []
     ignored: list[str] = []
@@ -410,6 +440,7 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
             message, attr = what[kind]
             problems.append(Problem(WARNING, name, f"{len(ids)} {message}; scored as the official program does",
                                     tag=_ids(ids), field=attr))
+    problems = capped(problems)
     if any(p.severity == ERROR for p in problems):
         return None, problems
     return ScoringRecord(doc_id or path.stem, text, tuple(tags), name), problems
