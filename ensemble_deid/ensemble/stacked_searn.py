@@ -10,10 +10,32 @@ trigram features. Defaults follow [KIM20]: 20 passes, initial learning rate
 """
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
 import numpy as np
 
 from .tokens import TokenMetaLearner, TokenTable
+from ..files import FileWriteError, reason
 from ..taggers.constraints import Interval
+
+
+@contextlib.contextmanager
+def _vw_model_file(what: str) -> Iterator[Path]:
+    """A path for VW's model file in a new temporary folder. VW reports a
+    failed write or read (a full TMPDIR) as a bare RuntimeError: it becomes an
+    error naming the file and the likely cause."""
+    path = Path(tempfile.gettempdir()) / "edeid-searn-*" / "model.vw"
+    try:
+        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
+            path = Path(tmp) / "model.vw"
+            yield path
+    except (OSError, RuntimeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "Vowpal Wabbit could not write or read it"
+        raise FileWriteError(path, f"{why} while the model was {what}; is the disk full? Free space there "
+                                   "or point TMPDIR elsewhere, then rerun") from exc
 
 
 class StackedSEARN(TokenMetaLearner):
@@ -114,27 +136,19 @@ class StackedSEARN(TokenMetaLearner):
 
     # Saving: VW's own model file; loading starts a VW on it (same options).
     def _fitted_state(self) -> dict:
-        import tempfile
-        from pathlib import Path
-
         state = super()._fitted_state()
-        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
-            path = Path(tmp) / "model.vw"
+        with _vw_model_file("write") as path:
             state.pop("vw_").save(str(path))
             state["vw_"] = path.read_bytes()
         return state
 
     def _restore_state(self, state: dict) -> None:
-        import tempfile
-        from pathlib import Path
-
         from vowpalwabbit import Workspace
 
         state = dict(state)
         model = state.pop("vw_")
         super()._restore_state(state)
-        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
-            path = Path(tmp) / "model.vw"
+        with _vw_model_file("read back") as path:
             path.write_bytes(model)
             self.vw_ = Workspace(f"-i {path} --quiet")  # VW reads the model (and its options) at start
 
