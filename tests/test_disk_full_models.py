@@ -37,7 +37,9 @@ _CHILD = textwrap.dedent("""
 
 def _child(tmp_path, setup, action, after="pass", limit=20_000):
     code = _CHILD.format(setup=setup, action=action, after=after, limit=limit)
-    env = {"PYTHONPATH": f"{REPO_ROOT}:{REPO_ROOT / '.devpath'}", "TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    # no bytecode writes: a .pyc cut short by the limit would break later imports
+    env = {"PYTHONPATH": f"{REPO_ROOT}:{REPO_ROOT / '.devpath'}", "TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin",
+           "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300)
 
 
