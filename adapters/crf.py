@@ -25,7 +25,7 @@ from ensemble_deid.files import FileWriteError, os_error
 from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.taggers.prediction import DocumentPrediction
 from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
-from ensemble_deid.taggers.constraints import Interval, Options
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
 
 _SEQUENCES = ("document", "sentence")
 
@@ -74,7 +74,7 @@ class CRFTagger(Tagger):
 
     _parameter_constraints = {
         "c1": [Interval(float, 0, None)], "c2": [Interval(float, 0, None)],
-        "max_iterations": [Interval(int, 1, None)], "epsilon": [Interval(float, 0, None, closed="neither")],
+        "max_iterations": [Interval(int, 1, MAX_COUNT)], "epsilon": [Interval(float, 0, None, closed="neither")],
         "min_freq": [Interval(float, 0, None)], "possible_transitions": [bool],
         "sequence": [Options(*_SEQUENCES)],
     }
