@@ -456,6 +456,15 @@ class LinearTagger(Tagger):
         if not documents or not any(len(d.tokens) for d in documents):
             raise ValueError(f"{who}: no training tokens (got {len(documents)} documents)")
 
+    def _training_features(self, documents: Sequence[Document], **overrides: Any) -> list:
+        """The start of every fit: the library is there and there are tokens
+        to learn from; then the extractor (``overrides`` on the tagger's
+        features) and each training document's token features."""
+        self._require()
+        self._check_training(documents, self.name)
+        self.extractor_ = self._extractor(**overrides)
+        return self._extract(documents)
+
 
 _PIP_NAMES = {"sklearn": "scikit-learn", "pycrfsuite": "python-crfsuite", "vowpalwabbit": "vowpalwabbit"}
 
@@ -647,11 +656,8 @@ class VowpalTagger(LinearTagger):
         ``args_for(labels, n_gram)`` gives the learner's whole command line
         and ``sequence_end`` ends each chunk's lines (a blank line between
         search sequences). Keeps the model, the labels and the window size."""
-        self._require()
-        self._check_training(documents, self.name)
         overrides, n_gram, n_window = self._vw_features()
-        self.extractor_ = self._extractor(**overrides)
-        feats = self._extract(documents)
+        feats = self._training_features(documents, **overrides)
         labels = LabelIndex.from_documents(documents)
         seqs = self._sequences(documents, feats, labels)
 
