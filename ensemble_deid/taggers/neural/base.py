@@ -28,6 +28,9 @@ from .vocab import Vocab
 log = logging.getLogger("ensemble_deid.taggers.neural")
 
 CHECKPOINT_FORMAT = "ensemble-deid/neural-checkpoint/1"
+# The ``device`` parameter of every neural tagger (see ``training.select_device``).
+DEVICE = Check(lambda d: d in ("auto", "cpu", "cuda", "mps") or str(d).startswith("cuda:") and str(d)[5:].isdigit(),
+               "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
 CONTEXTS = ("sentence", "document")
 # Parameters that never change a fitted model's output: left out of the
 # cache key, so showing progress or using more threads reuses cached runs.
@@ -113,8 +116,7 @@ class NeuralTagger(Tagger):
         "word_lstm_dim": [Interval(int, 1, None)], "shape_dim": [Interval(int, 0, None)],
         "embeddings_path": [None, str], "corpus_vectors": [bool], "unk_prob": [Interval(float, 0, 1)],
         "context": [Options(*CONTEXTS)], "max_length": [Interval(int, 0, None)],
-        "device": [Check(lambda d: d in ("auto", "cpu", "cuda", "mps") or str(d).startswith("cuda:") and str(d)[5:].isdigit(),
-                         "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")],
+        "device": [DEVICE],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
         "num_threads": [None, Interval(int, 1, None)], "verbose": [bool],
     }
@@ -414,19 +416,8 @@ class NeuralTagger(Tagger):
         probabilities (rows sum to 1): features for stacking."""
         return self._run(documents, marginals=True)[1]
 
-    @contextmanager
     def _threads(self):
-        if not self.num_threads:
-            yield
-            return
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(int(self.num_threads))
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+        return torch_threads(self.num_threads)
 
     # --- persistence ----------------------------------------------------------------------------
     def __getstate__(self):
@@ -498,6 +489,22 @@ class NeuralTagger(Tagger):
         tagger.train_info_ = ckpt["train_info"]
         tagger._load_extra_state(ckpt["extra"])
         return tagger
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """torch's CPU threads set to ``n`` for the block (None: left as they are)."""
+    if not n:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def split_held_out(
