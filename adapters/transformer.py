@@ -262,8 +262,10 @@ class TransformerTagger(Tagger):
         documents = list(documents)
         allowed = allowed_moves(self.tags_) if self.is_fitted() else None
         out = []
-        for doc, probs in zip(documents, self.predict_marginals(documents)):
-            ids, conf = decode_bio(probs, allowed)
+        marginals = self.predict_marginals(documents)
+        with torch_threads(self.num_threads or 1):  # (notes x tags) steps: more threads only cost
+            decoded = decode_bio(marginals, allowed)
+        for doc, (ids, conf) in zip(documents, decoded):
             out.append(DocumentPrediction(doc.id, tuple(self.tags_[i] for i in ids), conf.clip(0.0, 1.0)))
         return out
 

@@ -215,16 +215,27 @@ def predict_probabilities(model, windows: Sequence[Window], lengths: Sequence[in
     return out
 
 
-def decode_bio(probs: np.ndarray, allowed: tuple[torch.Tensor, torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
-    """The most probable valid BIO path through one document's word
-    probabilities, and the probability of each chosen tag."""
-    if len(probs) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
+def decode_bio(probs: Sequence[np.ndarray], allowed: tuple[torch.Tensor, torch.Tensor]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per document, the most probable valid BIO path through its word
+    probabilities (all documents in one batched Viterbi), and the
+    probability of each chosen tag."""
+    lengths = [len(p) for p in probs]
+    if not probs or max(lengths) == 0:
+        return [(np.zeros(0, dtype=np.int64), np.zeros(0)) for _ in probs]
     start, trans = allowed
-    scores = torch.from_numpy(np.log(np.clip(probs, 1e-12, 1.0))).unsqueeze(0)
-    mask = torch.ones(1, len(probs), dtype=torch.bool)
-    ids = viterbi(scores, mask, start, trans, torch.zeros_like(start))[0]
-    return ids, probs[np.arange(len(ids)), ids].astype(np.float64)
+    K = start.shape[0]
+    scores = np.zeros((len(probs), max(lengths), K), dtype=np.float32)
+    mask = np.zeros(scores.shape[:2], dtype=bool)
+    for i, p in enumerate(probs):
+        scores[i, : len(p)] = np.log(np.clip(p, 1e-12, 1.0))
+        mask[i, : len(p)] = True
+    mask[:, 0] = True  # viterbi wants a first column; an empty note's row is ignored below
+    ids = viterbi(torch.from_numpy(scores), torch.from_numpy(mask), start, trans, torch.zeros_like(start))
+    out = []
+    for i, (p, n) in enumerate(zip(probs, lengths)):
+        chosen = ids[i, :n]
+        out.append((chosen, p[np.arange(n), chosen].astype(np.float64)))
+    return out
 
 
 def allowed_moves(tags: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -318,7 +329,7 @@ def fine_tune(model, windows: list[Window], labels: list[np.ndarray], held_out: 
         if held_out:
             probs = predict_probabilities(model, held_out, held_lengths, specials, config.pooling, device,
                                           config.mixed_precision)
-            ids = [decode_bio(p, allowed)[0] for p in probs]
+            ids = [chosen for chosen, _ in decode_bio(probs, allowed)]
             held_f1 = f1_score(*strict_counts(held_out_docs, ids, tags))
         record = {"epoch": epoch, "loss": total / max(n_words, 1), "held_out_f1": held_f1,
                   "lr": opt.param_groups[0]["lr"], "seconds": seconds, "cpu_seconds": cpu,
