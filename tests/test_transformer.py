@@ -200,16 +200,28 @@ def _run(*args):
 
 
 def test_cv_ensemble_fit_and_deidentify_in_a_fresh_process(workspace, tiny_registered, checkpoint, tmp_path):
-    member = "transformer:model_path={},epochs=6,lr=0.003,warmup=0,validation_fraction=0,max_length=64,stride=32,num_threads=1"
-    member = member.format(checkpoint)
-    out = _run("cv", "--corpus", tiny_registered, "--taggers", member, "--folds", "2", "--no-progress")
+    _cli_round_trip(workspace, tiny_registered, checkpoint, tmp_path, epochs=6)
+
+
+@pytest.mark.slow
+def test_on_the_embedded_synthetic_corpus(workspace, checkpoint, tmp_path):
+    _cli_round_trip(workspace, "synthetic-2014", checkpoint, tmp_path, epochs=4)
+
+
+def _cli_round_trip(workspace, corpus, checkpoint, tmp_path, epochs):
+    """cv (then again, all cached), ensemble and fit with a transformer member;
+    the bundle's spans from a new interpreter, the checkpoint folder moved
+    away, equal those of the bundle loaded here."""
+    member = (f"transformer:model_path={checkpoint},epochs={epochs},lr=0.003,warmup=0,validation_fraction=0,"
+              "max_length=64,stride=32,num_threads=1")
+    out = _run("cv", "--corpus", corpus, "--taggers", member, "--folds", "2", "--no-progress")
     assert "transformer" in out
-    again = _run("cv", "--corpus", tiny_registered, "--taggers", member, "--folds", "2", "--no-progress")
+    again = _run("cv", "--corpus", corpus, "--taggers", member, "--folds", "2", "--no-progress")
     assert "0/3" in again  # 2 folds + test: every part came from the cache
-    _run("ensemble", "--corpus", tiny_registered, "--method", "voting", "--members", f"rules,{member}",
+    _run("ensemble", "--corpus", corpus, "--method", "voting", "--members", f"rules,{member}",
          "--folds", "2", "--no-progress")
     model = tmp_path / "model"
-    _run("fit", "--corpus", tiny_registered, "--method", "voting", "--members", f"rules,{member}", "--folds", "2",
+    _run("fit", "--corpus", corpus, "--method", "voting", "--members", f"rules,{member}", "--folds", "2",
          "--out", model, "--no-progress")
     assert (next(model.glob("members/*-transformer")) / "model.safetensors").is_file()
 
@@ -217,19 +229,20 @@ def test_cv_ensemble_fit_and_deidentify_in_a_fresh_process(workspace, tiny_regis
     from ensemble_deid.corpus.workspace import Workspace
     from ensemble_deid.deid import Deidentifier
 
-    test_dir = Path(Workspace(workspace).spec(tiny_registered).splits["test"])
+    test_dir = Path(Workspace(workspace).spec(corpus).splits["test"])
     spans = {}
     deid = Deidentifier.load(model)
     for xml in sorted(test_dir.glob("*.xml")):
         doc, _ = read_i2b2_xml(xml)
         spans[xml.name] = deid.spans([doc])[doc.id]
+    assert spans and any(spans.values())
     # A fresh interpreter, and the checkpoint folder gone: the bundle carries the model.
     shutil.move(checkpoint, tmp_path / "elsewhere")
     try:
         proc = subprocess.run(
             [str(Path(sys.executable).parent / "ensemble-deid"), "deidentify", str(model), str(test_dir),
              "--out", str(tmp_path / "out"), "--no-progress"],
-            capture_output=True, text=True, env={**os.environ}, timeout=600)
+            capture_output=True, text=True, env={**os.environ}, timeout=900)
     finally:
         shutil.move(tmp_path / "elsewhere", checkpoint)
     assert proc.returncode == 0, proc.stderr[-2000:]
