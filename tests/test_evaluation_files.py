@@ -221,7 +221,7 @@ def test_official_format_prints_what_the_official_program_prints(case, name):
 
 
 def test_official_outputs_are_present():
-    assert len(OFFICIAL_OUTPUTS) == 16
+    assert len(OFFICIAL_OUTPUTS) == 18
 
 
 def test_label_map_scores_exported_predictions_against_brat_gold():
