@@ -46,6 +46,29 @@ def _corpus_names(ws, pc) -> dict[str, str]:
     return names
 
 
+def _union_names(ws, unnamed: set[str]) -> dict[str, str]:
+    """Fingerprint -> "A train + B train" for the unions of two registered
+    corpora's training splits that ``study`` trains on, among ``unnamed``."""
+    from itertools import combinations
+
+    from ..studies.crosscorpus import union_corpus
+
+    names: dict[str, str] = {}
+    try:
+        corpora = [ws.load(name) for name in ws.corpus_specs()]
+    except Exception:  # an unreadable registry or corpus must not stop a listing
+        return names
+    for a, b in combinations(corpora, 2):
+        for first, second in ((a, b), (b, a)):  # the study's order is the user's
+            try:
+                fp = union_corpus(first, second).fingerprint("train")
+            except Exception:  # shared document ids: no union of these two
+                break
+            if fp in unnamed:
+                names[fp] = f"{a.name} train + {b.name} train"
+    return names
+
+
 def _installed_version(tagger: str) -> str:
     """The version a tagger (or an ensemble method) would make entries with now; raises if not installed."""
     if tagger.startswith("ensemble."):
@@ -58,26 +81,28 @@ def _installed_version(tagger: str) -> str:
 
 
 @cache.command("ls")
+@click.option("--wide", is_flag=True, help="One Markdown table, one line an entry, every column (for files and grep), "
+                                            "instead of a table fitted to the terminal.")
 @click.pass_context
-def ls(ctx):
+def ls(ctx, wide):
     """List cache entries: tagger, version, parameters, training corpus, parts, where.
 
-    Ensemble rows also show their members and parameters. Entries served from
-    published folders are listed with the folder as their source."""
+    Ensemble entries also show their members, parameters and date (below the
+    table, or in a last column with --wide). Entries served from published
+    folders are listed with the folder as their source."""
     from ..experiment.cache import entry_summary
-    from ..studies.table import render_table
+    from ..studies.table import render_table, terminal_table
 
     ws = workspace_of(ctx)
     pc = _cache(ctx)
     names = _corpus_names(ws, pc)
-    rows = []
+    rows, manifests = [], []
 
     def row(m, parts, size, source, path, entry_dir):
-        fp = m.get("train_fingerprint", "?")
         ensemble = str(m.get("tagger", "")).startswith("ensemble.")
         rows.append([
             m.get("tagger_label", m.get("tagger", "?")), m.get("version", "?"), m.get("param_hash", "?"),
-            names.get(fp, fp), parts, f"{size / 2**20:.1f}", source, path,
+            m.get("train_fingerprint", "?"), parts, f"{size / 2**20:.1f}", source, path,
             entry_summary(m, entry_dir) if ensemble else "",
         ])
 
@@ -91,10 +116,24 @@ def ls(ctx):
     if not rows:
         click.echo(f"cache {pc.root} is empty")
         return
+    unnamed = {r[3] for r in rows} - names.keys()
+    if unnamed:
+        names.update(_union_names(ws, unnamed))
+    for r in rows:
+        r[3] = names.get(r[3], r[3])
     headers = ["tagger", "version", "params", "trained on", "parts", "MB", "source", "path", "members; params; date"]
-    if not any(r[-1] for r in rows):
-        headers, rows = headers[:-1], [r[:-1] for r in rows]
-    click.echo(render_table(headers, rows))
+    if wide:
+        if not any(r[-1] for r in rows):
+            headers, rows = headers[:-1], [r[:-1] for r in rows]
+        click.echo(render_table(headers, rows))
+        return
+    # Fitted to the terminal: version and parameter hash in one short cell (the
+    # path holds them in full), source and path in one folding cell, and the
+    # ensembles' details as lines below.
+    fitted = [[r[0], f"{r[1]}-{str(r[2])[:8]}", r[3], r[4], r[5], f"{r[6]}: {r[7]}"] for r in rows]
+    notes = [f"{r[0]} {r[1]}-{str(r[2])[:8]}: {r[-1]}" for r in rows if r[-1]]
+    click.echo(terminal_table(["tagger", "entry", "trained on", "parts", "MB", "where"], fitted, align="lllrrl",
+                              wrap=(2, 5), notes=notes))
 
 
 @cache.command("verify")
