@@ -57,8 +57,11 @@ def test_taggers_lists_plugins():
 
 def test_compare_two_systems(tiny_registered):
     out = _run("compare", "memorize", "memorize:max_len=1", "--corpus", tiny_registered, "--folds", "5",
-               "--trials", "500", "--test", "randomization", "--test", "bootstrap").output
-    assert "(ref)" in out and "p randomization (Holm)" in out and "95% CI" in out
+               "--trials", "500", "--test", "randomization", "--test", "bootstrap").stdout
+    assert "(ref)" in out and "p (Holm)" in out and "95% CI" in out
+    tests = [[c.strip() for c in x.strip("|").split("|")] for x in out.splitlines() if x.startswith("| memorize")]
+    assert {r[1] for r in tests} >= {"randomization", "bootstrap"}  # one row a (system, test)
+    assert max(len(line) for line in out.splitlines()) <= 80, out  # issue 34 item 8: fits a terminal
 
 
 def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered, workspace, tmp_path):

@@ -60,7 +60,8 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
                                    criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed)
         except ValueError as exc:
             raise click.BadParameter(str(exc))
-    headers, rows = comparison_rows(comp, tests)
-    click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}; "
-               f"paired over documents against {comp.reference!r}")
-    click.echo(render_table(headers, rows))
+    (score_headers, scores), (test_headers, test_rows) = comparison_rows(comp, tests)
+    click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}")
+    click.echo(render_table(score_headers, scores))
+    click.echo(f"\npaired tests over documents against {comp.reference!r}; Holm: corrected across them")
+    click.echo(render_table(test_headers, test_rows, align="llrrl"))
