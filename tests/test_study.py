@@ -46,6 +46,10 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     ]
     methods = {label for label, _ in res.ensemble_table.rows}
     assert {"voting", "voting-pruned", "stacked-svm", "best single member"} <= methods
+    # issue 34 item 8: the oracle recall is a bound, not an F1: in the note, not a row of F1 columns
+    assert not any("oracle" in label for label in methods)
+    note = res.ensemble_table.note
+    assert "Oracle recall (%)" in note and "not an F1" in note and note.count("A test / ") == 3
     names = {p.name for p in res.directory.iterdir()}
     for stem in ("base_taggers", "ensembles"):
         assert {f"{stem}.md", f"{stem}.csv", f"{stem}.json", f"{stem}.tex"} <= names
