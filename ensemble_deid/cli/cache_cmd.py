@@ -229,6 +229,9 @@ def rm(ctx, paths):
             click.echo(f"removed {p}")
 
 
+EXTENSIONS = {"conll": ".conll", "jsonl": ".jsonl", "docbin": ".spacy"}
+
+
 def _check_output_parent(out: Path, option: str) -> None:
     if out.exists() and not out.is_dir():
         raise click.BadParameter(f"{out} exists and is not a folder", param_hint=option)
@@ -239,12 +242,15 @@ def _check_output_parent(out: Path, option: str) -> None:
 @cache.command("export")
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--corpus", "corpus_name", required=True, help="Corpus whose documents the predictions are on (texts come from it).")
-@click.option("--format", "fmt", type=click.Choice(["i2b2"]), default="i2b2", help="Output format (i2b2 XML, readable by the official scorer).")
+@click.option("--format", "fmt", type=click.Choice(["i2b2", "conll", "jsonl", "docbin"]), default="i2b2",
+              help="i2b2: XML files, one per document (readable by the official scorer and 'evaluate'); conll, jsonl, "
+                   "docbin: one file per part (see 'corpus export --help').")
 @click.pass_context
 def export(ctx, out, corpus_name, fmt):
     """Write cached predictions on a corpus's documents as XML.
 
-    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME/DOC.xml: one folder per
+    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME/DOC.xml (other formats:
+    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME.conll, .jsonl, .spacy): one folder per
     entry (two ensembles of one method, or two versions of a tool, never share
     one) and part. Included: out-of-fold parts of models trained on the
     corpus, and every model's predictions on one of its splits, including
@@ -252,6 +258,7 @@ def export(ctx, out, corpus_name, fmt):
     beside OUT first and moved in at the end: a failure leaves OUT as it was.
     """
     from ..corpus.formats import write_i2b2_xml
+    from ..corpus.formats.interchange import export_documents
     from ..experiment.cache import SCHEMA, CacheError, EntryKey, PartKey
     from ..files import private_dir
 
@@ -299,12 +306,21 @@ def export(ctx, out, corpus_name, fmt):
             rel = Path(label.replace("/", "_").replace(":", "_"), f"{e.version}-{e.param_hash}", e.train_fingerprint,
                        f"{part.kind}-{part.scope}-{part.name}")
             folder = staging / rel
-            private_dir(folder)
+            private_dir(folder if fmt == "i2b2" else folder.parent)
+            predicted = []
             for doc_id, pred in preds.items():
                 doc = by_id.get(doc_id)
                 if doc is None:
                     raise click.ClickException(f"{base}: document {doc_id!r} is not in the {split} split of {corpus_name!r}")
-                write_i2b2_xml(doc.with_annotations(pred.spans(doc)), folder / f"{doc_id}.xml")
+                predicted.append(doc.with_annotations(pred.spans(doc)))
+            if fmt == "i2b2":
+                for doc in predicted:
+                    write_i2b2_xml(doc, folder / f"{doc.id}.xml")
+                    written += 1
+            else:
+                rel = rel.with_name(rel.name + EXTENSIONS[fmt])
+                with fail_on_error():
+                    export_documents(predicted, fmt, staging / rel)
                 written += 1
             trained = names.get(e.train_fingerprint, e.train_fingerprint)
             lines.append(f"{rel.as_posix()}: {len(preds)} document(s) of the {split} split (trained on {trained})")
@@ -323,16 +339,16 @@ def export(ctx, out, corpus_name, fmt):
 
 
 def _move_leaves(staging: Path, out: Path) -> None:
-    """Move each finished part folder into OUT, replacing an older export of the same part."""
+    """Move each finished part (folder or file) into OUT, replacing an older export of the same part."""
     from ..experiment.cache import DIR_MODE
     from ..files import private_dir
 
     private_dir(out)
     os.chmod(out, DIR_MODE)
-    for leaf in sorted(p for p in staging.glob("*/*/*/*") if p.is_dir()):
+    for leaf in sorted(staging.glob("*/*/*/*")):  # a part's folder (i2b2) or file (other formats)
         dest = out / leaf.relative_to(staging)
         private_dir(dest.parent)
-        if dest.exists():
+        if dest.is_dir() and not dest.is_symlink():
             shutil.rmtree(dest)
         os.replace(leaf, dest)
 
