@@ -260,7 +260,7 @@ class Study:
                 figures.append(plots.category_f1(scores, out / f"category_f1_{name}.png",
                                                  title=f"Strict F1 by category, {name} test (n = gold spans)",
                                                  gold_counts=gold, categories=all_categories))
-            agree = self._agreement(corpus, outputs[name])
+            agree = self._agreement(corpus, corpora, outputs[name])
             if agree is not None:
                 figures.append(plots.agreement_heatmap(*agree, out / f"agreement_{name}.png",
                                                        title=f"Member agreement on {name} test"))
@@ -436,10 +436,12 @@ class Study:
             gold.update({cat: s.tp + s.fn for cat, s in by_category.items()})
         return scores, gold
 
-    def _agreement(self, corpus, mo: MemberOutputs):
+    def _agreement(self, corpus, corpora, mo: MemberOutputs):
+        """Agreement of the members of the largest member set: union-trained
+        models are no ensemble's members, so they are left out."""
         from ..ensemble import build_candidates, pairwise_agreement
 
-        names = list(mo.test)
+        names = max(self._member_sets(corpus, corpora, mo).values(), key=len, default=[])
         if len(names) < 2:
             return None
         table = build_candidates([mo.test[n] for n in names], tuple(names), corpus.test)
