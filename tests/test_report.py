@@ -173,6 +173,12 @@ def test_category_plot_shows_every_category_with_its_gold_count(monkeypatch):
     assert sum(t.get_text() == "no gold" for t in ax.texts) == 2
     assert ax.get_ylim() == (85.0, 100.0)  # from the data (90 and 97), not a fixed 0-100
     assert "axis from 85" in ax.get_ylabel()
+    # MEDDOCAN's 4 PROFESSION spans (F1 0 and 29%) do not pull the axis down: their values are written at the foot
+    fig = _figure_of(monkeypatch, lambda: plots.category_f1(
+        {"crf": {"NAME": 0.95, "PROFESSION": 0.0}, "vote": {"NAME": 0.98, "PROFESSION": 0.286}}, "x.png",
+        gold_counts={"NAME": 1000, "PROFESSION": 4}))
+    assert fig.axes[0].get_ylim() == (90.0, 100.0)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["0", "29"]
 
 
 def test_heatmap_orders_members_by_agreement_and_labels_the_colorbar(monkeypatch):

@@ -115,9 +115,12 @@ def category_f1(
     if categories is None:
         categories = sorted({c for s in scores.values() for c in s} | set(gold_counts))
     categories = list(categories)
-    # The axis from the data (a 0-100 axis flattens the 95-98% range where systems differ);
-    # zero bars and "no gold" labels sit at its foot.
-    lo, hi = data_range([100 * v for s in scores.values() for v in s.values() if v is not None])
+    # The axis from the non-zero F1s of the categories with enough gold spans to say something
+    # (a 0-100 axis, or 4 PROFESSION spans at 0-30%, flattens the 95-98% range where systems
+    # differ); a bar below the axis is written as its value at its foot, like "no gold".
+    total = sum(gold_counts.values())
+    enough = {c for c in categories if not gold_counts or gold_counts.get(c, 0) >= min(20, 0.01 * total)}
+    lo, hi = data_range([100 * v for s in scores.values() for c, v in s.items() if v and c in enough])
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(categories) + 2), 4.4))
     x = np.arange(len(categories))
@@ -125,10 +128,10 @@ def category_f1(
         vals = [scores[system].get(c) for c in categories]
         vals = [np.nan if v is None else 100 * v for v in vals]
         at = x + (i - (len(systems) - 1) / 2) * width
-        ax.bar(at, [v - lo for v in vals], width, bottom=lo, label=labels[i])
+        ax.bar(at, [max(v - lo, 0) if v == v else v for v in vals], width, bottom=lo, label=labels[i])
         for xi, v in zip(at, vals):
-            if v == 0:  # a zero bar is invisible: say it is a zero, not a missing value
-                ax.text(xi, lo + 0.005 * (hi - lo), "0", ha="center", va="bottom", fontsize=7)
+            if v == v and v < lo or v == 0:  # an invisible bar: say its value, not a missing one
+                ax.text(xi, lo + 0.005 * (hi - lo), f"{v:.0f}", ha="center", va="bottom", fontsize=7)
     for k, c in enumerate(categories):
         if gold_counts.get(c, 0) == 0:
             ax.text(k, lo + 0.03 * (hi - lo), "no gold", rotation=90, ha="center", va="bottom", fontsize=8,
