@@ -96,5 +96,6 @@ def coverage_warning(table: SpanTable, vocab: LabelVocab, kept: np.ndarray) -> s
     covered = sorted(c for c, n in passed.items() if n)
     return (f"the HIPAA filter keeps {int(kept.sum()):,} of {total:,} gold spans ({100 * kept.sum() / total:.0f}%): "
             f"no {', '.join(missed)} span has a TYPE it knows (it knows the i2b2 2014 types, e.g. NAME/PATIENT, "
-            f"CONTACT/EMAIL, ID/MEDICALRECORD), so the hipaa_* figures cover only "
-            f"{', '.join(covered) if covered else 'nothing'}; map the labels (--label-map) to score HIPAA PHI")
+            f"CONTACT/EMAIL, ID/MEDICALRECORD), so the hipaa_* figures cover "
+            f"{'only ' + ', '.join(covered) if covered else 'none of the gold spans'}; "
+            f"map the labels (--label-map) to score HIPAA PHI")
