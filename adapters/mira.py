@@ -46,10 +46,7 @@ class MiraTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "mira")
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
+        feats = self._training_features(documents)
         seqs = []
         for doc, f in zip(documents, feats):
             tags = gold_tags(doc)
