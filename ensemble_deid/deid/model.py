@@ -96,11 +96,13 @@ class Deidentifier:
         return f"Deidentifier({what}, members={list(self.members)})"
 
     @classmethod
-    def load(cls, path: str | Path) -> "Deidentifier":
-        """A bundle written by ``ensemble-deid fit`` (checked before loading)."""
+    def load(cls, path: str | Path, allow_external: Mapping[str, str] | None = None) -> "Deidentifier":
+        """A bundle written by ``ensemble-deid fit`` (checked before loading).
+        ``allow_external``: {tagger name: program path} for members that run
+        a program (PhysioNet deid, MIST): refused without it."""
         from .bundle import read_bundle
 
-        manifest, members, method = read_bundle(path)
+        manifest, members, method = read_bundle(path, allow_external)
         return cls(members, method, manifest)
 
     def save(self, path: str | Path, info: Mapping[str, Any] | None = None) -> Path:
