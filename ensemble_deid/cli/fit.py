@@ -48,8 +48,11 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
 
 
 def _info(corpus, train_fingerprint: str) -> dict:
-    labels = sorted({a.label for d in corpus.train for a in d.annotations})
-    return {"labels": labels, "corpus": {"name": corpus.name, "train_fingerprint": train_fingerprint,
+    from ..deid.bundle import scheme_labels
+
+    label_map = corpus.spec.label_map if corpus.spec else None
+    labels, unknown = scheme_labels({a.label for d in corpus.train for a in d.annotations}, label_map)
+    return {"labels": labels, "unknown_label_types": unknown, "corpus": {"name": corpus.name, "train_fingerprint": train_fingerprint,
                                          "train_documents": len(corpus.train),
                                          "label_map": corpus.spec.label_map if corpus.spec else None}}
 

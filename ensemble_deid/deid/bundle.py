@@ -31,7 +31,7 @@ import shutil
 import stat
 import time
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .. import __version__
 from ..errors import EnsembleDeidError, printable
@@ -166,6 +166,26 @@ def _running(pid: int) -> bool:
     except OSError:  # another user's process: running
         return True
     return True
+
+
+def scheme_labels(labels: Iterable[str], label_map: str | None = None) -> tuple[list[str], int]:
+    """(the labels a bundle may record, how many others were left out).
+    Kept: ``CATEGORY:TYPE`` labels of the known schemes (i2b2, MEDDOCAN) and
+    the targets of the corpus's label map. Any other type name is data (a
+    BRAT type column or an XML element can hold a word of a note): counted,
+    never stored."""
+    from ..corpus.formats.schemes import KNOWN_PARENTS
+    from ..corpus.labelmap import LabelMap
+
+    targets = set(LabelMap.load(label_map).types.values()) if label_map else set()
+    kept, unknown = set(), 0
+    for label in set(labels):
+        category, _, type_ = label.partition(":")
+        if KNOWN_PARENTS.get(type_) == category or label in targets or type_ in targets:
+            kept.add(label)
+        else:
+            unknown += 1
+    return sorted(kept), unknown
 
 
 def _owner_only(root: Path) -> None:

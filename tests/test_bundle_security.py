@@ -1,0 +1,272 @@
+"""Bundles edited by hand with their checksums recomputed (issue 35 items 1, 7,
+11, 15): the checksums carry no key, so loading must not trust what a bundle
+says about the machine. Never run a program it names, never read a file
+outside it, refuse parameters no fit accepts and model files that would crash
+the C library; leftovers of a killed save are removed. Each test failed
+before the fix."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.corpus.formats import write_i2b2_xml
+from ensemble_deid.deid import BundleError, Deidentifier
+from ensemble_deid.deid.bundle import _manifest_checksum, _sha256_file
+from ensemble_deid.taggers.registry import tagger_class
+from ensemble_deid.taggers.state import encodable, write_state
+
+from .conftest import REPO_ROOT
+from .tiny_corpus import tiny_corpus
+
+NOTE = "Record date: 03/04/2012\nPatient John Smith was seen."
+
+
+def reseal(root: Path) -> None:
+    """Recompute every checksum of an edited bundle, as anyone can."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    names = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                   if (p.is_file() or p.is_symlink()) and p.name != "manifest.json")
+    manifest["files"] = {n: _sha256_file(root / n) for n in names if (root / n).is_file()}
+    manifest["manifest_sha256"] = _manifest_checksum(manifest)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """A voting bundle over a small CRF and the rules, fitted in-process."""
+    from ensemble_deid.ensemble import make_method
+    from ensemble_deid.taggers.registry import make_tagger
+
+    root = tmp_path_factory.mktemp("bundle")
+    docs = tiny_corpus(12, seed=5)
+    members = {"crf": make_tagger("crf", max_iterations=5).fit(docs), "rules": make_tagger("rules").fit(docs)}
+    preds = {name: {p.doc_id: p for p in t.predict(docs)} for name, t in members.items()}
+    method = make_method("voting", threshold=1).fit(preds, docs)
+    Deidentifier(members, method).save(root / "model", {"labels": ["DATE:DATE", "NAME:PATIENT"]})
+    return root / "model"
+
+
+def _copy(bundle: Path, tmp_path: Path, name="copy") -> Path:
+    copy = tmp_path / name
+    shutil.copytree(bundle, copy)
+    return copy
+
+
+def _edit_manifest(root: Path, change) -> None:
+    manifest = json.loads((root / "manifest.json").read_text())
+    change(manifest)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    reseal(root)
+
+
+def _external_member(root: Path, name: str, params: dict) -> None:
+    """Replace member 00 of the bundle by a saved external system with ``params``."""
+    cls = tagger_class(name)
+    folder = root / "members" / f"00-{name}"
+    shutil.rmtree(root / "members" / "00-crf")
+    write_state(folder, {"kind": "tagger", "name": name, "version": cls.version, "params": encodable(params),
+                         "environment": {}}, {"snapped_spans_": 0, "dropped_spans_": 0, "foreign_spans_": 0,
+                                              "unmapped_spans_": 0})
+
+    def change(m):
+        m["members"][0].update(name=name, version=cls.version, folder=f"members/00-{name}", params=params)
+    _edit_manifest(root, change)
+
+
+def _script(path: Path, marker: Path, perl=False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if perl:
+        path.write_text(f'open(my $f, ">", "{marker}"); print $f "ran"; close($f); exit 3;\n')
+    else:
+        path.write_text(f"#!/bin/sh\necho ran > '{marker}'\nexit 3\n")
+    path.chmod(0o700)
+    return path
+
+
+def _deidentify(model, tmp_path, *extra):
+    notes = tmp_path / "notes"
+    notes.mkdir(exist_ok=True)
+    (notes / "n1.txt").write_text(NOTE)
+    return CliRunner().invoke(main, ["deidentify", str(model), str(notes), "--out", str(tmp_path / "out"),
+                                     "--no-progress", *extra])
+
+
+@pytest.mark.parametrize("system", ["physionet-deid", "mist"])
+def test_a_bundle_never_runs_a_program_it_names(bundle, tmp_path, system):
+    copy = _copy(bundle, tmp_path)
+    marker = tmp_path / "bundle-program-ran"
+    if system == "physionet-deid":
+        _script(copy / "members" / "deid" / "deid.pl", marker, perl=True)
+        (copy / "members" / "deid" / "deid.config").write_text("Gold standard comparison = 0\n")
+        params = {"deid_pl": str(copy / "members" / "deid" / "deid.pl")}
+    else:
+        _script(copy / "members" / "mist" / "bin" / "MATEngine", marker)
+        params = {"mist_home": str(copy / "members" / "mist")}
+    _external_member(copy, system, params)
+    res = _deidentify(copy, tmp_path)
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert f"--allow-external {system}=PATH" in res.output
+    assert not marker.exists()
+    with pytest.raises(BundleError, match="runs a program"):
+        Deidentifier.load(copy)
+
+    # Named by the user, the program on the command line runs; the bundle's never does.
+    user_marker = tmp_path / "user-program-ran"
+    if system == "physionet-deid":
+        program = _script(tmp_path / "user" / "deid.pl", user_marker, perl=True)
+        (tmp_path / "user" / "deid-output.config").write_text("Gold standard comparison = 0\n")
+    else:
+        _script(tmp_path / "user" / "bin" / "MATEngine", user_marker)
+        program = tmp_path / "user"
+    res = _deidentify(copy, tmp_path, "--allow-external", f"{system}={program}")
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert user_marker.exists() and not marker.exists()
+
+
+def test_external_member_naming_local_files_is_refused(bundle, tmp_path):
+    copy = _copy(bundle, tmp_path)
+    _external_member(copy, "physionet-deid", {"records": "/etc/hostname", "phi": "/etc/hostname"})
+    with pytest.raises(BundleError, match="'records'.*nothing outside itself"):
+        Deidentifier.load(copy, allow_external={"physionet-deid": "/nonexistent/deid.pl"})
+
+
+@pytest.mark.parametrize("where", ["parent", "absolute", "symlinked-file", "symlinked-folder"])
+def test_member_files_outside_the_bundle_are_refused(bundle, tmp_path, where):
+    copy = _copy(bundle, tmp_path)
+    outside = tmp_path / "outside"
+    shutil.move(str(copy / "members" / "00-crf"), str(outside))
+    if where == "parent":
+        _edit_manifest(copy, lambda m: m["members"][0].update(folder="../outside"))
+    elif where == "absolute":
+        _edit_manifest(copy, lambda m: m["members"][0].update(folder=str(outside)))
+    elif where == "symlinked-folder":
+        os.symlink(outside, copy / "members" / "00-crf")
+        _edit_manifest(copy, lambda m: m["files"].update(
+            {f"members/00-crf/{p.name}": _sha256_file(p) for p in outside.iterdir()}))
+    else:
+        (copy / "members" / "00-crf").mkdir()
+        for p in outside.iterdir():
+            os.symlink(p, copy / "members" / "00-crf" / p.name)
+        reseal(copy)
+    with pytest.raises(BundleError, match="outside the bundle|symbolic link"):
+        Deidentifier.load(copy)
+
+
+def test_parameters_out_of_their_constraints_are_refused_at_load(bundle, tmp_path):
+    for where, key, value in (("method", "threshold", -5), ("members/00-crf", "max_iterations", -1)):
+        copy = _copy(bundle, tmp_path, where.replace("/", "-"))
+        state = copy / where / "state.json"
+        body = json.loads(state.read_text())
+        body["header"]["params"] = encodable({**dict(body["header"]["params"]["__dict__"]), key: value})
+        state.write_text(json.dumps(body))
+        reseal(copy)
+        with pytest.raises(BundleError, match=key):
+            Deidentifier.load(copy)
+
+
+def _crf_model(copy: Path) -> Path:
+    return next((copy / "members" / "00-crf").glob("*.bin"))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "offsets", "bit-flips"])
+def test_damaged_crfsuite_model_never_crashes_the_process(bundle, tmp_path, damage):
+    copy = _copy(bundle, tmp_path)
+    model = _crf_model(copy)
+    data = bytearray(model.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) * 2 // 3]
+    elif damage == "offsets":  # the attribute references' offset past the end
+        data[44:48] = (0xFFFFFF00).to_bytes(4, "little")
+    else:  # the label string database's byte-order word and backward array offset
+        off = int.from_bytes(data[32:36], "little")
+        data[off + 20:off + 24] = (0x7FFFFFF0).to_bytes(4, "little")
+    model.write_bytes(bytes(data))
+    reseal(copy)
+    code = textwrap.dedent(f"""
+        import sys
+        from ensemble_deid.deid import Deidentifier, BundleError
+        try:
+            Deidentifier.load({str(copy)!r}).deidentify({NOTE!r})
+        except BundleError as exc:
+            print("refused:", exc)
+            sys.exit(1)
+        """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / ".devpath")])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "not a valid CRFsuite model" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_pickled_object_in_a_neural_member_is_refused_with_a_message(bundle, tmp_path):
+    torch = pytest.importorskip("torch")
+    copy = _copy(bundle, tmp_path)
+    shutil.rmtree(copy / "members" / "00-crf")
+    torch.save({"format": "x", "payload": Path("/etc/hostname")}, copy / "members" / "00-lstm-l")
+    cls = tagger_class("lstm-l")
+    _edit_manifest(copy, lambda m: m["members"][0].update(name="lstm-l", version=cls.version,
+                                                          folder="members/00-lstm-l"))
+    with pytest.raises(BundleError, match="not a weights-only ensemble-deid checkpoint"):
+        Deidentifier.load(copy)
+
+
+def test_deeply_nested_manifest_is_a_message(bundle, tmp_path):
+    copy = _copy(bundle, tmp_path)
+    (copy / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(BundleError, match="nested too deeply"):
+        Deidentifier.load(copy)
+    res = _deidentify(copy, tmp_path)
+    assert res.exit_code == 1 and "Traceback" not in res.output and "nested too deeply" in res.output
+
+
+def test_npz_zip_bomb_is_refused_before_it_is_unpacked(bundle, tmp_path):
+    copy = _copy(bundle, tmp_path)
+    folder = copy / "members" / "00-crf"
+    with zipfile.ZipFile(folder / "arrays.npz", "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("a0.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (40_000_000,)})
+            block = bytes(1 << 20)
+            for _ in range(305):
+                fh.write(block)
+    body = json.loads((folder / "state.json").read_text())
+    body["state"]["bomb_"] = {"__array__": "a0"}
+    (folder / "state.json").write_text(json.dumps(body))
+    reseal(copy)
+    t0 = time.perf_counter()
+    with pytest.raises(BundleError, match="compressed"):
+        Deidentifier.load(copy)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_bundle_labels_keep_only_label_scheme_types(tmp_path, monkeypatch):
+    """A BRAT type column holding a word of a note is not stored in the bundle."""
+    docs = tiny_corpus(10, seed=2)
+    (tmp_path / "train").mkdir()
+    for doc in docs:
+        (tmp_path / "train" / f"{doc.id}.txt").write_text(doc.text)
+        lines = [f"T{i + 1}\t{'Berrocalz' if i == 0 else a.type} {a.start} {a.end}\t{doc.text[a.start:a.end]}"
+                 for i, a in enumerate(doc.annotations)]
+        (tmp_path / "train" / f"{doc.id}.ann").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    run = CliRunner().invoke
+    assert run(main, ["corpus", "add", "b", "--format", "brat", "--train", str(tmp_path / "train"),
+                      "--test", str(tmp_path / "train")]).exit_code == 0
+    res = run(main, ["fit", "--corpus", "b", "--tagger", "rules", "--out", str(tmp_path / "m")])
+    assert res.exit_code == 0, res.output
+    manifest = (tmp_path / "m" / "manifest.json").read_text()
+    assert "Berrocalz".upper() not in manifest.upper()
+    body = json.loads(manifest)
+    assert body["unknown_label_types"] == 1 and "NAME:DOCTOR" in body["labels"] and len(body["labels"]) >= 5
