@@ -33,6 +33,9 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
 
     if Path(out).exists():
         raise click.BadParameter(f"{out} already exists (choose a new folder)", param_hint="--out")
+    from ..deid.bundle import remove_stale_partials
+
+    remove_stale_partials(out)  # a killed fit's half-written bundle holds training words: gone before we start
     if tagger_spec and (method or members):
         raise click.UsageError("give either --tagger or --method with --members")
     if not tagger_spec and not (method and members):
