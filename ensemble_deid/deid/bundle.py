@@ -275,7 +275,10 @@ def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[s
             f"{folder}: member {label!r} is the external system {cls.name!r}, which runs a program; a bundle never "
             f"chooses a program to run: name it on this machine with --allow-external {cls.name}=PATH "
             f"(Python: allow_external={{{cls.name!r}: PATH}}) if you trust this bundle")
-    tagger = cls.load(folder)
+    try:
+        tagger = cls.load(folder)
+    except (EnsembleDeidError, ValueError) as exc:  # the message names the file, or we add it
+        raise BundleError(str(exc) if str(folder) in str(exc) else f"{folder}: {exc}") from None
     defaults = inspect.signature(cls.__init__).parameters
     for name in cls.local_params:
         if getattr(tagger, name, None) != defaults[name].default:
