@@ -362,3 +362,26 @@ def test_every_file_of_a_bundle_truncated_or_corrupted_is_refused(bundle, tmp_pa
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(outcomes) <= {"refused", "loaded"}, sorted(set(outcomes))
     assert outcomes.count("refused") >= len(outcomes) - 2
+
+
+def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monkeypatch):
+    """Issue 34 item 1: a CRF bundle holds training PHI strings in its model
+    file; the manifest and fit's output say so, a rules-only bundle does not."""
+    docs = tiny_corpus(10, seed=4)
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+        for doc in docs:
+            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
+    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    run = CliRunner().invoke
+    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
+    crf = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=5", "--out", str(tmp_path / "crf")])
+    rules = run(main, ["fit", "--corpus", "t", "--tagger", "rules", "--out", str(tmp_path / "rules")])
+    assert crf.exit_code == 0 and rules.exit_code == 0, crf.output + rules.output
+    model_bytes = b"".join(p.read_bytes() for p in (tmp_path / "crf").rglob("*.bin"))
+    phi_words = {w for d in docs for a in d.annotations for w in d.text[a.start:a.end].split() if len(w) > 3}
+    assert any(w.encode() in model_bytes for w in phi_words)  # what the notice is about
+    assert json.loads((tmp_path / "crf" / "manifest.json").read_text())["contains_training_text"] is True
+    assert "contains words of its training notes" in crf.stderr
+    assert json.loads((tmp_path / "rules" / "manifest.json").read_text())["contains_training_text"] is False
+    assert "training notes" not in rules.stderr

@@ -47,7 +47,12 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
         else:
             summary = fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, out, verify,
                                    no_progress, echo)
+        from ..deid.bundle import training_text_notice
+
+        notice = training_text_notice(out)
     click.echo(summary)
+    if notice:
+        echo(notice)
 
 
 def _info(corpus, train_fingerprint: str) -> dict:

@@ -168,6 +168,16 @@ def _running(pid: int) -> bool:
     return True
 
 
+def training_text_notice(path: str | Path) -> str:
+    """What to tell whoever just wrote the bundle at ``path`` about its
+    contents ('' when no member learned from the notes' words)."""
+    if not read_manifest(path).get("contains_training_text"):
+        return ""
+    return (f"note: {path} contains words of its training notes (the models' feature strings and vocabularies "
+            f"include names, places and other identifiers seen in training): keep and share it only as you "
+            f"would the training notes themselves")
+
+
 def scheme_labels(labels: Iterable[str], label_map: str | None = None) -> tuple[list[str], int]:
     """(the labels a bundle may record, how many others were left out).
     Kept: ``CATEGORY:TYPE`` labels of the known schemes (i2b2, MEDDOCAN) and
