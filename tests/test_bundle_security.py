@@ -385,3 +385,43 @@ def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monk
     assert "contains words of its training notes" in crf.stderr
     assert json.loads((tmp_path / "rules" / "manifest.json").read_text())["contains_training_text"] is False
     assert "training notes" not in rules.stderr
+
+
+def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_path, monkeypatch):
+    """Issue 34 item 1: ``fit --shareable K`` trains on notes whose words of
+    fewer than K documents are replaced by their shapes, and deidentify masks
+    new notes alike."""
+    import re
+    from collections import Counter
+
+    docs = tiny_corpus(14, seed=6)
+    for split, part in (("train", docs[:10]), ("test", docs[10:])):
+        (tmp_path / split).mkdir()
+        for doc in part:
+            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
+    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    run = CliRunner().invoke
+    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
+    plain = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--out", str(tmp_path / "plain")])
+    shared = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--shareable", "2",
+                        "--out", str(tmp_path / "shared")])
+    assert plain.exit_code == 0 and shared.exit_code == 0, plain.output + shared.output
+    assert "at least 2 training documents" in shared.stderr
+
+    seen = Counter(w for d in docs[:10] for w in {t for t in d.tokens.words if t.isalpha() and len(t) >= 5})
+    rare = [w for w, n in seen.items() if n == 1]
+
+    def found(folder):
+        data = b"".join(p.read_bytes() for p in folder.rglob("*.bin"))
+        return [w for w in rare if re.search(rb"[=|](" + re.escape(w.encode()) + rb"|" + re.escape(w.lower().encode())
+                                             + rb")[|\x00]", data)]
+    assert found(tmp_path / "plain")  # the plain model holds words of single notes
+    assert found(tmp_path / "shared") == []
+    manifest = json.loads((tmp_path / "shared" / "manifest.json").read_text())
+    assert manifest["shareable"]["min_documents"] == 2 and not set(rare) & set(manifest["shareable"]["words"])
+    res = _deidentify(tmp_path / "shared", tmp_path)
+    assert res.exit_code == 0 and "1 note(s) de-identified" in res.output, res.output
+    assert "03/04/2012" not in (tmp_path / "out" / "text" / "n1.txt").read_text()
+    bad = run(main, ["fit", "--corpus", "t", "--method", "voting", "--members", "rules", "--shareable", "2",
+                     "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and not (tmp_path / "x").exists()

@@ -21,9 +21,12 @@ from .ensemble import METHOD_NAMES, load_members, parse_grid, parse_params
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New folder for the model bundle.")
 @click.option("--verify/--no-verify", default=True, help="Check that the bundle reproduces the cached test predictions "
               "of the 'ensemble' command (ensembles) and report its test scores.")
+@click.option("--shareable", type=click.IntRange(min=2), metavar="K", help="With --tagger: train without the words "
+              "found in fewer than K training documents (replaced by their shapes), so the bundle holds none of them.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, no_progress):
+def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, shareable,
+        no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
     'ensemble' command makes; members missing from the cache are
@@ -40,10 +43,12 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
         raise click.UsageError("give either --tagger or --method with --members")
     if not tagger_spec and not (method and members):
         raise click.UsageError("give --method and --members (an ensemble) or --tagger (one tagger)")
+    if shareable and not tagger_spec:
+        raise click.UsageError("--shareable applies to --tagger (an ensemble's members come from the cache)")
     echo = lambda s: click.echo(s, err=True)  # noqa: E731
     with fail_on_error():
         if tagger_spec:
-            summary = fit_single(ctx, corpus_name, tagger_spec, out, echo)
+            summary = fit_single(ctx, corpus_name, tagger_spec, out, echo, shareable)
         else:
             summary = fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, out, verify,
                                    no_progress, echo)
@@ -65,7 +70,7 @@ def _info(corpus, train_fingerprint: str) -> dict:
                                          "label_map": corpus.spec.label_map if corpus.spec else None}}
 
 
-def fit_single(ctx, corpus_name, spec_text, out, echo) -> str:
+def fit_single(ctx, corpus_name, spec_text, out, echo, shareable=None) -> str:
     import time
 
     from ..corpus.fingerprint import corpus_fingerprint
@@ -78,8 +83,13 @@ def fit_single(ctx, corpus_name, spec_text, out, echo) -> str:
     corpus = workspace_of(ctx).load(corpus_name)
     echo(f"fitting {spec.label} on {len(corpus.train)} training documents")
     t0 = time.perf_counter()
-    tagger = fit_member(spec, corpus.train)
-    model = Deidentifier({spec.label: tagger}, None)
+    train, manifest = corpus.train, {}
+    if shareable:
+        from ..deid.shareable import shareable_training
+
+        train, manifest["shareable"] = shareable_training(corpus.train, shareable)
+    tagger = fit_member(spec, train)
+    model = Deidentifier({spec.label: tagger}, None, manifest)
     test = {p.doc_id: p for p in model.predict(corpus.test)}
     p, r, f1 = strict_prf(corpus.test, test)
     info = _info(corpus, corpus_fingerprint(corpus.train))

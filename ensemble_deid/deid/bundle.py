@@ -171,8 +171,13 @@ def _running(pid: int) -> bool:
 def training_text_notice(path: str | Path) -> str:
     """What to tell whoever just wrote the bundle at ``path`` about its
     contents ('' when no member learned from the notes' words)."""
-    if not read_manifest(path).get("contains_training_text"):
+    manifest = read_manifest(path)
+    if not manifest.get("contains_training_text"):
         return ""
+    if manifest.get("shareable"):
+        k = manifest["shareable"]["min_documents"]
+        return (f"note: {path} holds words of its training notes only where they occur in at least {k} training "
+                f"documents (the others were replaced by their shapes); frequent names can still be among them")
     return (f"note: {path} contains words of its training notes (the models' feature strings and vocabularies "
             f"include names, places and other identifiers seen in training): keep and share it only as you "
             f"would the training notes themselves")

@@ -90,6 +90,9 @@ class Deidentifier:
         self.method = method
         self.manifest = dict(manifest or {})
         self._shared = share_features(self.members)
+        from .shareable import masker
+
+        self._mask = masker(self.manifest)  # a shareable bundle's members see rare words only as shapes
 
     def __repr__(self) -> str:
         what = self.method.name if self.method is not None else next(iter(self.members))
@@ -116,7 +119,7 @@ class Deidentifier:
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         """BIO predictions on the common tokens, one per document."""
-        documents = list(documents)
+        documents = self._mask(list(documents))
         outputs = {}
         try:
             for label, tagger in self.members.items():
