@@ -144,7 +144,7 @@ def test_external_member_naming_local_files_is_refused(bundle, tmp_path):
         Deidentifier.load(copy, allow_external={"physionet-deid": "/nonexistent/deid.pl"})
 
 
-@pytest.mark.parametrize("where", ["parent", "absolute", "symlinked-file", "symlinked-folder"])
+@pytest.mark.parametrize("where", ["parent", "absolute", "symlinked-file", "symlinked-folder", "symlinked-manifest"])
 def test_member_files_outside_the_bundle_are_refused(bundle, tmp_path, where):
     copy = _copy(bundle, tmp_path)
     outside = tmp_path / "outside"
@@ -153,6 +153,10 @@ def test_member_files_outside_the_bundle_are_refused(bundle, tmp_path, where):
         _edit_manifest(copy, lambda m: m["members"][0].update(folder="../outside"))
     elif where == "absolute":
         _edit_manifest(copy, lambda m: m["members"][0].update(folder=str(outside)))
+    elif where == "symlinked-manifest":
+        shutil.move(str(outside), str(copy / "members" / "00-crf"))
+        shutil.move(str(copy / "manifest.json"), str(tmp_path / "manifest.json"))
+        os.symlink(tmp_path / "manifest.json", copy / "manifest.json")
     elif where == "symlinked-folder":
         os.symlink(outside, copy / "members" / "00-crf")
         _edit_manifest(copy, lambda m: m["files"].update(
@@ -162,7 +166,7 @@ def test_member_files_outside_the_bundle_are_refused(bundle, tmp_path, where):
         for p in outside.iterdir():
             os.symlink(p, copy / "members" / "00-crf" / p.name)
         reseal(copy)
-    with pytest.raises(BundleError, match="outside the bundle|symbolic link"):
+    with pytest.raises(BundleError, match="outside the bundle|symbolic link|not a regular file"):
         Deidentifier.load(copy)
 
 

@@ -128,9 +128,10 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
         manifest = {
             "format": BUNDLE_FORMAT, "format_version": BUNDLE_VERSION, "ensemble_deid_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "members": entries, "method": method_entry,
+            **info,
             # Trained models hold words of their training notes (feature strings, vocabularies).
             "contains_training_text": any(not getattr(t, "external", False) for t in members.values()),
-            **info, "files": {name: _sha256_file(tmp / name) for name in _files(tmp)},
+            "files": {name: _sha256_file(tmp / name) for name in _files(tmp)},
         }
         manifest["manifest_sha256"] = _manifest_checksum(manifest)
         write_private(tmp / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=str).encode("utf-8"))
@@ -215,6 +216,12 @@ def read_manifest(path: str | Path) -> dict:
     mpath = root / MANIFEST
     if not root.is_dir():
         raise BundleError(f"{root}: not a bundle folder")
+    try:
+        mode = os.lstat(mpath).st_mode
+    except OSError as exc:
+        raise BundleError(f"{mpath}: cannot read the bundle manifest ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):  # a link or a FIFO: read nothing through it
+        raise BundleError(f"{mpath}: not a regular file (a bundle holds only its own files)")
     manifest = read_json(mpath, BundleError, "the bundle manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise BundleError(f"{mpath}: not an ensemble-deid model bundle")
