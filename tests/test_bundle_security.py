@@ -429,3 +429,14 @@ def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_pat
     bad = run(main, ["fit", "--corpus", "t", "--method", "voting", "--members", "rules", "--shareable", "2",
                      "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and not (tmp_path / "x").exists()
+
+
+def test_deidentify_trust_accepts_only_the_named_bundle(bundle, tmp_path):
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    ok = _deidentify(bundle, tmp_path, "--trust", manifest["manifest_sha256"].upper())
+    assert ok.exit_code == 0, ok.output
+    copy = _copy(bundle, tmp_path)
+    _edit_manifest(copy, lambda m: m.update(labels=["NAME:PATIENT"]))  # resealed: valid, but not the trusted one
+    shutil.rmtree(tmp_path / "out")
+    res = _deidentify(copy, tmp_path, "--trust", manifest["manifest_sha256"])
+    assert res.exit_code == 1 and "not one of the trusted bundles" in res.output and "Traceback" not in res.output

@@ -27,9 +27,12 @@ from .common import fail_on_error
 @click.option("--allow-external", "allow_external", multiple=True, metavar="NAME=PATH",
               help="Let the bundle's external-system member NAME (physionet-deid, mist) run the program at PATH on "
               "this machine (repeatable). Without it such a member is refused: a bundle never chooses a program.")
+@click.option("--trust", "trusted", multiple=True, metavar="SHA256",
+              help="Accept only a bundle whose manifest checksum is one of these (repeatable; 'fit' prints it: get it "
+              "from the bundle's author over a channel you trust). The checksums alone show integrity, not origin.")
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
-               batch_size, allow_external, no_progress):
+               batch_size, allow_external, trusted, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume).
@@ -49,7 +52,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
             raise click.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--allow-external")
         programs[name.strip()] = path.strip()
     with fail_on_error():
-        deid = Deidentifier.load(model, allow_external=programs)
+        deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
         surrogates = None
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order,

@@ -52,10 +52,12 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
         else:
             summary = fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, out, verify,
                                    no_progress, echo)
-        from ..deid.bundle import training_text_notice
+        from ..deid.bundle import read_manifest, training_text_notice
 
         notice = training_text_notice(out)
+        checksum = read_manifest(out)["manifest_sha256"]
     click.echo(summary)
+    click.echo(f"manifest checksum {checksum} (whoever receives the bundle can accept only it: deidentify --trust)")
     if notice:
         echo(notice)
 

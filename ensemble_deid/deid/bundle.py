@@ -249,17 +249,22 @@ def read_manifest(path: str | Path) -> dict:
     return manifest
 
 
-def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = None
-                ) -> tuple[dict, dict[str, Any], Any | None]:
+def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = None,
+                trusted: Iterable[str] | None = None) -> tuple[dict, dict[str, Any], Any | None]:
     """(manifest, {label: fitted Tagger}, fitted MetaLearner or None).
     ``allow_external``: {tagger name: program path on this machine} for the
-    members that run a program (refused otherwise)."""
+    members that run a program (refused otherwise). ``trusted``: manifest
+    checksums the user got from the bundle's author over a channel they trust
+    (``fit`` prints it); when given, any other bundle is refused."""
     from ..ensemble.base import MetaLearner
     from ..taggers.state import StateError
 
     root = Path(path)
     manifest = read_manifest(root)
     mpath = root / MANIFEST
+    if trusted is not None and manifest["manifest_sha256"] not in {t.strip().lower() for t in trusted}:
+        raise BundleError(f"{mpath}: manifest checksum {manifest['manifest_sha256']} is not one of the trusted "
+                          f"bundles given (--trust): not the bundle its author made, or another one")
     try:
         members = {m["label"]: _load_member(root, m, dict(allow_external or {})) for m in manifest["members"]}
         method = (MetaLearner.load(_inside(root, manifest["method"]["folder"], mpath))

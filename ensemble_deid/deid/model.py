@@ -99,13 +99,15 @@ class Deidentifier:
         return f"Deidentifier({what}, members={list(self.members)})"
 
     @classmethod
-    def load(cls, path: str | Path, allow_external: Mapping[str, str] | None = None) -> "Deidentifier":
+    def load(cls, path: str | Path, allow_external: Mapping[str, str] | None = None,
+             trusted: Sequence[str] | None = None) -> "Deidentifier":
         """A bundle written by ``ensemble-deid fit`` (checked before loading).
         ``allow_external``: {tagger name: program path} for members that run
-        a program (PhysioNet deid, MIST): refused without it."""
+        a program (PhysioNet deid, MIST): refused without it. ``trusted``:
+        the manifest checksums to accept (any other bundle is refused)."""
         from .bundle import read_bundle
 
-        manifest, members, method = read_bundle(path, allow_external)
+        manifest, members, method = read_bundle(path, allow_external, trusted)
         return cls(members, method, manifest)
 
     def save(self, path: str | Path, info: Mapping[str, Any] | None = None) -> Path:
