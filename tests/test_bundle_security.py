@@ -386,9 +386,9 @@ def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monk
     phi_words = {w for d in docs for a in d.annotations for w in d.text[a.start:a.end].split() if len(w) > 3}
     assert any(w.encode() in model_bytes for w in phi_words)  # what the notice is about
     assert json.loads((tmp_path / "crf" / "manifest.json").read_text())["contains_training_text"] is True
-    assert "contains words of its training notes" in crf.stderr
+    assert "contains words of its training notes" in crf.output
     assert json.loads((tmp_path / "rules" / "manifest.json").read_text())["contains_training_text"] is False
-    assert "training notes" not in rules.stderr
+    assert "training notes" not in rules.output
 
 
 def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_path, monkeypatch):
@@ -410,7 +410,7 @@ def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_pat
     shared = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--shareable", "2",
                         "--out", str(tmp_path / "shared")])
     assert plain.exit_code == 0 and shared.exit_code == 0, plain.output + shared.output
-    assert "at least 2 training documents" in shared.stderr
+    assert "at least 2 training documents" in shared.output
 
     seen = Counter(w for d in docs[:10] for w in {t for t in d.tokens.words if t.isalpha() and len(t) >= 5})
     rare = [w for w, n in seen.items() if n == 1]
