@@ -440,3 +440,16 @@ def test_deidentify_trust_accepts_only_the_named_bundle(bundle, tmp_path):
     shutil.rmtree(tmp_path / "out")
     res = _deidentify(copy, tmp_path, "--trust", manifest["manifest_sha256"])
     assert res.exit_code == 1 and "not one of the trusted bundles" in res.output and "Traceback" not in res.output
+
+
+def test_learned_state_of_the_wrong_shape_is_refused_at_load(bundle, tmp_path):
+    """Found by the bundle fuzzer: the voting ranks replaced by a string made
+    every prediction a TypeError traceback."""
+    copy = _copy(bundle, tmp_path)
+    state = copy / "method" / "state.json"
+    body = json.loads(state.read_text())
+    body["state"]["member_rank_"] = "x"
+    state.write_text(json.dumps(body))
+    reseal(copy)
+    with pytest.raises(BundleError, match="fails on a test note"):
+        Deidentifier.load(copy)

@@ -18,6 +18,9 @@ from ..corpus.document import Annotation, Document
 from ..taggers.prediction import DocumentPrediction, check_predictions
 
 
+PROBE_NOTE = "Seen on 03/04/2012 by Dr. Probe at the General Clinic; call 555-0100."
+
+
 def fit_member(spec, train: Sequence[Document]):
     """One member fitted as the CV engine fits it for the test split."""
     tagger = spec.make()
@@ -108,7 +111,24 @@ class Deidentifier:
         from .bundle import read_bundle
 
         manifest, members, method = read_bundle(path, allow_external, trusted)
-        return cls(members, method, manifest)
+        model = cls(members, method, manifest)
+        model._probe(path)
+        return model
+
+    def _probe(self, path) -> None:
+        """Tag one made-up note: a learned state edited into a shape no fit
+        makes (a list where an array was, a rank of the wrong length) fails
+        here, as a BundleError, not in the middle of a user's notes."""
+        from ..errors import EnsembleDeidError
+        from .bundle import BundleError
+
+        try:
+            self.spans([Document("probe", PROBE_NOTE)])
+        except EnsembleDeidError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure is the bundle's state
+            raise BundleError(f"{path}: the model fails on a test note ({type(exc).__name__}): the bundle is "
+                              f"damaged or was edited") from None
 
     def save(self, path: str | Path, info: Mapping[str, Any] | None = None) -> Path:
         from .bundle import write_bundle
