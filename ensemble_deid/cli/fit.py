@@ -22,7 +22,8 @@ from .ensemble import METHOD_NAMES
 @click.option("--verify/--no-verify", default=True, help="Check that the bundle reproduces the cached test predictions "
               "of the 'ensemble' command (ensembles) and report its test scores.")
 @click.option("--shareable", type=click.IntRange(min=2), metavar="K", help="With --tagger: train without the words "
-              "found in fewer than K training documents (replaced by their shapes), so the bundle holds none of them.")
+              "found in fewer than K training documents of different patients (replaced by their shapes), so the bundle "
+              "holds none of them.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
 def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, shareable,

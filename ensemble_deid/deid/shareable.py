@@ -3,12 +3,13 @@
 A trained model keeps words of its training notes (CRFsuite and Vowpal
 Wabbit feature strings, vocabularies), and the words seen in one or two notes
 are where a patient's name, street or record number sits. ``fit --shareable
-K`` trains on copies of the notes in which every token found in fewer than K
-training documents is replaced by its shape (letters ``x``/``X``, digits
-``0``: same length, same tokens, same offsets, so the annotations still fit),
-and stores the words kept, so that ``deidentify`` masks new notes the same
-way before the model sees them. The model then holds no word of fewer than K
-training notes; shape, case, length and every frequent neighbour still count.
+K`` trains on copies of the notes in which every token found in the notes
+of fewer than K patients (the ``group`` of a document, else the document
+itself) is replaced by its shape (letters ``x``/``X``, digits ``0``: same
+length, same tokens, same offsets, so the annotations still fit), and stores
+the words kept, so that ``deidentify`` masks new notes the same way before
+the model sees them. The model then holds no word of fewer than K patients'
+notes; shape, case, length and every frequent neighbour still count.
 """
 from __future__ import annotations
 
@@ -23,8 +24,13 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 
 def vocabulary(documents: Iterable[Document], min_documents: int) -> frozenset[str]:
-    """The lower-cased tokens found in at least ``min_documents`` documents."""
-    counts = Counter(w for doc in documents for w in {t.lower() for t in doc.tokens.words})
+    """The lower-cased tokens found in at least ``min_documents`` documents
+    of different patients (a patient's name recurs in all their notes: the
+    notes of one patient group count once)."""
+    by_patient: dict[str, set[str]] = {}
+    for doc in documents:
+        by_patient.setdefault(doc.group, set()).update(t.lower() for t in doc.tokens.words)
+    counts = Counter(w for words in by_patient.values() for w in words)
     return frozenset(w for w, n in counts.items() if n >= min_documents)
 
 
