@@ -5,6 +5,8 @@ training PHI words a bundle holds, and what ``fit --shareable K`` costs in F1.
     ensemble-deid fit --corpus meddocan --tagger crf --out models/crf-plain
     ensemble-deid fit --corpus meddocan --tagger crf --shareable 2 --out models/crf-shareable-2
     python benchmarks/bench_bundle.py models/crf-plain models/crf-shareable-2
+    # any registered or embedded corpus (its training notes give the PHI words):
+    python benchmarks/bench_bundle.py --corpus synthetic-2014 --out benchmarks/results/bundle-synthetic.json A B
 
 For each bundle: seconds of ``check_crfsuite_model`` on each CRFsuite model
 file against the seconds CRFsuite takes to open it and of the whole
@@ -57,6 +59,7 @@ def words_in_bundle(folder: Path, words: set[str]) -> set[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bundles", nargs="+", type=Path)
+    parser.add_argument("--corpus", help="the bundles' training corpus in the workspace (default: MEDDOCAN's files)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bundle.json"))
     args = parser.parse_args()
 
@@ -66,7 +69,13 @@ def main() -> None:
     from ensemble_deid.deid import Deidentifier, read_manifest
     from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model
 
-    train = load_directory(MEDDOCAN / "train" / "xml")
+    if args.corpus:
+        from ensemble_deid.corpus.workspace import Workspace
+
+        train = Workspace().load(args.corpus).train
+    else:
+        train = load_directory(MEDDOCAN / "train" / "xml")
+    corpus = args.corpus or "meddocan (train 500 -> dev 250)"
     phi = training_phi_words(train)
     machine = machine_description()
     rows = {}
@@ -95,22 +104,24 @@ def main() -> None:
         }
         r = rows[bundle.name]
         print(f"{bundle.name}: {r['crfsuite_mb']} MB CRFsuite; check {r['check_seconds']} s, open {r['crfsuite_open_seconds']} s, "
-              f"load {r['load_seconds']} s; {len(found)} of {len(phi)} training PHI words found; dev strict F1 "
+              f"load {r['load_seconds']} s; {len(found)} of {len(phi)} training PHI words found; test strict F1 "
               f"{scores.get('f1')}")
-    data = {"benchmark": "bundle", "corpus": "meddocan (train 500 -> dev 250)", "bundles": rows, "machine": machine}
+    data = {"benchmark": "bundle", "corpus": corpus, "bundles": rows, "machine": machine}
     print(f"wrote {shown(write_json(Path(args.out), data))}")
     lines = "\n".join(
         f"| `{name}` | {r['shareable_k'] or '-'} | {r['crfsuite_mb']} | {r['check_seconds']} | {r['crfsuite_open_seconds']} "
         f"| {r['load_seconds']} | {r['training_phi_words_found']} / {r['training_phi_words']} "
         f"| {r['test_strict']['precision']:.4f} | {r['test_strict']['recall']:.4f} | {r['test_strict']['f1']:.4f} |"
         for name, r in rows.items())
-    md = ("# Model bundles on MEDDOCAN: file check, training PHI, shareable mode\n\n"
-          "`python benchmarks/bench_bundle.py " + " ".join(str(b) for b in args.bundles) + "` (CRF with default "
-          "settings, train 500 -> dev 250; MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019). Seconds are "
+    source = ("MEDDOCAN, train 500 -> dev 250; CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019" if not args.corpus
+              else f"corpus {args.corpus}, its train -> test split")
+    md = (f"# Model bundles ({corpus}): file check, training PHI, shareable mode\n\n"
+          "`python benchmarks/bench_bundle.py " + (f"--corpus {args.corpus} " if args.corpus else "")
+          + " ".join(str(b) for b in args.bundles) + f"` (CRF with default settings; {source}). Seconds are "
           "medians of 5; PHI words: distinct whole words (>= 4 letters) of the training annotations found as "
           "feature words in the bundle.\n\n"
           "| bundle | shareable K | CRFsuite MB | check s | CRFsuite open s | load s | training PHI words found "
-          "| dev P | dev R | dev F1 |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" + lines + "\n\n"
+          "| test P | test R | test F1 |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" + lines + "\n\n"
           + "\n".join(machine_lines(machine)))
     print(f"wrote {shown(write_markdown(Path(args.out).with_suffix('.md'), md))}")
 

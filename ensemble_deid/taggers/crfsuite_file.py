@@ -107,14 +107,18 @@ def _check_cqdb(data: bytes, buf: np.ndarray, base: int, count: int, u32, fail, 
     tables = u32(base + CQDB_HEADER, 2 * CQDB_TABLES).reshape(-1, 2)
     if tables[:, 1].sum() * 8 > size:
         fail(f"{name} hash tables larger than the file")
-    records = []
-    for t_off, t_num in tables:
-        if t_off == 0:
-            continue
-        buckets = u32(base + t_off, 2 * t_num).reshape(-1, 2)[:, 1]
-        if not np.any(buckets == 0):  # a lookup of a missing string would never stop
-            fail(f"{name} hash table without a free bucket")
-        records.append(buckets[buckets != 0])
+    used = tables[tables[:, 0] != 0]
+    t_off, t_num = used[:, 0], used[:, 1]
+    if np.any(t_num == 0):
+        fail(f"{name} hash table without a free bucket")
+    # every bucket's record offset (the second word of each (hash, offset) pair), all tables at once
+    first = np.repeat(base + t_off + 4 - 8 * np.concatenate(([0], np.cumsum(t_num)[:-1])), t_num)
+    buckets = u32(first + 8 * np.arange(int(t_num.sum()))) if len(first) else np.zeros(0, np.int64)
+    free = np.zeros(len(t_num), np.int64)
+    np.add.at(free, np.repeat(np.arange(len(t_num)), t_num), buckets == 0)
+    if np.any(free == 0):  # a lookup of a missing string would never stop
+        fail(f"{name} hash table without a free bucket")
+    records = [buckets[buckets != 0]]
     if count and (bwd_offset == 0 or bwd_size < count):
         fail(f"{name} strings missing")
     backward = u32(base + bwd_offset, bwd_size) if bwd_size and bwd_offset else np.zeros(0, np.int64)
