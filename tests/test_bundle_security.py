@@ -453,3 +453,18 @@ def test_learned_state_of_the_wrong_shape_is_refused_at_load(bundle, tmp_path):
     reseal(copy)
     with pytest.raises(BundleError, match="fails on a test note"):
         Deidentifier.load(copy)
+
+
+@pytest.mark.parametrize("label_map", ["{outside}/map.toml", "../../../../{outside}/map"])
+def test_a_rules_member_never_reads_a_label_map_file_outside_the_bundle(bundle, tmp_path, label_map):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "map.toml").write_text('[types]\nPATIENT = "NAME:DOCTOR"\n')
+    copy = _copy(bundle, tmp_path)
+    state = copy / "members" / "01-rules" / "state.json"
+    body = json.loads(state.read_text())
+    body["header"]["params"] = encodable({"types": None, "label_map": label_map.format(outside=outside)})
+    state.write_text(json.dumps(body))
+    reseal(copy)
+    with pytest.raises(BundleError, match="'label_map'.*nothing outside itself"):
+        Deidentifier.load(copy)

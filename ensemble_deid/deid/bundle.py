@@ -23,7 +23,6 @@ NAME=PATH``); no path stored in the bundle is used for it.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -94,6 +93,14 @@ def _inside(root: Path, folder: Any, mpath: Path) -> Path:
     if folder.startswith(("/", "\\")) or "\\" in folder or ".." in parts or ":" in parts[0]:
         raise BundleError(f"{mpath}: member folder {printable(folder)!r} lies outside the bundle")
     return root.joinpath(*parts)
+
+
+def _refuse_local(cls, params: Any, folder: Path, label: str) -> None:
+    if not isinstance(params, dict):
+        raise BundleError(f"{folder}: malformed (field 'params')")
+    for name in cls.local_settings(params):
+        raise BundleError(f"{folder}: member {label!r} sets {name!r}, a file, folder or command line on the "
+                          f"machine that made the bundle; a bundle may name nothing outside itself")
 
 
 def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None, info: Mapping[str, Any]) -> Path:
@@ -303,15 +310,15 @@ def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[s
             f"chooses a program to run: name it on this machine with --allow-external {cls.name}=PATH "
             f"(Python: allow_external={{{cls.name!r}: PATH}}) if you trust this bundle")
     try:
+        if folder.is_dir():  # saved state: its parameters are checked before anything reads them
+            from ..taggers.state import decoded, read_header
+
+            _refuse_local(cls, decoded(read_header(folder).get("params")), folder, label)
         tagger = cls.load(folder)
     except (EnsembleDeidError, ValueError) as exc:  # the message names the file, or we add it
         raise BundleError(str(exc) if str(folder) in str(exc) else f"{folder}: {exc}") from None
-    defaults = inspect.signature(cls.__init__).parameters
-    for name in cls.local_params:
-        if getattr(tagger, name, None) != defaults[name].default:
-            raise BundleError(f"{folder}: member {label!r} sets {name!r}, a file, folder or command line on the "
-                              f"machine that made the bundle; a bundle may name nothing outside itself")
+    _refuse_local(cls, tagger.get_params(), folder, label)  # a checkpoint's (its constructor reads nothing)
     if program:
-        tagger = tagger.clone().set_params(**{program: str(allow_external[cls.name])})
+        tagger = tagger.clone().set_params(**{program: str(allow_external[cls.name])})  # the bundle's is never used
         tagger.fit([])
     return tagger

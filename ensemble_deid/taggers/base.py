@@ -111,6 +111,13 @@ class Tagger:
             message = str(exc).removeprefix(f"{self.name}: ")
             raise InvalidParameter(f"{owner}: {message}") from exc
 
+    @classmethod
+    def local_settings(cls, params: dict[str, Any]) -> list[str]:
+        """The parameters in ``params`` that name something on the machine
+        (``local_params`` set to anything but their default)."""
+        defaults = {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}
+        return [name for name in cls.local_params if params.get(name, defaults.get(name)) != defaults.get(name)]
+
     def _check_params(self) -> None:
         """Adapter hook: checks a per-parameter constraint cannot state (e.g.
         one parameter's range depending on another). Raise ValueError."""
