@@ -74,3 +74,13 @@ def test_fuzz_tampered_bundles_default_run():
 @pytest.mark.slow
 def test_fuzz_tampered_bundles_four_hundred():
     _bundle_fuzz(400, seed=3535)
+
+
+def test_fuzz_deidentify_special_files():
+    # Issue 35 item 4: every special file once (FIFOs, device links, loops, long and non-UTF-8 names).
+    from .fuzz_inputs import SPECIALS, run_deid_fuzz
+
+    findings = run_deid_fuzz(len(SPECIALS), seed=35, budget_s=300)
+    assert findings.cases == len(SPECIALS), findings.summary()
+    assert findings.tracebacks == [] and findings.phi_leaks == [], findings.tracebacks + findings.phi_leaks
+    assert findings.documents_loaded > 0 and findings.problems_reported > 0, findings.summary()
