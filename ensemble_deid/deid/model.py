@@ -119,9 +119,15 @@ class Deidentifier:
         """Tag one made-up note: a learned state edited into a shape no fit
         makes (a list where an array was, a rank of the wrong length) fails
         here, as a BundleError, not in the middle of a user's notes."""
+        import shutil
+        import tempfile
+
         from ..errors import EnsembleDeidError
         from .bundle import BundleError
 
+        # Temp files members make go to a folder of their own, removed after (not left in $TMPDIR).
+        scratch, saved = tempfile.mkdtemp(prefix="edeid-probe-"), tempfile.tempdir
+        tempfile.tempdir = scratch
         try:
             self.spans([Document("probe", PROBE_NOTE)])
         except EnsembleDeidError:
@@ -129,6 +135,9 @@ class Deidentifier:
         except Exception as exc:  # noqa: BLE001 - any other failure is the bundle's state
             raise BundleError(f"{path}: the model fails on a test note ({type(exc).__name__}): the bundle is "
                               f"damaged or was edited") from None
+        finally:
+            tempfile.tempdir = saved
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def save(self, path: str | Path, info: Mapping[str, Any] | None = None) -> Path:
         from .bundle import write_bundle
