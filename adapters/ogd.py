@@ -15,7 +15,7 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
-from ensemble_deid.taggers.constraints import Interval
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
 class OgdTagger(VowpalTagger):
@@ -24,8 +24,8 @@ class OgdTagger(VowpalTagger):
     description = "per-token multiclass online gradient descent (Vowpal Wabbit --oaa, logistic)"
 
     _parameter_constraints = {
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, None)],
-        "bits": [Interval(int, 1, 30)], "l2": [Interval(float, 0, None)],
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, MAX_COUNT)],
+        "bits": [Interval(int, 1, 30)], "l2": [Interval(float, 0, 0.1)],
     }
 
     def __init__(self, learning_rate=0.1, passes=10, bits=24, l2=0.0, features=None, random_state=0):

@@ -35,7 +35,7 @@ import numpy as np
 from .base import METRICS, SpanMetaLearner, check_metric, metric_value
 from .candidates import CandidateTable, resolve_contested
 from .voting import check_overlap, check_threshold, resolve_chain_contested, vote_select
-from ..taggers.constraints import Interval, Options
+from ..taggers.constraints import MAX_COUNT, Interval, Options
 
 ONE = np.uint64(1)
 REMOVAL_TIES = ("worse", "earliest")
@@ -207,7 +207,7 @@ class PrunedVoting(SpanMetaLearner):
     name = "voting-pruned"
     description = "voting over the subset and threshold chosen by greedy backward elimination"
 
-    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, None)], "metric": [Options(*METRICS)],
+    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, MAX_COUNT)], "metric": [Options(*METRICS)],
                               "removal_ties": [Options("worse", "earliest")], "overlap": [Options("greedy", "chain")]}
 
     def __init__(self, threshold=None, metric="f1", removal_ties="worse", overlap="greedy"):

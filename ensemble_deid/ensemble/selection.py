@@ -24,7 +24,7 @@ import numpy as np
 
 from ..corpus.document import Document
 from ..corpus.folds import FoldAssignment, assign_folds
-from ..taggers.constraints import Interval, InvalidParameter, Options
+from ..taggers.constraints import MAX_COUNT, SEED, Interval, InvalidParameter, Options
 from ..taggers.prediction import DocumentPrediction
 from .base import METRICS, MetaLearner, Members, metric_value, ordered_members
 
@@ -119,7 +119,7 @@ class GridSearch(MetaLearner):
 
     name = "grid-search"
     description = "cross-validated choice of a method's hyperparameters"
-    _parameter_constraints = {"folds": [Interval(int, 2, None)], "seed": [int], "metric": [Options(*METRICS)],
+    _parameter_constraints = {"folds": [Interval(int, 2, MAX_COUNT)], "seed": [SEED], "metric": [Options(*METRICS)],
                               "nested": [bool]}
 
     def __init__(self, estimator, param_grid=None, folds=10, seed=0, metric="f1", nested=False, fixed=()):

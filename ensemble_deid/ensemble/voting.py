@@ -39,7 +39,7 @@ import numpy as np
 
 from .base import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
-from ..taggers.constraints import Interval, Options
+from ..taggers.constraints import MAX_COUNT, Interval, Options
 
 OVERLAP_RULES = ("greedy", "chain")
 
@@ -136,7 +136,7 @@ class Voting(SpanMetaLearner):
     name = "voting"
     description = "keep spans with >= t votes; overlaps: more votes, then the better member"
 
-    _parameter_constraints = {"threshold": [Interval(int, 1, None)], "overlap": [Options("greedy", "chain")]}
+    _parameter_constraints = {"threshold": [Interval(int, 1, MAX_COUNT)], "overlap": [Options("greedy", "chain")]}
 
     def __init__(self, threshold=2, overlap="greedy"):
         self.threshold = threshold

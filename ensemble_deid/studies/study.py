@@ -48,7 +48,7 @@ from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError, did_you_mean
 from ..files import private_dir, write_private
-from ..taggers.constraints import Interval, Options
+from ..taggers.constraints import MAX_COUNT, Interval, Options
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
 
@@ -97,7 +97,7 @@ class StudyConfig:
             raise EnsembleDeidError(f"unknown ensemble method(s) {bad}; known: {', '.join(METHODS)}"
                                     + did_you_mean(bad[0], METHODS))
         constraints = {
-            "name": [str], "folds": [Interval(int, 2, None)], "seed": [int], "jobs": JOBS,
+            "name": [str], "folds": [Interval(int, 2, MAX_COUNT)], "seed": [int], "jobs": JOBS,
             "metric": [Options(*METRICS)], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
             "union": [bool], "significance_level": [Interval(float, 0, 1, closed="neither")],
             "method_params": [dict],
