@@ -594,6 +594,7 @@ def _allowed_roots(bundle: Path) -> tuple[str, ...]:
              "/sys/devices/system/cpu"}
     roots |= {os.path.realpath(p) for p in site.getsitepackages() + [site.getusersitepackages()]}
     roots |= {os.path.realpath(p) + os.sep for p in sys.path if p and os.path.isdir(p)}  # imports, entry points
+    roots.add(os.path.join(os.path.realpath(tempfile.gettempdir()), "edeid-probe-"))  # the load probe's own scratch
     return tuple(roots)
 
 
