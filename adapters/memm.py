@@ -47,13 +47,9 @@ class MemmTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "memm")
+        feats = self._training_features(documents)  # first: a missing library is one clear error
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
-
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
         labels = LabelIndex.from_documents(documents)
         K = len(labels)
         index = FeatureIndex(self.min_count)

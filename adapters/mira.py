@@ -51,10 +51,7 @@ class MiraTagger(LinearTagger):
         check_crfsuite_model(self.model_, f"{self.name} model")  # a damaged file is refused when loaded, not used
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "mira")
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
+        feats = self._training_features(documents)
         seqs = []
         for doc, f in zip(documents, feats):
             tags = gold_tags(doc)

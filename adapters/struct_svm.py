@@ -58,10 +58,7 @@ class StructSvmTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "struct-svm")
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
+        feats = self._training_features(documents)
         labels = LabelIndex.from_documents(documents)
         index = FeatureIndex(self.min_count)
         X = index.fit_transform(list(chain.from_iterable(feats)))

@@ -43,12 +43,8 @@ class SvmTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "svm")
+        feats = self._training_features(documents)  # first: a missing library is one clear error
         from sklearn.svm import LinearSVC
-
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
         labels = LabelIndex.from_documents(documents)
         index = FeatureIndex(self.min_count)
         X = index.fit_transform(list(chain.from_iterable(feats)))

@@ -172,6 +172,10 @@ def _refused(command, tmp_path, workspace, *args, says: str):
     (["--method", "voting", "--grid", "bogus=1|2"], "cannot search unknown parameter 'bogus'"),
     (["--method", "stacked-svm", "--grid", "C=0|1"], "C=0"),
     (["--method", "stacked-svm", "--param", "C=inf"], "C=inf"),  # was saved by fit as C=1.0
+    # An option of the learner that would silently override one of its parameters (issue 31 item 5).
+    (["--method", "stacked-searn", "--param", "vw_options=--random_seed 5"],
+     "vw_options sets --random_seed, which the method sets itself from its parameter random_state"),
+    (["--method", "stacked-searn", "--grid", "vw_options=-b 10|"], "vw_options sets -b"),
     (["--method", "voting", "--grid", "threshold"], "expected key=v1|v2"),
 ])
 def test_cli_grid_and_param_errors_come_before_any_work(tiny, workspace, tmp_path, command, args, says):
@@ -475,3 +479,20 @@ def test_an_int_for_a_float_parameter_hashes_as_that_float():
     assert Scaled(alpha=2).param_hash() != Scaled().param_hash()
     assert Scaled(rounds=3.0).param_hash() != Scaled().param_hash()  # int defaults are not coerced
     assert Scaled(flag=True).hashed_params()["flag"] is True
+
+
+# --- 31.5: fit's --folds is the selection's folds, as ensemble's ----------------------
+
+def test_fit_reuses_the_members_cached_folds_for_the_selection_too(tiny, workspace, tmp_path):
+    # The members are cached for 3-fold CV only; --folds left at its default
+    # reuses that CV (said), and the selection then uses 3 folds too: the
+    # ensemble entry 'ensemble --folds 3' made, not a 10-fold choice beside it.
+    _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3", "--no-progress",
+         "--no-diagnostics")
+    out = _run("fit", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--out", tmp_path / "model",
+               "--no-progress").output
+    assert "reusing the members' cached 3-fold CV" in out
+    assert "fitting voting" not in out  # the ensemble command's own entry, reused
+    from ensemble_deid.deid import read_manifest
+
+    assert read_manifest(tmp_path / "model")["selection"]["folds"] == 3

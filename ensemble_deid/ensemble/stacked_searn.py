@@ -115,6 +115,26 @@ class StackedSEARN(TokenMetaLearner):
         self.vw_options = vw_options
         self.random_state = random_state
 
+    # VW options the method sets from its own parameters (see _workspace): set
+    # again in vw_options, VW would use one of the two values without saying which.
+    _OWN_VW_OPTIONS = {"--search": None, "--search_task": None, "--search_history_length": "history",
+                       "-b": "bits", "--bit_precision": "bits", "-l": "learning_rate", "--learning_rate": "learning_rate",
+                       "--random_seed": "random_state", "--passes": "passes"}
+
+    def check_params(self) -> None:
+        import shlex
+
+        try:
+            words = shlex.split(self.vw_options)
+        except ValueError as exc:
+            raise ValueError(f"{self.name}: vw_options {self.vw_options!r}: {exc}") from None
+        for word in words:
+            option = word.split("=", 1)[0]
+            if option in self._OWN_VW_OPTIONS:
+                owner = self._OWN_VW_OPTIONS[option]
+                raise ValueError(f"{self.name}: vw_options sets {option}, which the method sets itself"
+                                 + (f" from its parameter {owner} (set that instead)" if owner else ""))
+
     def _features(self, table: TokenTable) -> list[np.ndarray]:
         """Per document, an array of feature strings (one per token)."""
         index = self._input_index(table, self.input_tags_, len(self.input_tags_))

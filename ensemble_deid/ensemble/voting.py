@@ -44,12 +44,6 @@ from ..taggers.constraints import MAX_COUNT, Interval, Options
 OVERLAP_RULES = ("greedy", "chain")
 
 
-def check_overlap(overlap, who: str) -> str:
-    if overlap not in OVERLAP_RULES:
-        raise ValueError(f"{who}: overlap must be one of {', '.join(OVERLAP_RULES)}, not {overlap!r}")
-    return overlap
-
-
 def resolve_chain(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, primary: np.ndarray) -> np.ndarray:
     """The chain sweep (module docstring) over kept candidates. ``primary`` is
     the first key of ``priority`` (votes, or a similarity): losing on it drops
@@ -114,12 +108,6 @@ def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
     return resolve(table, keep, priority, overlap, count)
 
 
-def check_threshold(threshold, who: str) -> int:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, np.integer)) or threshold < 1:
-        raise ValueError(f"{who}: threshold must be an integer >= 1, not {threshold!r}")
-    return int(threshold)
-
-
 class Voting(SpanMetaLearner):
     """Majority-style voting over member spans with the [KIM20] tie-breaks.
 
@@ -136,7 +124,7 @@ class Voting(SpanMetaLearner):
     name = "voting"
     description = "keep spans with >= t votes; overlaps: more votes, then the better member"
 
-    _parameter_constraints = {"threshold": [Interval(int, 1, MAX_COUNT)], "overlap": [Options("greedy", "chain")]}
+    _parameter_constraints = {"threshold": [Interval(int, 1, MAX_COUNT)], "overlap": [Options(*OVERLAP_RULES)]}
 
     def __init__(self, threshold=2, overlap="greedy"):
         self.threshold = threshold
