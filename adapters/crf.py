@@ -26,6 +26,7 @@ from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.taggers.prediction import DocumentPrediction
 from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
+from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model
 
 _SEQUENCES = ("document", "sentence")
 
@@ -120,6 +121,10 @@ class CRFTagger(Tagger):
         state.pop("_tagger", None)
         return state
 
+    def _restore_state(self, state) -> None:
+        super()._restore_state(state)
+        check_crfsuite_model(self.model_, f"{self.name} model")  # a damaged file is refused when loaded, not used
+
     # --- learning --------------------------------------------------------------
     def fit(self, documents: Sequence[Document]) -> "CRFTagger":
         self.validate_params()
@@ -189,6 +194,7 @@ class CRFTagger(Tagger):
         tagger = self.__dict__.get("_tagger")
         if tagger is None:
             pycrfsuite = _pycrfsuite()
+            check_crfsuite_model(self.model_, f"{self.name} model")
             tagger = pycrfsuite.Tagger()
             tagger.open_inmemory(self.model_)
             self.__dict__["_tagger"] = tagger

@@ -34,6 +34,7 @@ class LstmCrfFeaTagger(NeuralTagger):
                 "feature_dim": 32, "features": None, "ehr_names_path": None}
 
     _parameter_constraints = {"feature_dim": [Interval(int, 1, MAX_SIZE)], "ehr_names_path": [None, EXISTING_FILE]}
+    local_params = ("ehr_names_path",)  # read when predicting
 
     # --- features -----------------------------------------------------------------
     def _extractor(self):

@@ -19,6 +19,7 @@ import numpy as np
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, LinearTagger, crfsuite_tagger, crfsuite_train, scratch_dir, training_chunks
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
+from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model
 
 
 class MiraTagger(LinearTagger):
@@ -44,6 +45,10 @@ class MiraTagger(LinearTagger):
         self.confidences = confidences
         self.features = features
         self.random_state = random_state
+
+    def _restore_state(self, state) -> None:
+        super()._restore_state(state)
+        check_crfsuite_model(self.model_, f"{self.name} model")  # a damaged file is refused when loaded, not used
 
     def fit(self, documents):
         feats = self._training_features(documents)

@@ -83,6 +83,8 @@ class MistTagger(ExternalTagger):
         "extra_args": [str], "import_dir": [None, str], "import_format": [Options("auto", "json", "xml-inline")],
         "label_map": [None, str], "timeout": [Interval(float, 0, None, closed="neither")],
     }
+    program_param = "mist_home"
+    local_params = ("model", "extra_args", "import_dir", "label_map")  # extra_args: the program's command line
 
     def __init__(self, mist_home=None, task="HIPAA Deidentification", workflow="Demo", steps="zone,tag", model=None,
                  extra_args="", import_dir=None, import_format="auto", label_map=None, timeout=3600):

@@ -61,6 +61,8 @@ class PhysioNetDeidTagger(ExternalTagger):
         "offsets": [Options("bytes", "chars")], "label_map": [None, str],
         "timeout": [Interval(float, 0, None, closed="neither")],
     }
+    program_param = "deid_pl"
+    local_params = ("config", "records", "phi", "res", "label_map")
 
     def __init__(self, deid_pl=None, config=None, records=None, phi=None, res=None, offsets="bytes",
                  label_map=None, timeout=3600):

@@ -43,6 +43,7 @@ class PrecomputedTagger(ExternalTagger):
         "test_dir": [None, str], "train_dir": [None, str], "fold_dirs": [None, str, list],
         "format": [Options("auto", "xml", "brat")], "label_map": [None, str],
     }
+    local_params = ("test_dir", "train_dir", "fold_dirs", "label_map")
 
     def __init__(self, test_dir=None, train_dir=None, fold_dirs=None, format="auto", label_map=None):
         self.test_dir = test_dir

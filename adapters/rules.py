@@ -187,7 +187,7 @@ def _load_label_map(spec: Any) -> LabelMap | None:
     if path.suffix == ".toml" and path.exists():
         return LabelMap.load(path)
     shipped = resources.files("ensemble_deid").joinpath("labelmaps", f"{spec}.toml")
-    if shipped.is_file():
+    if "/" not in spec and "\\" not in spec and shipped.is_file():  # a name, never a path out of labelmaps/
         return LabelMap.from_dict(_toml(shipped.read_text(encoding="utf-8")), source=f"labelmaps/{spec}.toml")
     available = sorted(
         p.name[:-5] for p in resources.files("ensemble_deid").joinpath("labelmaps").iterdir() if p.name.endswith(".toml")
@@ -262,6 +262,13 @@ class RuleTagger(Tagger):
 
     # label_map and types are checked by loading them (_check_params).
     _parameter_constraints = {"types": [None, list, tuple], "label_map": [None, str, dict, LabelMap]}
+
+    @classmethod
+    def local_settings(cls, params) -> list[str]:
+        """A label map given as a file (not a shipped name or a dict) is local."""
+        spec = params.get("label_map")
+        local = isinstance(spec, str) and (spec.endswith(".toml") or "/" in spec or "\\" in spec)
+        return super().local_settings(params) + (["label_map"] if local else [])
 
     def __init__(self, types: Sequence[str] | None = None, label_map: Any = None):
         self.types = types

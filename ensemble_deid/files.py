@@ -103,6 +103,8 @@ def read_json(path: str | os.PathLike, error: type[Exception], what: str = "") -
         return json.loads(text)
     except ValueError:
         raise error(f"{printable(str(path))}: {what + ' is ' if what else ''}not valid JSON") from None
+    except RecursionError:  # arrays or objects nested thousands deep: no file we write
+        raise error(f"{printable(str(path))}: {what + ' is ' if what else ''}nested too deeply to read") from None
 
 
 def private_dir(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:

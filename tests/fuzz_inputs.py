@@ -15,6 +15,7 @@ errors, any CLI exit but 0/1 with a message) or a planted PHI string in any
 message, warning, output or written file.
 
     python -m tests.fuzz_inputs --cases 2000 --seed 21    # prints figures
+    python -m tests.fuzz_inputs --bundles --cases 300 --seed 35   # tampered model bundles (see below)
 
 ``deidentify`` gets its own cases (``run_deid_fuzz``, ``--deidentify N``):
 folders of seed notes (plain ``.txt``, BRAT, XML, some mutated) plus one
@@ -499,7 +500,14 @@ def main_cli() -> None:
     parser.add_argument("--meddocan", type=Path, help="seed from this MEDDOCAN folder (e.g. ../shared/corpora/meddocan/dev/xml)")
     parser.add_argument("--deidentify", type=int, default=0, metavar="N",
                         help="also run deidentify on N folders with special files (FIFOs, device links, loops, long names)")
+    parser.add_argument("--bundles", action="store_true", help="fuzz tampered model bundles instead of corpus files")
     args = parser.parse_args()
+    if args.bundles:
+        found = run_bundle_fuzz(args.cases, args.seed)
+        print(found.summary())
+        for line in (found.tracebacks + found.outside_reads + found.programs_run)[:50]:
+            print("  " + line)
+        raise SystemExit(1 if found.tracebacks or found.outside_reads or found.programs_run else 0)
     seeds = meddocan_seeds(args.meddocan) if args.meddocan else None
     runs = [run_fuzz(args.cases, args.seed, seeds=seeds)]
     if args.deidentify:
@@ -509,6 +517,271 @@ def main_cli() -> None:
         for line in findings.tracebacks[:50] + findings.phi_leaks[:50]:
             print("  " + line)
     raise SystemExit(1 if any(f.tracebacks or f.phi_leaks for f in runs) else 0)
+
+
+
+# --- tampered model bundles ----------------------------------------------------------------
+#
+# A bundle edited by hand, its checksums recomputed (they carry no key): member
+# files damaged, manifest and state fields rewritten (folders and file names
+# leaving the bundle, external systems pointing at a script inside it,
+# parameters out of range, unknown kinds), symbolic links. Loading it and
+# de-identifying one note must end in the model or a toolkit error, never a
+# traceback, never a program run, never a file opened outside the bundle
+# (watched with an audit hook; the interpreter's own files excepted).
+
+_BUNDLE_NOTE = "Record date: 03/04/2012\nPatient " + PHI[0] + " was seen at " + PHI[3] + "."
+_RUN_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "pty.spawn")
+
+
+@dataclass
+class BundleFindings:
+    cases: int = 0
+    loaded: int = 0
+    refused: int = 0
+    seconds: float = 0.0
+    tracebacks: list[str] = field(default_factory=list)
+    outside_reads: list[str] = field(default_factory=list)
+    programs_run: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"{self.cases} tampered bundles: {self.loaded} loaded, {self.refused} refused; "
+                f"{len(self.tracebacks)} tracebacks, {len(self.outside_reads)} reads outside the bundle, "
+                f"{len(self.programs_run)} programs run; {self.seconds:.1f} s")
+
+
+class _Watch:
+    """Audit hook (installed once per process) recording, while armed, files
+    opened outside ``allowed`` folders and any attempt to start a program."""
+
+    installed: "_Watch | None" = None
+
+    def __init__(self):
+        self.armed = False
+        self.allowed: tuple[str, ...] = ()
+        self.opened: list[str] = []
+        self.ran: list[str] = []
+
+    @classmethod
+    def get(cls) -> "_Watch":
+        import sys
+
+        if cls.installed is None:
+            cls.installed = cls()
+            sys.addaudithook(cls.installed.hook)
+        return cls.installed
+
+    def hook(self, event, args):
+        if not self.armed:
+            return
+        if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.path.realpath(os.fsdecode(args[0]))
+            if not path.startswith(self.allowed):
+                self.opened.append(path)
+        elif event.startswith(_RUN_EVENTS):
+            self.ran.append(event)
+
+
+def _allowed_roots(bundle: Path) -> tuple[str, ...]:
+    import site
+    import sys
+
+    import ensemble_deid
+
+    code = Path(ensemble_deid.__file__).resolve().parents[1]
+    roots = {os.path.realpath(bundle) + os.sep, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             str(code / "ensemble_deid"), str(code / "adapters"), str(code / ".devpath"), "/proc/self/", f"/proc/{os.getpid()}/", "/dev/",
+             "/sys/devices/system/cpu"}
+    roots |= {os.path.realpath(p) for p in site.getsitepackages() + [site.getusersitepackages()]}
+    roots |= {os.path.realpath(p) + os.sep for p in sys.path if p and os.path.isdir(p)}  # imports, entry points
+    roots.add(os.path.join(os.path.realpath(tempfile.gettempdir()), "edeid-probe-"))  # the load probe's own scratch
+    return tuple(roots)
+
+
+def fuzz_bundle(root: Path) -> Path:
+    """A small voting bundle (a CRF and the rules) fitted on the seed notes."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.ensemble import make_method
+    from ensemble_deid.taggers.registry import make_tagger
+
+    docs = seed_documents()
+    members = {"crf": make_tagger("crf", max_iterations=5).fit(docs), "rules": make_tagger("rules").fit(docs)}
+    preds = {name: {p.doc_id: p for p in t.predict(docs)} for name, t in members.items()}
+    method = make_method("voting", threshold=1).fit(preds, docs)
+    return Deidentifier(members, method).save(root / "model", {"labels": sorted({a.label for d in docs for a in d.annotations})})
+
+
+def reseal(root: Path) -> None:
+    """Recompute the checksums of an edited bundle (files reached through links included)."""
+    import json
+
+    from ensemble_deid.deid.bundle import _manifest_checksum, _sha256_file
+
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    if not isinstance(manifest, dict):
+        return
+    names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "manifest.json")
+    files = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
+    files.update({n: _sha256_file(root / n) for n in names})
+    manifest["files"] = {n: (_sha256_file(root / n) if (root / n).is_file() else d) for n, d in files.items()}
+    manifest["manifest_sha256"] = _manifest_checksum(manifest)
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+_HOSTILE_VALUES = [-5, 0, 10 ** 30, 1e308, float("nan"), "abc", "../../x", "/etc/hostname", None, True, [], {"a": 1},
+                   [[[[1]]]], "1; rm -rf /"]
+
+
+def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool:
+    """One edit of the bundle ``copy``; returns whether to reseal it."""
+    import json
+
+    files = sorted(p for p in copy.rglob("*") if p.is_file())
+    manifest_path = copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    states = [p for p in files if p.name == "state.json"]
+    op = rng.randrange(12)
+    if op == 0:  # damage any file: flips, cuts, random bytes
+        target = rng.choice(files)
+        data = target.read_bytes()
+        target.write_bytes(_mutate(data, rng, [b"\x00", b"\xff" * 8, b"{", b"[" * 50]))
+        return target != manifest_path or rng.random() < 0.5
+    if op == 1:  # a member or the method folder leaves the bundle
+        folder = rng.choice(["../outside", str(outside), "members/../../outside", "", ".", "members", "//etc"])
+        if manifest.get("method") and rng.random() < 0.3:
+            manifest["method"]["folder"] = folder
+        else:
+            rng.choice(manifest["members"])["folder"] = folder
+    elif op == 2:  # a listed file outside the bundle
+        manifest["files"][rng.choice(["../outside/state.json", str(outside / "state.json"), "/etc/hostname"])] = "0" * 64
+        manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+        return False
+    elif op == 3:  # a symbolic link in place of a file or folder
+        target = rng.choice(files[:-1] or files)
+        if target != manifest_path:
+            target.unlink()
+            os.symlink(rng.choice([outside / "state.json", "/etc/hostname", outside]), target)
+    elif op == 4:  # an external system whose program is a script inside the bundle
+        name = rng.choice(["physionet-deid", "mist", "precomputed"])
+        script = copy / "members" / "prog"
+        script.mkdir(exist_ok=True)
+        for rel in ("deid.pl", "bin/MATEngine"):
+            (script / rel).parent.mkdir(parents=True, exist_ok=True)
+            (script / rel).write_text(f"#!/bin/sh\necho ran > '{marker}'\n")
+            (script / rel).chmod(0o700)
+        (script / "deid.config").write_text("Gold standard comparison = 0\n")
+        params = {"physionet-deid": {"deid_pl": str(script / "deid.pl")}, "mist": {"mist_home": str(script)},
+                  "precomputed": {"test_dir": str(outside)}}[name]
+        entry = rng.choice(manifest["members"])
+        state = copy / entry["folder"] / "state.json"
+        body = json.loads(state.read_text(encoding="utf-8"))
+        body["header"].update(name=name, params={"__dict__": [[k, v] for k, v in params.items()]})
+        state.write_text(json.dumps(body), encoding="utf-8")
+        from ensemble_deid.taggers.registry import tagger_class
+
+        entry.update(name=name, version=tagger_class(name).version)
+    elif op == 5 and states:  # a parameter out of its range, of the wrong type, or unknown
+        state = rng.choice(states)
+        body = json.loads(state.read_text(encoding="utf-8"))
+        params = body["header"].get("params", {}).get("__dict__", [])
+        if params:
+            key = rng.choice(params)[0] if rng.random() < 0.9 else "no_such_parameter"
+            body["header"]["params"]["__dict__"].append([key, rng.choice(_HOSTILE_VALUES)])
+            state.write_text(json.dumps(body), encoding="utf-8")
+    elif op == 6 and states:  # state values of other kinds: bytes files outside, unknown classes, arrays
+        state = rng.choice(states)
+        body = json.loads(state.read_text(encoding="utf-8"))
+        value = rng.choice([{"__bytes__": "../../../outside/state.json"}, {"__bytes__": str(outside / "state.json")},
+                            {"__object__": "Popen", "state": {}}, {"__array__": "nope"}, {"__csr__": {}},
+                            {"__weird__": 1}, {"__dict__": [[[1], 2]]}])
+        key = rng.choice(list(body["state"]) or ["x_"])
+        body["state"][key] = value
+        state.write_text(json.dumps(body), encoding="utf-8")
+    elif op == 7:  # deep nesting (in the manifest or a state file)
+        target = rng.choice([manifest_path] + states)
+        target.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        return target != manifest_path
+    elif op == 8 and states:  # a compressed arrays file (a zip bomb when large)
+        import zipfile
+
+        folder = rng.choice(states).parent
+        with zipfile.ZipFile(folder / "arrays.npz", "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("a0.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (100000000,), }"
+                        .ljust(128, b" ")[:127] + b"\n" + bytes(1 << 20))
+    elif op == 9:  # manifest fields of the wrong shape
+        key = rng.choice(["members", "method", "files", "labels", "format_version"])
+        manifest[key] = rng.choice(_HOSTILE_VALUES)
+    elif op == 10:  # a member of another name or version
+        entry = rng.choice(manifest["members"])
+        entry[rng.choice(["name", "version", "label"])] = rng.choice(["lstm-l", "svm", "nope", 7, None, "../x"])
+    else:  # a torch pickle in place of a member folder
+        entry = rng.choice(manifest["members"])
+        folder = copy / entry["folder"]
+        if folder.is_dir():
+            shutil.rmtree(folder)
+            folder.write_bytes(b"\x80\x04\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94"
+                               b"\x8c\x04true\x94\x85\x94R\x94.")
+            entry["name"] = "lstm-l"
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    return True
+
+
+def run_bundle_fuzz(cases: int, seed: int, budget_s: float | None = None) -> BundleFindings:
+    """``cases`` tampered copies of a fitted bundle, each loaded and used on
+    one note under the audit hook."""
+    from ensemble_deid.corpus.document import Document as Doc
+    from ensemble_deid.deid import Deidentifier
+
+    rng = random.Random(seed)
+    findings = BundleFindings()
+    start = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="edeid-bfuzz-"))
+    watch = _Watch.get()
+    try:
+        bundle = fuzz_bundle(root)
+        outside = root / "outside"
+        shutil.copytree(bundle / "members" / "00-crf", outside)
+        marker = root / "program-ran"
+        while findings.cases < cases and (budget_s is None or time.perf_counter() - start < budget_s):
+            copy = root / f"b{findings.cases:04d}"
+            shutil.copytree(bundle, copy)
+            ops = rng.choice((1, 1, 1, 2, 3))
+            reseal_it = True
+            for _ in range(ops):
+                try:
+                    reseal_it = _tamper(copy, rng, outside, marker) and reseal_it
+                except (ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError):
+                    break  # an earlier edit left nothing this one can parse: the case as it stands
+            if reseal_it:
+                try:
+                    reseal(copy)
+                except (ValueError, OSError, RecursionError):
+                    pass  # a manifest too damaged to reseal is a case as it stands
+            findings.cases += 1
+            watch.allowed, watch.opened, watch.ran = _allowed_roots(copy), [], []
+            watch.armed = True
+            try:
+                model = Deidentifier.load(copy)
+                model.spans([Doc("note", _BUNDLE_NOTE)])
+                findings.loaded += 1
+            except EnsembleDeidError as exc:
+                findings.refused += 1
+                if any(p in str(exc) for p in PHI):
+                    findings.tracebacks.append(f"case {findings.cases}: PHI in the message")
+            except Exception as exc:  # noqa: BLE001 - a finding
+                findings.tracebacks.append(f"case {findings.cases}: {_where(exc)}")
+            finally:
+                watch.armed = False
+            findings.outside_reads += [f"case {findings.cases}: {p}" for p in watch.opened]
+            findings.programs_run += [f"case {findings.cases}: {e}" for e in watch.ran]
+            if marker.exists():
+                findings.programs_run.append(f"case {findings.cases}: the bundle's script ran")
+                marker.unlink()
+            shutil.rmtree(copy, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    findings.seconds = time.perf_counter() - start
+    return findings
 
 
 if __name__ == "__main__":

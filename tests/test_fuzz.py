@@ -6,10 +6,22 @@ field (BRAT type, XML element name, TYPE, id). Seeded; bounded in time.
 
 The full run (>= 2,000 files) is marked slow; by hand:
 ``python -m tests.fuzz_inputs --cases 2000 --seed 21``.
+
+Tampered model bundles (issue 35): edited, checksums recomputed, loaded and
+used on one note in a child process (a crash of a C library must show as a
+finding, not end the test run); never a traceback, a program run or a file
+read outside the bundle. By hand: ``python -m tests.fuzz_inputs --bundles
+--cases 400 --seed 35``.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+
+from .conftest import REPO_ROOT
 
 from .fuzz_inputs import PHI, meddocan_seeds, run_fuzz, seed_documents
 
@@ -46,6 +58,25 @@ def test_fuzz_loaders_meddocan_seeds(meddocan_dir):
     seeds = meddocan_seeds(meddocan_dir / "dev" / "xml")
     assert len(seeds[1]) > 50
     _assert_clean(run_fuzz(2000, seed=22, seeds=seeds), at_least=2000)
+
+
+def _bundle_fuzz(cases: int, seed: int) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / ".devpath")])}
+    proc = subprocess.run([sys.executable, "-m", "tests.fuzz_inputs", "--bundles", "--cases", str(cases),
+                           "--seed", str(seed)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    assert f"{cases} tampered bundles" in proc.stdout
+    assert "0 tracebacks, 0 reads outside the bundle, 0 programs run" in proc.stdout
+    return proc.stdout
+
+
+def test_fuzz_tampered_bundles_default_run():
+    _bundle_fuzz(40, seed=35)
+
+
+@pytest.mark.slow
+def test_fuzz_tampered_bundles_four_hundred():
+    _bundle_fuzz(400, seed=3535)
 
 
 def test_fuzz_deidentify_special_files():

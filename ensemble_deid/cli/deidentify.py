@@ -25,9 +25,15 @@ from .common import fail_on_error
 @click.option("--group-pattern", default=None, help="Regular expression whose first group gives a note's patient "
               "from its id (surrogates are consistent per patient; default: each note is its own patient).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, help="Notes tagged together.")
+@click.option("--allow-external", "allow_external", multiple=True, metavar="NAME=PATH",
+              help="Let the bundle's external-system member NAME (physionet-deid, mist) run the program at PATH on "
+              "this machine (repeatable). Without it such a member is refused: a bundle never chooses a program.")
+@click.option("--trust", "trusted", multiple=True, metavar="SHA256",
+              help="Accept only a bundle whose manifest checksum is one of these (repeatable; 'fit' prints it: get it "
+              "from the bundle's author over a channel you trust). The checksums alone show integrity, not origin.")
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
-               batch_size, no_progress):
+               batch_size, allow_external, trusted, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume);
@@ -42,13 +48,19 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
     if save_mapping and mode != "surrogate":
         raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
+    programs = {}
+    for item in allow_external:
+        name, sep, path = item.partition("=")
+        if not (sep and name.strip() and path.strip()):
+            raise click.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--allow-external")
+        programs[name.strip()] = path.strip()
     with fail_on_error():  # options that need no model are checked before it is loaded
         if group_pattern is not None:
             compile_group_pattern(group_pattern)
         surrogates = None
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
-        deid = Deidentifier.load(model)
+        deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))
         from tqdm.auto import tqdm

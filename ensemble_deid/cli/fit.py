@@ -21,9 +21,13 @@ from .ensemble import METHOD_NAMES
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New folder for the model bundle.")
 @click.option("--verify/--no-verify", default=True, help="Check that the bundle reproduces the cached test predictions "
               "of the 'ensemble' command (ensembles) and report its test scores.")
+@click.option("--shareable", type=click.IntRange(min=2), metavar="K", help="With --tagger: train without the words "
+              "found in fewer than K training documents of different patients (replaced by their shapes), so the bundle "
+              "holds none of them.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, no_progress):
+def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, shareable,
+        no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
     'ensemble' command makes; members missing from the cache are
@@ -36,11 +40,13 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
         raise click.UsageError("give either --tagger or --method with --members")
     if not tagger_spec and not (method and members):
         raise click.UsageError("give --method and --members (an ensemble) or --tagger (one tagger)")
+    if shareable and not tagger_spec:
+        raise click.UsageError("--shareable applies to --tagger (an ensemble's members come from the cache)")
     say = lambda s: click.echo(s, err=True)  # noqa: E731
     ws = workspace_of(ctx)
     with fail_on_error():
         if tagger_spec:
-            done = fit_tagger(ws, corpus_name, tagger_spec, out, log=say)
+            done = fit_tagger(ws, corpus_name, tagger_spec, out, log=say, shareable=shareable)
         else:
             done = fit_ensemble(ws, corpus_name, method, members, out, parse_params(params), parse_grid(grid),
                                 folds=None if left_default(ctx, "k") else k, seed=seed, metric=metric, verify=verify,

@@ -39,15 +39,31 @@ class FitResult:
 
 
 def _new_folder(out: str | Path) -> Path:
+    from .bundle import remove_stale_partials
+
     out = Path(out)
     if out.exists():
         raise ParameterError(f"{out} already exists (choose a new folder)", "--out")
+    remove_stale_partials(out)  # a killed fit's half-written bundle holds training words: gone before we start
     return out
 
 
+def _saved(out: Path) -> list[str]:
+    """What to say about a bundle just written: its manifest checksum (for
+    ``deidentify --trust``) and whether it holds words of the training notes."""
+    from .bundle import read_manifest, training_text_notice
+
+    notice = training_text_notice(out)
+    return [f"manifest checksum {read_manifest(out)['manifest_sha256']} (whoever receives the bundle can accept "
+            f"only it: deidentify --trust)"] + ([notice] if notice else [])
+
+
 def _info(corpus, train_fingerprint: str) -> dict:
-    labels = sorted({a.label for d in corpus.train for a in d.annotations})
-    return {"labels": labels, "corpus": {"name": corpus.name, "train_fingerprint": train_fingerprint,
+    from .bundle import scheme_labels
+
+    label_map = corpus.spec.label_map if corpus.spec else None
+    labels, unknown = scheme_labels({a.label for d in corpus.train for a in d.annotations}, label_map)
+    return {"labels": labels, "unknown_label_types": unknown, "corpus": {"name": corpus.name, "train_fingerprint": train_fingerprint,
                                          "train_documents": len(corpus.train),
                                          "label_map": corpus.spec.label_map if corpus.spec else None}}
 
@@ -59,9 +75,12 @@ def _test_scores(corpus, predictions) -> dict:
     return {"precision": p, "recall": r, "f1": f1, "documents": len(corpus.test)}
 
 
-def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: Say = _quiet) -> FitResult:
+def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: Say = _quiet,
+               shareable: int | None = None) -> FitResult:
     """Fit one tagger (a spec as for ``cv --taggers``) on the corpus's
-    training split, score it on the test split and save it to ``out``."""
+    training split, score it on the test split and save it to ``out``.
+    ``shareable``: train without the words of fewer training documents
+    (see ``shareable``)."""
     from ..corpus.fingerprint import corpus_fingerprint
     from ..experiment.cv import parse_tagger_specs
 
@@ -74,14 +93,19 @@ def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: S
     corpus = workspace.load(corpus_name)
     log(f"fitting {spec.label} on {len(corpus.train)} training documents")
     t0 = time.perf_counter()
-    model = Deidentifier({spec.label: fit_member(spec, corpus.train)}, None)
+    train, manifest = corpus.train, {}
+    if shareable:
+        from .shareable import shareable_training
+
+        train, manifest["shareable"] = shareable_training(corpus.train, shareable)
+    model = Deidentifier({spec.label: fit_member(spec, train)}, None, manifest)
     scores = _test_scores(corpus, {p.doc_id: p for p in model.predict(corpus.test)})
     info = _info(corpus, corpus_fingerprint(corpus.train))
     info["scores"] = {"test_strict": scores}
     model.save(out, info)
     return FitResult(out, model, info, [
         f"saved {spec.label} to {out} (fitted in {time.perf_counter() - t0:.1f} s); "
-        f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}"])
+        f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}", *_saved(out)])
 
 
 def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
@@ -144,5 +168,5 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
             lines.append(f"warning: {len(differ)} test document(s) differ, e.g. {differ[0]!r} "
                          "(a member's fit is not reproducible here?)")
     model.save(out, info)
-    lines.append(f"saved bundle to {out}")
+    lines += [f"saved bundle to {out}", *_saved(out)]
     return FitResult(out, model, info, lines)

@@ -18,6 +18,9 @@ from ..corpus.document import Annotation, Document
 from ..taggers.prediction import DocumentPrediction, check_predictions
 
 
+PROBE_NOTE = "Seen on 03/04/2012 by Dr. Probe at the General Clinic; call 555-0100."
+
+
 def fit_member(spec, train: Sequence[Document]):
     """One member fitted as the CV engine fits it for the test split."""
     tagger = spec.make()
@@ -90,18 +93,51 @@ class Deidentifier:
         self.method = method
         self.manifest = dict(manifest or {})
         self._shared = share_features(self.members)
+        from .shareable import masker
+
+        self._mask = masker(self.manifest)  # a shareable bundle's members see rare words only as shapes
 
     def __repr__(self) -> str:
         what = self.method.name if self.method is not None else next(iter(self.members))
         return f"Deidentifier({what}, members={list(self.members)})"
 
     @classmethod
-    def load(cls, path: str | Path) -> "Deidentifier":
-        """A bundle written by ``ensemble-deid fit`` (checked before loading)."""
+    def load(cls, path: str | Path, allow_external: Mapping[str, str] | None = None,
+             trusted: Sequence[str] | None = None) -> "Deidentifier":
+        """A bundle written by ``ensemble-deid fit`` (checked before loading).
+        ``allow_external``: {tagger name: program path} for members that run
+        a program (PhysioNet deid, MIST): refused without it. ``trusted``:
+        the manifest checksums to accept (any other bundle is refused)."""
         from .bundle import read_bundle
 
-        manifest, members, method = read_bundle(path)
-        return cls(members, method, manifest)
+        manifest, members, method = read_bundle(path, allow_external, trusted)
+        model = cls(members, method, manifest)
+        model._probe(path)
+        return model
+
+    def _probe(self, path) -> None:
+        """Tag one made-up note: a learned state edited into a shape no fit
+        makes (a list where an array was, a rank of the wrong length) fails
+        here, as a BundleError, not in the middle of a user's notes."""
+        import shutil
+        import tempfile
+
+        from ..errors import EnsembleDeidError
+        from .bundle import BundleError
+
+        # Temp files members make go to a folder of their own, removed after (not left in $TMPDIR).
+        scratch, saved = tempfile.mkdtemp(prefix="edeid-probe-"), tempfile.tempdir
+        tempfile.tempdir = scratch
+        try:
+            self.spans([Document("probe", PROBE_NOTE)])
+        except EnsembleDeidError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure is the bundle's state
+            raise BundleError(f"{path}: the model fails on a test note ({type(exc).__name__}): the bundle is "
+                              f"damaged or was edited") from None
+        finally:
+            tempfile.tempdir = saved
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def save(self, path: str | Path, info: Mapping[str, Any] | None = None) -> Path:
         from .bundle import write_bundle
@@ -114,7 +150,7 @@ class Deidentifier:
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         """BIO predictions on the common tokens, one per document."""
-        documents = _documents(documents)
+        documents = self._mask(_documents(documents))
         outputs = {}
         try:
             for label, tagger in self.members.items():

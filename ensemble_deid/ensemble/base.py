@@ -106,6 +106,10 @@ class MetaLearner:
         if header.get("kind") != "ensemble-method" or str(header.get("version")) != ENSEMBLE_VERSION:
             raise StateError(f"{folder}: not an ensemble method saved by ensemble version {ENSEMBLE_VERSION}")
         method = method_class(header["name"])(**decoded(header["params"]))
+        try:  # a value no fit accepts (threshold=-5 in an edited file) is refused here, not used
+            method.validate_params()
+        except ValueError as exc:
+            raise StateError(f"{folder}: {exc}") from None
         method._restore_state(state)
         return method
 

@@ -55,6 +55,12 @@ class Tagger:
     # extend and override its bases'. Checked by ``validate_params``.
     # Parameters many adapters share, declared once here.
     _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED], "features": [None, dict]}
+    # Parameters naming things on the machine that runs the tagger: the
+    # program it runs, and files or folders it reads when configured or when
+    # predicting. A model bundle is loaded on another machine, so it may set
+    # none of them (see ``deid/bundle.py``); the program is named by the user.
+    program_param: ClassVar[str | None] = None
+    local_params: ClassVar[tuple[str, ...]] = ()
 
     # --- parameters (as scikit-learn's BaseEstimator) -------------------
     @classmethod
@@ -104,6 +110,13 @@ class Tagger:
         except (ValueError, TypeError) as exc:
             message = str(exc).removeprefix(f"{self.name}: ")
             raise InvalidParameter(f"{owner}: {message}") from exc
+
+    @classmethod
+    def local_settings(cls, params: dict[str, Any]) -> list[str]:
+        """The parameters in ``params`` that name something on the machine
+        (``local_params`` set to anything but their default)."""
+        defaults = {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}
+        return [name for name in cls.local_params if params.get(name, defaults.get(name)) != defaults.get(name)]
 
     def _check_params(self) -> None:
         """Adapter hook: checks a per-parameter constraint cannot state (e.g.
@@ -185,6 +198,10 @@ class Tagger:
             )
         _, state = read_state(folder)
         tagger = klass(**decoded(header["params"]))
+        try:  # a value no fit accepts (threshold=-5 in an edited file) is refused here, not used
+            tagger.validate_params()
+        except InvalidParameter as exc:
+            raise StateError(f"{folder}: {exc}") from None
         tagger._restore_state(state)
         return tagger
 

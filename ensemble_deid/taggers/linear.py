@@ -41,6 +41,7 @@ from ..corpus.document import Document
 from .features import FEATURES_VERSION, FeatureExtractor, vw_escape
 from .prediction import DocumentPrediction
 from .base import Tagger, TaggerUnavailable
+from .crfsuite_file import check_crfsuite_model
 from .state import register_state_class
 
 LINEAR_VERSION = "1"
@@ -611,6 +612,7 @@ def crfsuite_tagger(model: bytes) -> Iterator[Any]:
     """A CRFsuite tagger opened on model bytes (in memory, no file)."""
     import pycrfsuite
 
+    check_crfsuite_model(model, "CRFsuite model")
     tagger = pycrfsuite.Tagger()
     tagger.open_inmemory(model)
     try:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, printable
 from ..files import private_dir, read_json, write_private
 
 STATE_FILE = "state.json"
@@ -175,14 +176,40 @@ def read_state(folder: str | Path) -> tuple[dict, dict[str, Any]]:
     arrays = None
     if (folder / ARRAYS_FILE).exists():
         try:
+            _check_arrays(folder / ARRAYS_FILE)
             arrays = np.load(folder / ARRAYS_FILE, allow_pickle=False)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise StateError(f"{folder / ARRAYS_FILE}: not a readable array file ({type(exc).__name__})") from None
     try:
         state = {k: _decode(v, arrays, folder, k) for k, v in body["state"].items()}
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise StateError(f"{folder / STATE_FILE}: malformed state ({type(exc).__name__})") from None
+    except RecursionError:
+        raise StateError(f"{folder / STATE_FILE}: malformed state (nested too deeply)") from None
     return body["header"], state
+
+
+def _check_arrays(path: Path) -> None:
+    """Refuse an arrays file that would unpack to more than it holds (a zip
+    bomb): ``np.savez`` stores each array uncompressed, so every entry must
+    be stored, and its array's shape and type must account for exactly the
+    bytes stored. Only headers are read."""
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+        if sum(i.compress_size for i in infos) > path.stat().st_size:
+            raise StateError(f"{path}: entries larger than the file (damaged)")
+        for info in infos:
+            if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                raise StateError(f"{path}: entry {printable(info.filename)!r} is compressed "
+                                 f"(saved models store their arrays uncompressed)")
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                if version not in ((1, 0), (2, 0)):
+                    raise StateError(f"{path}: entry {printable(info.filename)!r} has an unknown array format")
+                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = reader(fh)
+                if dtype.hasobject or fh.tell() + int(np.prod(shape, dtype=object)) * dtype.itemsize != info.file_size:
+                    raise StateError(f"{path}: entry {printable(info.filename)!r} does not hold the array it declares")
 
 
 def encodable(value: Any) -> Any:

@@ -465,7 +465,12 @@ class NeuralTagger(Tagger):
         class, the registry name stored in the checkpoint picks the adapter."""
         import torch
 
-        ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
+        try:
+            ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - pickle, zip and torch errors alike: a file we did not write
+            # weights_only refuses any object but tensors and plain data (its message may quote the file)
+            raise ValueError(f"{path}: not a weights-only ensemble-deid checkpoint "
+                             f"({type(exc).__name__}; code or objects in a checkpoint are refused)") from None
         if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{path}: not an ensemble-deid neural checkpoint")
         target = cls
@@ -478,6 +483,7 @@ class NeuralTagger(Tagger):
         if ckpt["version"] != target.version:
             log.warning("%s: checkpoint of version %s loaded by version %s", path, ckpt["version"], target.version)
         tagger = target(**ckpt["params"])
+        tagger.validate_params()  # InvalidParameter (a ValueError): a value no fit accepts
         tagger.tags_ = list(ckpt["tags"])
         tagger.words_ = Vocab.from_state(ckpt["words"])
         tagger.chars_ = Vocab.from_state(ckpt["chars"])
