@@ -56,7 +56,7 @@ def reference_predictions(corpus_name: str, method: str, members: str, folds: in
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=folds, seed=seed)
     specs, ensembles, order = parse_members(members)
     runs = resolve_members(engine, specs, ensembles, order, progress=False)
-    learner = GridSearch(make_method(method), None, folds=folds, seed=seed, metric=metric)
+    learner = GridSearch(make_method(method), None, folds=folds, seed=seed, objective=metric)
     result = run_ensemble(engine, learner, method, runs, oof=False, echo=progress)
     return corpus, ws.spec(corpus_name).splits["test"], result["test"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error, workspace_of
+from .common import fail_on_error, objective_option, workspace_of
 from .ensemble import METHOD_NAMES, load_members, parse_grid, parse_params
 
 
@@ -17,13 +17,13 @@ from .ensemble import METHOD_NAMES, load_members, parse_grid, parse_params
 @click.option("--grid", "grid", multiple=True, metavar="KEY=V1|V2", help="Values cross-validation chooses from (repeatable).")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection.")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises.")
+@objective_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New folder for the model bundle.")
 @click.option("--verify/--no-verify", default=True, help="Check that the bundle reproduces the cached test predictions "
               "of the 'ensemble' command (ensembles) and report its test scores.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, no_progress):
+def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, objective, out, verify, no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
     'ensemble' command makes; members missing from the cache are
@@ -42,7 +42,7 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
         if tagger_spec:
             summary = fit_single(ctx, corpus_name, tagger_spec, out, echo)
         else:
-            summary = fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, out, verify,
+            summary = fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, objective, out, verify,
                                    no_progress, echo)
     click.echo(summary)
 
@@ -78,7 +78,25 @@ def fit_single(ctx, corpus_name, spec_text, out, echo) -> str:
             f"test strict P {p:.4f} R {r:.4f} F1 {f1:.4f}")
 
 
-def fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, out, verify, no_progress, echo) -> str:
+def operating_point_record(learner) -> dict:
+    """The objective's chosen operating point, whether its targets were met on
+    the out-of-fold data, and the held-out curve of the other points (what a
+    bundle can be re-pointed to without retraining)."""
+    from ..ensemble.objective import parse_objective
+
+    model = learner.best_estimator_
+    point = getattr(model, "operating_point_", None) or model.get_params().get("operating_point")
+    out = {"operating_point": point}
+    op = getattr(learner, "operating_search_", None)
+    if op is not None:
+        out["targets_reached"] = op.reached
+        out["curve"] = op.curve(parse_objective(learner.objective).base.criterion)
+    elif getattr(model, "search_", None) is not None:
+        out["targets_reached"] = {"*": model.search_.reached, **getattr(model, "category_reached_", {})}
+    return out
+
+
+def fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, objective, out, verify, no_progress, echo) -> str:
     import time
     from pathlib import Path
 
@@ -94,7 +112,7 @@ def fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metri
         raise click.BadParameter("a bundle's members must be taggers, not cached ensembles", param_hint="--members")
     try:
         learner = GridSearch(make_method(method, **parse_params(params, "--param")), parse_grid(grid),
-                             folds=k, seed=seed, metric=metric)
+                             folds=k, seed=seed, objective=objective)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--param")
     corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
@@ -118,8 +136,9 @@ def fit_ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metri
     model = Deidentifier(fitted, chosen)
     info = _info(corpus, engine.train_fingerprint)
     info["selection"] = jsonable({"method": method, "best_params": learner.best_params_,
-                                  "cv_best_score": learner.best_score_, "metric": metric, "folds": k, "seed": seed,
-                                  "members_given": order, "members_used": keep})
+                                  "cv_best_score": learner.best_score_, "objective": objective, "folds": k,
+                                  "seed": seed, "members_given": order, "members_used": keep,
+                                  **operating_point_record(learner)})
     lines = [f"{method} over {len(order)} members ({len(keep)} used: {', '.join(keep)}); "
              f"parameters {learner.best_params_ or '(none to choose)'}; members fitted in {fit_seconds:.1f} s"]
     if verify:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import SuggestingChoice, fail_on_error
+from .common import fail_on_error, objective_option
 
 
 def _threshold(value: str):
@@ -25,7 +25,7 @@ def _variant(params: dict) -> dict:
     other = sorted(set(params) - {"removal_ties", "overlap"})
     if other:
         raise click.BadParameter(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
-                                 "(the threshold and metric have their own options)", param_hint="--param")
+                                 "(the threshold and objective have their own options)", param_hint="--param")
     try:  # the method's own declared constraints
         PrunedVoting(**params).validate_params()
     except ValueError as exc:
@@ -39,13 +39,13 @@ def _variant(params: dict) -> dict:
 @click.option("--threshold", default="auto", help="Voting threshold N, or 'auto' to search every threshold 1..m.")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=SuggestingChoice(["f1", "f2", "recall"]), default="f1", help="Strict micro score the elimination maximises.")
+@objective_option("the elimination")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A voting-pruned variant (repeatable): "
               "removal_ties=worse|earliest, overlap=greedy|chain (see docs/ensembles.md).")
 @click.option("--all-paths", is_flag=True, help="Print the elimination path of every threshold, not only the chosen one.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_paths, no_progress):
+def prune(ctx, corpus_name, members, threshold, k, seed, objective, params, all_paths, no_progress):
     """Voting pruned by greedy backward elimination [KIM20] on the members'
     out-of-fold predictions over the training set: for each threshold, drop
     the member whose removal most improves the training score until none
@@ -59,6 +59,11 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_pat
     from .ensemble import load_members, parse_params
 
     t = _threshold(threshold)
+    from ..ensemble.objective import parse_objective
+
+    if parse_objective(objective).categories:  # said, not silently dropped
+        raise click.BadParameter("per-category clauses choose thresholds after the elimination: use "
+                                 "'ensemble --method voting-pruned --objective ...'", param_hint="--objective")
     variant = _variant(parse_params(params, "--param"))
     with fail_on_error():
         corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
@@ -69,7 +74,7 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_pat
     table = build_candidates([runs[n].oof for n in names], names, corpus.train)
     t1 = time.perf_counter()
     rank = table.member_rank()
-    search = pruning_search(table, rank, None if t is None else [t], metric, **variant)
+    search = pruning_search(table, rank, None if t is None else [t], objective, **variant)
     t2 = time.perf_counter()
 
     f1 = table.member_f1()
@@ -77,6 +82,7 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_pat
         click.echo("variant: " + ", ".join(f"{key}={value}" for key, value in variant.items()))
     click.echo(f"\n{len(names)} members, tie-break order by out-of-fold F1: "
                + ", ".join(f"{names[j]} ({f1[j]:.4f})" for j in sorted(range(len(names)), key=lambda j: rank[j])))
+    metric = search.metric  # the objective's canonical name
     rows = [[p.threshold, p.start_score, p.score, len(p.subset), ", ".join(p.subset)] for p in search.paths.values()]
     click.echo(render_table(["t", f"all members {metric}", f"pruned {metric}", "kept", "members kept"], rows))
     for p in search.paths.values():
@@ -85,7 +91,9 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_pat
             steps = [[0, "(all members)", p.start_score]] + [[i + 1, name, score] for i, (name, score) in enumerate(p.steps)]
             click.echo(render_table(["step", "removed", metric], steps))
     click.echo(f"\nchosen: t={search.threshold}, {len(search.subset)} member(s): {', '.join(search.subset)} "
-               f"(training {metric} {search.score:.4f})")
+               f"(training {metric} {search.score:.4f})"
+               + ("" if search.reached else "; the target was NOT reached on the training out-of-fold data: "
+                  "this is the closest result"))
     click.echo(f"search: {search.evaluations} subset evaluations in {t2 - t1:.2f} s "
                f"(candidate table of {len(table):,} spans built in {t1 - t0:.2f} s)")
 
