@@ -19,7 +19,7 @@ recall (any member found the span / token) is the ceiling.
 
 Resumable: the JSON (benchmarks/results/recall-first-meddocan.json) is
 rewritten after every row, and rows already there are skipped. stacked-lstm
-rows use ``--lstm-folds`` folds (default 5: a fit takes minutes on two cores).
+rows use ``--lstm-folds`` folds (default 2: one fit takes 5 to 20 minutes on two shared cores).
 
 MEDDOCAN (CC BY 4.0): Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez
 H, Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638.
@@ -47,6 +47,7 @@ PER_CATEGORY = "f1,NAME+ID+CONTACT=token:recall>=0.99"
 OBJECTIVES = ["f1", LEAK_FIRST, PER_CATEGORY]
 SINGLE_FIT = {"stacked-lstm"}  # no grid: the F1 choice is the one fit, read from the leak-first row
 STEM = RESULTS / "recall-first-meddocan"
+IMG = ROOT / "docs" / "img"
 CATEGORIES = ["NAME", "ID", "CONTACT", "DATE", "AGE", "LOCATION", "PROFESSION", "OTHER"]
 
 
@@ -69,35 +70,9 @@ def load():
     return train, test, {n: runs[n].oof for n in runs}, {n: runs[n].targets["test"] for n in runs}
 
 
-def bootstrap_leak(test, spans, reps: int = 1000, seed: int = 0) -> dict:
-    """Token leak rate with a 95% document-bootstrap interval, overall and per category."""
-    import numpy as np
-
-    from ensemble_deid.evaluation import evaluate
-
-    per_doc = []
-    for doc in test:
-        rep = evaluate([doc], {doc.id: spans[doc.id]}, criteria=["strict"], breakdowns=False, leak=True).leak
-        per_doc.append({"all": (rep.overall.tokens, rep.overall.leaked_tokens),
-                        **{c: (r.tokens, r.leaked_tokens) for c, r in rep.by_category.items()}})
-    rng = np.random.default_rng(seed)
-    n = len(per_doc)
-    idx = rng.integers(0, n, size=(reps, n))
-    out = {}
-    for key in ["all", *CATEGORIES]:
-        tok = np.array([d.get(key, (0, 0))[0] for d in per_doc], dtype=float)
-        leak = np.array([d.get(key, (0, 0))[1] for d in per_doc], dtype=float)
-        if not tok.sum():
-            continue
-        rates = leak[idx].sum(1) / np.maximum(tok[idx].sum(1), 1)
-        out[key] = {"rate": round(float(leak.sum() / tok.sum()), 5), "tokens": int(tok.sum()),
-                    "leaked": int(leak.sum()),
-                    "ci95": [round(float(np.quantile(rates, 0.025)), 5), round(float(np.quantile(rates, 0.975)), 5)]}
-    return out
-
-
 def scores(test, preds) -> dict:
     from ensemble_deid.ensemble.objective import GoldKeys, tally_spans
+    from ensemble_deid.studies.leaks import leak_rates
 
     spans = [preds[d.id].spans(d) for d in test]
     counts = tally_spans(GoldKeys(test), spans)
@@ -111,28 +86,31 @@ def scores(test, preds) -> dict:
 
     out = {c: prf(counts.overall[c]) for c in counts.overall}
     out["by_category"] = {c: {cat: prf(v) for cat, v in counts.by_category[c].items()} for c in counts.by_category}
-    out["leak_token"] = bootstrap_leak(test, {d.id: s for d, s in zip(test, spans)})
+    out["leak_token"] = {k: v.to_dict() for k, v in leak_rates(test, preds).items()}
     return out
 
 
 def oracle(test, members) -> dict:
-    """Recall of the members together: gold spans (strict) and PHI tokens
-    (binary token) that at least one member found."""
-    from ensemble_deid.ensemble.objective import GoldKeys, token_keys
+    """Recall of the members together (the ceiling): gold spans any member
+    found exactly, PHI tokens any member covered."""
+    from ensemble_deid.ensemble import build_candidates, oracle as span_oracle
+    from ensemble_deid.studies.leaks import oracle_token_recall
 
-    gold = GoldKeys(test)
-    spans_hit = tokens_hit = 0
-    for d, doc in enumerate(test):
-        found_spans, found_tokens = set(), set()
-        for preds in members.values():
-            for a in preds[doc.id].spans(doc):
-                found_spans.add((a.start, a.end, a.category.upper(), a.type.upper()))
-                found_tokens.update(token_keys(doc.text, a.start, a.end))
-        spans_hit += len(found_spans & set(gold.strict[d]))
-        tokens_hit += len(found_tokens & set(gold.binary[d]))
-    overall, _ = gold.totals()
-    return {"strict_recall": round(spans_hit / overall["strict"], 4),
-            "binary_token_recall": round(tokens_hit / overall["binary-token"], 4)}
+    names = tuple(members)
+    table = build_candidates([members[n] for n in names], names, test)
+    return {"strict_recall": round(span_oracle(table).recall, 4),
+            "binary_token_recall": round(oracle_token_recall(test, members), 4)}
+
+
+def member_points(test, dev) -> dict:
+    """Each member's binary-token precision/recall and token leak on dev (for the plots)."""
+    out = {}
+    for name, preds in dev.items():
+        s = scores(test, preds)
+        leak = s["leak_token"]["all"]
+        out[name] = {"precision": s["binary-token"]["precision_exact"], "recall": s["binary-token"]["recall_exact"],
+                     "leak": leak["rate"], "low": leak["ci95"][0], "high": leak["ci95"][1]}
+    return out
 
 
 def run_row(method, objective, train, test, oof, dev, folds, seed) -> dict:
@@ -206,11 +184,16 @@ def markdown(result: dict) -> str:
         lines.append("")
         lines.append(f"Ceiling: the 12 members together find {o['binary_token_recall']:.4f} of the dev PHI tokens "
                      f"(binary token) and {o['strict_recall']:.4f} of the spans exactly (oracle recall).")
+    return "\n".join(lines)
+
+
+def category_markdown(result: dict) -> str:
+    rows = result["rows"]
+    f1 = {r["method"]: r for r in rows if r["objective"] == "f1"}
+    lines = []
     per = [r for r in rows if r["objective"] == PER_CATEGORY]
     if per:
-        lines += ["", "Per-category target `" + PER_CATEGORY + "` (dev, token recall of the targeted categories; "
-                  "strict F1 of the others, against the F1-chosen ensemble):", "",
-                  "| method | " + " | ".join(f"{c} token R" for c in ("NAME", "ID", "CONTACT"))
+        lines += ["| method | " + " | ".join(f"{c} token R" for c in ("NAME", "ID", "CONTACT"))
                   + " | max other-category strict F1 change | reached on OOF |",
                   "|---|---:|---:|---:|---:|---|"]
         for r in per:
@@ -224,7 +207,51 @@ def markdown(result: dict) -> str:
                 worst = f"{max(diffs) * 100:.2f} pt" if diffs else ""
             reached = ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in (r.get("oof_reached") or {}).items())
             lines.append(f"| {r['method']} | " + " | ".join(cells) + f" | {worst} | {reached} |")
+        lines += ["", "Per-category target `" + PER_CATEGORY + "` on dev: token recall of the targeted categories; "
+                  "the largest change of another category's strict F1 against the F1-chosen ensemble."]
     return "\n".join(lines)
+
+
+def plots(result: dict) -> list[Path]:
+    """The precision-recall curves and the leak-vs-precision plot (docs/img)."""
+    from ensemble_deid.studies.plots import leak_vs_precision, operating_points
+
+    first = [r for r in result["rows"] if r["objective"] == LEAK_FIRST and "oof_curve" in r]
+    curves, chosen = {}, {}
+    for r in first:
+        curves[r["method"]] = {"out-of-fold (train)": r["oof_curve"], "test": r["dev_curve"]}
+        point = str(r["chosen"].get("operating_point"))
+        mark = {}
+        for panel, key in (("out-of-fold (train)", "oof_curve"), ("test", "dev_curve")):
+            mark[panel] = next((c for c in r[key] if str(c["point"]) == point), None)
+        chosen[r["method"]] = mark
+    members = {n: (m["precision"], m["recall"]) for n, m in result.get("members_dev", {}).items()
+               if m["recall"] > 0.9}
+    out = [operating_points(curves, chosen, members, IMG / "recall-first-pr-meddocan.png", target=0.99,
+                            title="MEDDOCAN: binary-token precision-recall along each method's decision threshold "
+                                  "(o: chosen by CV on train for recall >= 0.99)")]
+    pts = {}
+    for n, m in result.get("members_dev", {}).items():
+        if m["recall"] > 0.9:
+            pts[n.split(":")[0]] = {**m, "kind": "member"}
+    for r in result["rows"]:
+        if r["objective"] not in ("f1", LEAK_FIRST):
+            continue
+        leak = r["dev"]["leak_token"]["all"]
+        kind = "F1-chosen" if r["objective"] == "f1" else "recall-first"
+        pts[f"{r['method']} ({'F1' if kind == 'F1-chosen' else 'R>=.99'})"] = {
+            "precision": r["dev"]["binary-token"]["precision_exact"], "leak": leak["rate"],
+            "low": leak["ci95"][0], "high": leak["ci95"][1], "kind": kind}
+    out.append(leak_vs_precision(pts, IMG / "recall-first-leak-meddocan.png",
+                                 title="MEDDOCAN dev: token leak against precision (bars: 95% document bootstrap)"))
+    return out
+
+
+def write_outputs(result: dict) -> None:
+    write_markdown(STEM.with_suffix(".md"), markdown(result))
+    cats = category_markdown(result)
+    if cats:
+        write_markdown(STEM.with_name(STEM.name + "-categories.md"), cats)
 
 
 def _short(v):
@@ -240,20 +267,24 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--objectives", default=";".join(OBJECTIVES), help="';'-separated objectives")
     ap.add_argument("--folds", type=int, default=10)
-    ap.add_argument("--lstm-folds", type=int, default=5)
+    ap.add_argument("--lstm-folds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tables", action="store_true", help="only rewrite the markdown from the JSON")
     args = ap.parse_args(argv)
     json_path = STEM.with_suffix(".json")
     result = json.loads(json_path.read_text()) if json_path.is_file() else {"benchmark": "recall_first", "rows": []}
     if args.tables:
-        write_markdown(STEM.with_suffix(".md"), markdown(result))
+        write_outputs(result)
+        if result.get("members_dev"):
+            plots(result)
         return result
     train, test, oof, dev = load()
     result.setdefault("machine", machine_description())
     result["members"] = MEMBERS
-    if "oracle" not in result:
+    if "binary_token_recall" not in result.get("oracle", {}):
         result["oracle"] = oracle(test, dev)
+    if "members_dev" not in result:
+        result["members_dev"] = member_points(test, dev)
     done = {(r["method"], r["objective"]) for r in result["rows"]}
     for method in args.methods.split(","):
         for objective in args.objectives.split(";"):
@@ -272,7 +303,10 @@ def main(argv=None):
             else:
                 result["rows"].append(run_row(method, objective, train, test, oof, dev, folds, args.seed))
             write_json(json_path, result)
-            write_markdown(STEM.with_suffix(".md"), markdown(result))
+            write_outputs(result)
+    write_json(json_path, result)
+    write_outputs(result)
+    plots(result)
     return result
 
 

@@ -24,9 +24,13 @@ from .common import fail_on_error
 @click.option("--group-pattern", default=None, help="Regular expression whose first group gives a note's patient "
               "from its id (surrogates are consistent per patient; default: each note is its own patient).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, help="Notes tagged together.")
+@click.option("--operating-point", "operating_point", default=None, metavar="JSON",
+              help='Re-point the bundle\'s ensemble to another decision threshold without retraining, e.g. '
+                   '\'{"*": -0.8, "NAME": -1.2}\' (the held-out curve of the thresholds is in the bundle manifest; '
+                   '\'null\': the method\'s own rule).')
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
-               batch_size, no_progress):
+               batch_size, operating_point, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume).
@@ -39,8 +43,16 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
     if save_mapping and mode != "surrogate":
         raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
+    point = _operating_point(operating_point)
     with fail_on_error():
         deid = Deidentifier.load(model)
+        if operating_point is not None:
+            try:
+                deid.method.repoint(point)
+            except (AttributeError, ValueError) as exc:
+                raise click.BadParameter(str(exc) if deid.method is not None else "the bundle holds no ensemble",
+                                         param_hint="--operating-point")
+        click.echo(selection_line(deid, operating_point is not None), err=True)
         surrogates = None
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order,
@@ -58,6 +70,42 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     if run.has_gold:
         with fail_on_error():
             click.echo(score_report(input_dir, out, deid.labels))
+
+
+def _operating_point(text):
+    import json
+
+    if text is None:
+        return None
+    try:
+        point = json.loads(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not JSON (e.g. '{{\"*\": -0.8}}')", param_hint="--operating-point")
+    from ..ensemble.base import check_operating_point
+
+    if not check_operating_point(point):
+        raise click.BadParameter(f"{text!r}: expected null or an object of thresholds such as "
+                                 "'{\"*\": -0.8, \"NAME\": -1.2}'", param_hint="--operating-point")
+    return point
+
+
+def selection_line(deid, repointed: bool) -> str:
+    """What the bundle's ensemble was chosen for, and where it operates."""
+    sel = deid.manifest.get("selection") or {}
+    if deid.method is None or not sel:
+        return "bundle: a single tagger (no ensemble choice)"
+    objective = sel.get("objective", sel.get("metric", "f1"))
+    method = deid.method
+    point = getattr(method, "operating_point_", None) or method.get_params().get("operating_point")
+    reached = sel.get("targets_reached") or {}
+    missed = [k for k, ok in reached.items() if not ok]
+    line = (f"bundle: {sel.get('method', method.name)} chosen for objective {objective}; operating point "
+            f"{point if point else 'the method’s own rule'}")
+    if repointed:
+        line += f" (re-pointed; fitted for {sel.get('operating_point') or 'the method’s own rule'})"
+    elif missed:
+        line += f"; target not reached on the out-of-fold data for {', '.join(missed)}"
+    return line
 
 
 def _write_mapping(path, mapping) -> None:

@@ -233,6 +233,18 @@ class MetaLearner:
         """Decision thresholds worth trying, given the scores seen out of fold."""
         return []
 
+    def repoint(self, point: Mapping[str, float] | None) -> "MetaLearner":
+        """Move a fitted learner to another operating point of its score
+        (``{"*": t, CATEGORY: t}``; None: its own rule) without refitting."""
+        if not self.scored:
+            raise ValueError(f"ensemble method {self.name!r} has no score to move along: it cannot be re-pointed")
+        if not check_operating_point(point):
+            raise ValueError(f"operating point {point!r}: expected {OPERATING_POINT}")
+        self.set_params(operating_point=dict(point) if point else None)
+        if hasattr(self, "operating_point_"):  # learners that choose it when fitting
+            self.operating_point_ = self.operating_point
+        return self
+
     def _score_values(self, scores) -> np.ndarray:
         """The scores of ``_scores`` as one flat array."""
         return np.asarray(scores, dtype=np.float64)
