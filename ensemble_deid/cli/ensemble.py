@@ -165,7 +165,10 @@ def run_ensemble(engine, learner, method, runs, refit=False, oof=True, echo=prin
     from ..experiment.cv import PeakMemory
 
     train, test = engine.train, engine.targets["test"]
-    settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
+    # operating_point=None (the method's own rule, all earlier versions did) stays out of the key:
+    # entries cached before it existed stay valid.
+    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
+    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
                 "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}  # key kept: same entries
     if learner.fixed:  # only then: entries cached without fixed parameters keep their key
         settings["fixed"] = sorted(learner.fixed)
