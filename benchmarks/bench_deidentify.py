@@ -9,7 +9,7 @@ folder end to end: throughput, and whether its spans are exactly the
 Steps: (1) ``ensemble-deid fit`` writes the bundle (skipped when ``--model``
 exists: its manifest must name the same corpus, method and members); (2) the
 reference: the ensemble's test-split predictions through the ``ensemble``
-command's own code path (``cli.ensemble.run_ensemble``: read from the cache,
+command's own code path (``ensemble.run.run_method``: read from the cache,
 or computed and cached there); (3) ``ensemble-deid deidentify MODEL
 <test split folder> --out TMP`` in a new process, timed from process start
 to exit (interpreter start-up, bundle checks and loading, reading, tagging,
@@ -44,21 +44,13 @@ CLI = str(Path(sys.executable).parent / "ensemble-deid")
 
 def reference_predictions(corpus_name: str, method: str, members: str, folds: int, seed: int, metric: str):
     """The ``ensemble`` command's test-split predictions (its own code path)."""
-    from ensemble_deid.cli.ensemble import parse_members, run_ensemble
     from ensemble_deid.corpus.workspace import Workspace
-    from ensemble_deid.ensemble import GridSearch, make_method
-    from ensemble_deid.ensemble.caching import resolve_members
-    from ensemble_deid.experiment.cache import PredictionCache
-    from ensemble_deid.experiment.cv import CrossValidation
+    from ensemble_deid.ensemble.run import run_method
 
     ws = Workspace(os.environ.get("ENSEMBLE_DEID_HOME", "."))
-    corpus = ws.load(corpus_name)
-    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=folds, seed=seed)
-    specs, ensembles, order = parse_members(members)
-    runs = resolve_members(engine, specs, ensembles, order, progress=False)
-    learner = GridSearch(make_method(method), None, folds=folds, seed=seed, objective=metric)
-    result = run_ensemble(engine, learner, method, runs, oof=False, echo=progress)
-    return corpus, ws.spec(corpus_name).splits["test"], result["test"]
+    done = run_method(ws, corpus_name, method, members, folds=folds, seed=seed, objective=metric, oof=False,
+                      progress=False, log=progress)
+    return done.corpus, ws.spec(done.corpus.name).splits["test"], done.test
 
 
 def main(argv=None) -> dict:

@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "publish.json"))
     args = parser.parse_args()
 
-    from ensemble_deid.cli.cv import parse_tagger_specs
+    from ensemble_deid.experiment.cv import parse_tagger_specs
     from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
     from ensemble_deid.experiment.cache import PredictionCache, PublishedFolder
     from ensemble_deid.experiment.cv import CrossValidation

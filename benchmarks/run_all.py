@@ -108,12 +108,12 @@ def corpus_scheme(docs) -> str:
 
 def choose_taggers(args, scheme: str):
     """([TaggerSpec], [{"system", "reason"}]): what runs, and what is skipped and why."""
-    from ensemble_deid.cli.cv import _split_specs
+    from ensemble_deid.experiment.cv import split_specs
     from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.taggers.registry import describe_taggers
 
     infos = {i.name: i for i in describe_taggers()}
-    texts = _split_specs(args.taggers) if args.taggers else sorted(infos)
+    texts = split_specs(args.taggers) if args.taggers else sorted(infos)
     specs, skipped = [], []
     for text in texts:
         try:
@@ -218,10 +218,9 @@ def run_tagger(engine, spec, args, n_test_tokens) -> tuple[dict, object]:
 def run_method(engine, method, members, args, n_test_tokens) -> dict:
     """Fit (or reuse from the cache) one ensemble method over the members, as
     ``ensemble-deid ensemble`` with its defaults does (the same cache entry)."""
-    from ensemble_deid.cli.ensemble import run_ensemble
-    from ensemble_deid.ensemble import GridSearch, make_method
+    from ensemble_deid.ensemble.run import make_search, run_ensemble
 
-    learner = GridSearch(make_method(method), folds=args.folds, seed=args.seed)
+    learner = make_search(method, folds=args.folds, seed=args.seed)
     label = f"ensemble.{method}"
     train, test = engine.train, engine.targets["test"]
     clock = Clock()

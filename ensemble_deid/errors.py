@@ -70,3 +70,15 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class ParameterError(EnsembleDeidError, ValueError):
+    """A bad option or parameter value, found before any work starts.
+
+    ``option`` names what the user gave it as (``--param``, ``--members``),
+    so that the command line can point at its own option; the library's
+    callers just see the message."""
+
+    def __init__(self, message: str, option: str | None = None):
+        super().__init__(message)
+        self.option = option

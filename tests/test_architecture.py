@@ -88,3 +88,18 @@ def test_docs_and_example_import_only_the_public_surface():
     text = example.read_text(encoding="utf-8") + (ROOT / "docs" / "adapters.md").read_text(encoding="utf-8")
     imported = {line.split()[1] for line in text.splitlines() if line.startswith("from ensemble_deid")}
     assert imported == {"ensemble_deid.taggers"}, imported
+
+
+def _outside_cli():
+    inside = [p for p in PACKAGE.rglob("*.py") if "cli" not in p.relative_to(PACKAGE).parts[:1]]
+    others = [p for folder in ("benchmarks", "adapters", "examples") for p in (ROOT / folder).rglob("*.py")]
+    return sorted(inside + others)
+
+
+@pytest.mark.parametrize("path", _outside_cli(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_console_script_imports_the_cli(path):
+    # The library steps live below cli/ (ensemble/run.py, deid/fit.py, ...): a
+    # notebook, a benchmark or an adapter never needs the command line.
+    cli = [(line, target) for line, target in _imports(path)
+           if target == "ensemble_deid.cli" or target.startswith("ensemble_deid.cli.")]
+    assert not cli, f"{path.relative_to(ROOT)} imports the command line: {cli}"

@@ -101,34 +101,86 @@ def _test_f1(output: str) -> str:
     return line.strip("|").split("|")[-1].strip()
 
 
-def test_cli_param_is_used_printed_and_recorded(tiny, workspace):
-    fixed = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
-                 "--param", "threshold=1", "--no-progress", "--no-diagnostics").output
-    assert "chosen parameters: (none to choose: no values searched)" in fixed
-    assert "parameters used: overlap='greedy', threshold=1 (fixed)" in fixed
-    searched = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3",
-                    "--grid", "threshold=1", "--no-progress", "--no-diagnostics").output
-    assert _test_f1(fixed) == _test_f1(searched)  # the same model: threshold 1
-    # The selection record of the cached test part keeps every value used.
-    records = []
-    for meta in (workspace / "cached_predictions").rglob("*.json"):
-        data = json.loads(meta.read_text())
-        if isinstance(data, dict) and "selection" in data:
-            records.append(data["selection"])
-    assert any(r.get("fixed") == ["threshold"] and r.get("params") == {"overlap": "greedy", "threshold": 1, "operating_point": None} for r in records), records
+# Every parameter case runs through `ensemble` and through `fit`: both build
+# their grid search in one place (issue 35 item 2), so what one uses, checks
+# or refuses, the other does too.
+COMMANDS = ["ensemble", "fit"]
 
 
-def test_cli_grid_and_param_errors_come_before_any_work(tiny, workspace):
+def _ensemble_or_fit(command, out: Path, *args, ok=True):
+    extra = ["--no-diagnostics"] if command == "ensemble" else ["--out", out]
+    return _run(command, *args, "--no-progress", *extra, ok=ok)
+
+
+def _fixed_record(command, out: Path, workspace: Path) -> tuple[dict, list]:
+    """(parameters used, fixed names) as the command records them."""
+    if command == "fit":
+        from ensemble_deid.deid import read_bundle
+
+        manifest, _, method = read_bundle(out)
+        assert method.get_params() == manifest["selection"]["params"]  # the saved method is the one recorded
+        return manifest["selection"]["params"], manifest["selection"]["fixed"]
+    records = [data["selection"] for meta in (workspace / "cached_predictions").rglob("*.json")
+               if isinstance(data := json.loads(meta.read_text()), dict) and "selection" in data]
+    (record,) = records
+    return record["params"], record["fixed"]
+
+
+def _f1_of(command, output: str, out: Path) -> str:
+    if command == "fit":
+        from ensemble_deid.deid import read_manifest
+
+        assert "spans identical to the cached 'ensemble' predictions on 10/10" in output
+        return f"{read_manifest(out)['scores']['test_strict']['f1']:.4f}"
+    return _test_f1(output)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_cli_param_is_used_printed_and_recorded(tiny, workspace, tmp_path, command, threshold):
+    fixed = _ensemble_or_fit(command, tmp_path / "fixed", "--corpus", tiny, "--method", "voting", "--members",
+                             MEMBERS, "--folds", "3", "--param", f"threshold={threshold}").output
+    params, names = _fixed_record(command, tmp_path / "fixed", workspace)
+    assert params == {"overlap": "greedy", "threshold": threshold, "operating_point": None} and names == ["threshold"]
+    if command == "ensemble":
+        assert "chosen parameters: (none to choose: no values searched)" in fixed
+        assert f"parameters used: overlap='greedy', threshold={threshold} (fixed)" in fixed
+    else:
+        assert f"fixed {{'threshold': {threshold}}}" in fixed
+    searched = _ensemble_or_fit(command, tmp_path / "searched", "--corpus", tiny, "--method", "voting", "--members",
+                                MEMBERS, "--folds", "3", "--grid", f"threshold={threshold}").output
+    # The same model: threshold fixed or the one value searched.
+    assert _f1_of(command, searched, tmp_path / "searched") == _f1_of(command, fixed, tmp_path / "fixed")
+
+
+def _refused(command, tmp_path, workspace, *args, says: str):
     before = _entries(workspace)
-    res = _run("ensemble", "--corpus", tiny, "--method", "stacked-svm", "--members", MEMBERS, "--grid", "C=a|b", ok=False)
-    assert res.exit_code == 2 and "C='a'" in res.output
-    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=2",
-               "--grid", "threshold=1|2", ok=False)
-    assert res.exit_code == 2 and "both fixed and searched" in res.output
-    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=-1",
-               ok=False)
-    assert res.exit_code == 2 and "threshold=-1" in res.output
+    res = _ensemble_or_fit(command, tmp_path / "model", "--corpus", "tiny", *args, ok=False)
+    assert res.exit_code == 2 and says in res.output, res.output
     assert _entries(workspace) == before  # no member was computed, no entry made
+    assert not (tmp_path / "model").exists()
+    return res
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("args, says", [
+    (["--method", "stacked-svm", "--grid", "C=a|b"], "C='a'"),
+    (["--method", "voting", "--param", "threshold=2", "--grid", "threshold=1|2"], "both fixed and searched"),
+    (["--method", "voting", "--param", "threshold=-1"], "threshold=-1"),
+    (["--method", "voting", "--param", "nope=1"], "invalid parameter 'nope'"),
+    (["--method", "voting", "--grid", "threshold=1|abc"], "threshold='abc'"),
+    (["--method", "voting", "--grid", "bogus=1|2"], "cannot search unknown parameter 'bogus'"),
+    (["--method", "stacked-svm", "--grid", "C=0|1"], "C=0"),
+    (["--method", "stacked-svm", "--param", "C=inf"], "C=inf"),  # was saved by fit as C=1.0
+    (["--method", "voting", "--grid", "threshold"], "expected key=v1|v2"),
+])
+def test_cli_grid_and_param_errors_come_before_any_work(tiny, workspace, tmp_path, command, args, says):
+    _refused(command, tmp_path, workspace, "--members", MEMBERS, *args, says=says)
+
+
+def test_fit_names_one_tagger_before_any_work(tiny, workspace, tmp_path):
+    res = _refused("fit", tmp_path, workspace, "--tagger", "memorize,memorize:max_len=1", says="name one tagger")
+    assert "--tagger" in res.output
 
 
 # --- 21.10: tagger parameters before any work ------------------------------------
@@ -159,10 +211,11 @@ def test_bad_tagger_parameters_refused_by_make_tagger():
 
 
 def test_constraints_in_words_and_edges():
-    c = {"n": [Interval(int, 1, None)], "p": [Interval(float, 0, 1, closed="left")], "s": [None, Options("a", "b")]}
+    c = {"n": [Interval(int, 1, None)], "p": [Interval(float, 0, 1, closed="left")], "s": [None, Options("a", "b")],
+         "q": [Interval(float, 0, None)]}  # unbounded above: (0, inf) holds no inf
     validate_params("t", {"n": 1, "p": 0.0, "s": None}, c)
     for bad, words in [({"n": 0}, "an integer in [1, inf)"), ({"n": True}, "n=True"), ({"n": 2.0}, "n=2.0"),
-                       ({"p": 1}, "a number in [0, 1)"), ({"p": float("nan")}, "p=nan"), ({"s": "c"}, "None or one of 'a', 'b'")]:
+                       ({"p": 1}, "a number in [0, 1)"), ({"p": float("nan")}, "p=nan"), ({"q": float("inf")}, "q=inf"), ({"s": "c"}, "None or one of 'a', 'b'")]:
         with pytest.raises(InvalidParameter, match=words.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
             validate_params("t", bad, c)
 
@@ -330,14 +383,16 @@ def test_fuzzed_tagger_specs_never_crash():
             assert name in str(exc) or text in str(exc), (text, str(exc))
 
 
-def test_voting_threshold_above_the_member_count_is_refused(tiny, workspace):
-    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--param", "threshold=4",
-               ok=False)
-    assert res.exit_code == 2 and "threshold 4 exceeds the number of members (3)" in res.output
-    res = _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--grid", "threshold=2|5",
-               ok=False)
-    assert "threshold 5 exceeds" in res.output and "--grid" in res.output
-    assert _entries(workspace) == []
+@pytest.mark.parametrize("command", COMMANDS)
+def test_voting_threshold_above_the_member_count_is_refused(tiny, workspace, tmp_path, command):
+    _refused(command, tmp_path, workspace, "--method", "voting", "--members", MEMBERS, "--param", "threshold=4",
+             says="threshold 4 exceeds the number of members (3)")
+    res = _refused(command, tmp_path, workspace, "--method", "voting", "--members", MEMBERS,
+                   "--grid", "threshold=2|5", says="threshold 5 exceeds")
+    assert "--grid" in res.output
+    # Two members: threshold 3 can never be reached (issue 35 item 2).
+    _refused(command, tmp_path, workspace, "--method", "voting-pruned", "--members", "memorize,memorize:max_len=1",
+             "--param", "threshold=3", says="threshold 3 exceeds the number of members (2)")
 
 
 # --- the cache key: an int for a float parameter is the same model ------------------

@@ -319,7 +319,7 @@ def publish(ctx, corpus_name, out, taggers, k, seed, public, licence, citation):
     prune, compare and study reuse them instead of training. Entries with a
     missing part are skipped and named.
     """
-    from .cv import parse_tagger_specs
+    from ..experiment.cv import parse_tagger_specs
     from ..experiment.publish import publish as write_published
 
     if not public:
@@ -327,7 +327,8 @@ def publish(ctx, corpus_name, out, taggers, k, seed, public, licence, citation):
                                "(corpora under a data use agreement, such as i2b2/n2c2 or N-GRID, never may)")
     out = Path(out)
     _check_output_parent(out, "--out")
-    specs = parse_tagger_specs(taggers) if taggers else None
+    with fail_on_error():
+        specs = parse_tagger_specs(taggers) if taggers else None
     ws = workspace_of(ctx)
     pc = _cache(ctx)
     t0 = time.perf_counter()

@@ -6,7 +6,7 @@ import errno
 
 import click
 
-from ..errors import EnsembleDeidError, printable
+from ..errors import EnsembleDeidError, ParameterError, printable
 from ..files import reason
 
 # OSErrors that are the user's environment, not a bug: a clean message naming
@@ -25,14 +25,22 @@ def workspace_of(ctx: click.Context):
     return obj if isinstance(obj, Workspace) else Workspace(".")
 
 
+def left_default(ctx: click.Context, name: str) -> bool:
+    """The option was left at its default (the library may then reuse what is cached)."""
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT
+
+
 @contextlib.contextmanager
 def fail_on_error():
-    """Turn the toolkit's own errors, and file-system errors such as a full
+    """Turn the toolkit's own errors (a bad option value: a usage error naming
+    the option), and file-system errors such as a full
     disk, into a clean CLI error naming the file (no traceback). The
     top-level group wraps every command in it, so this holds for commands
     that write through modules not using ``ensemble_deid.files`` yet."""
     try:
         yield
+    except ParameterError as exc:  # an option's value: click's usage error, pointing at the option
+        raise click.BadParameter(str(exc), param_hint=exc.option) from exc
     except EnsembleDeidError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:

@@ -26,40 +26,12 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     P-values are Holm-corrected across the comparisons. Predictions missing
     from the cache are computed first (as 'cv' would).
     """
-    from ..experiment.cache import PredictionCache
-    from ..studies.comparison import compare_systems, comparison_rows
-    from ..experiment.cv import CrossValidation
-    from ..ensemble.caching import is_ensemble_spec, load_ensemble_member
+    from ..studies.comparison import compare_cached, comparison_rows
     from ..studies.table import render_table
-    from .cv import parse_tagger_specs
 
-    from ..evaluation.criteria import get_criterion
-
-    try:
-        get_criterion(criterion)  # before any prediction is computed
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--criterion")
-    ensembles = [s.strip() for s in systems if is_ensemble_spec(s)]
-    regular = [s for s in systems if not is_ensemble_spec(s)]
-    specs = parse_tagger_specs(",".join(regular), param_hint="SYSTEMS") if regular else []
-    labels = [s.label for s in specs] + ensembles
-    if len(set(labels)) < 2:
-        raise click.BadParameter("name at least two different systems", param_hint="SYSTEMS")
-    if reference not in ("best", *labels):
-        raise click.BadParameter(f"{reference!r} is not one of the systems {labels} (or 'best')", param_hint="--reference")
-    ws = workspace_of(ctx)
     with fail_on_error():
-        corpus = ws.load(corpus_name)
-        engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
-        runs = engine.run(specs, jobs=jobs, progress=True) if specs else {}
-        predictions = {label: run.targets["test"] for label, run in runs.items()}
-        for text in ensembles:
-            predictions[text] = load_ensemble_member(engine, text, oof=False).test
-        try:
-            comp = compare_systems(corpus.test, {label: predictions[label] for label in labels},
-                                   criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc))
+        corpus, comp = compare_cached(workspace_of(ctx), corpus_name, systems, criterion=criterion, tests=tests,
+                                      trials=trials, reference=reference, folds=k, seed=seed, jobs=jobs)
     headers, rows = comparison_rows(comp, tests)
     click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}; "
                f"paired over documents against {comp.reference!r}")

@@ -6,47 +6,6 @@ import click
 from .common import fail_on_error, workspace_of
 
 
-def parse_tagger_specs(value: str, param_hint: str = "--taggers"):
-    from ..experiment.cv import TaggerSpec
-    from ..taggers.registry import UnknownTagger, tagger_class
-
-    specs = []
-    # Split on commas that start a new tagger (a name followed by ':' or end),
-    # so "crf:c1=0.1,c2=0.2,rules" gives crf (two params) and rules.
-    for chunk in _split_specs(value):
-        try:
-            spec = TaggerSpec.parse(chunk)
-            cls = tagger_class(spec.name)
-        except (ValueError, UnknownTagger) as exc:
-            raise click.BadParameter(str(exc), param_hint=param_hint)
-        ok, reason = cls.availability()
-        if ok or cls.external:
-            # External tools may be configured by their parameters: ask the instance.
-            try:
-                tagger = spec.make()
-            except ValueError as exc:
-                raise click.BadParameter(str(exc), param_hint=param_hint)
-            ok, reason = tagger.availability()
-        if not ok:
-            raise click.BadParameter(f"tagger {spec.name!r} is unavailable: {reason}", param_hint=param_hint)
-        specs.append(spec)
-    if not specs:
-        raise click.BadParameter("name at least one tagger", param_hint=param_hint)
-    return specs
-
-
-def _split_specs(value: str) -> list[str]:
-    chunks: list[str] = []
-    for piece in (p.strip() for p in value.split(",")):
-        if not piece:
-            continue
-        if chunks and "=" in piece and ":" not in piece.split("=", 1)[0]:
-            chunks[-1] += "," + piece  # a key=value continuing the previous tagger
-        else:
-            chunks.append(piece)
-    return chunks
-
-
 @click.command()
 @click.option("--corpus", "corpus_name", required=True, help="Registered or embedded corpus name (see 'corpus ls').")
 @click.option("--taggers", required=True, help="Comma-separated taggers, each optionally with parameters: crf:c1=0.05,max_iterations=50,rules.")
@@ -68,53 +27,19 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets, no
     cache parts are reported and recomputed. With --target B, the models
     trained on this corpus also predict B's test split (cross-corpus).
     """
-    from ..errors import EnsembleDeidError
-    from ..experiment.cv import check_jobs
-
-    try:
-        check_jobs(jobs)
-    except EnsembleDeidError as exc:
-        raise click.BadParameter(str(exc), param_hint="--jobs")
-    if backend == "dask" and not scheduler:
-        raise click.BadParameter("--backend dask needs --scheduler tcp://HOST:PORT", param_hint="--scheduler")
-    specs = parse_tagger_specs(taggers)
-    _check_targets(corpus_name, targets)
-    ws = workspace_of(ctx)
-    from ..experiment.cache import PredictionCache
-    from ..experiment.cv import CrossValidation
-    from ..studies.crosscorpus import cross_corpus_target
+    from ..experiment.cv import cross_validate
     from ..studies.summary import cv_summary_table
 
-    from ..experiment.cv import label_warnings
-
-    warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
+    ws = workspace_of(ctx)
     with fail_on_error():
-        corpus = ws.load(corpus_name)
-        # Every corpus loads (and is checked) before any tagger runs.
-        other = {cross_corpus_target(name): ws.load(name).test for name in targets}
-        engine = CrossValidation(corpus.train, {"test": corpus.test, **other}, PredictionCache(ws.cache_dir),
-                                 k=k, seed=seed)
-        for msg in engine.split_warnings():
-            warn(msg)
-        runs = engine.run(
-            specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=not no_progress, on_corrupt=warn,
-        )
-    for msg in label_warnings(runs, corpus.train, f"corpus {corpus_name!r}"):
-        warn(msg)
-    click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {engine.folds.fingerprint}), cache {ws.cache_dir}")
-    click.echo(cv_summary_table(runs, corpus.train, corpus.test, other))
-    for name, documents in other.items():
+        done = cross_validate(ws, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets,
+                              progress=not no_progress, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+    corpus, runs = done.corpus, done.runs
+    click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {done.engine.folds.fingerprint}), cache {ws.cache_dir}")
+    click.echo(cv_summary_table(runs, corpus.train, corpus.test, done.others))
+    for name, documents in done.others.items():
         click.echo(f"\n{name}: strict F1 by category of the models trained on {corpus_name!r}")
         click.echo(category_table(runs, name, documents))
-
-
-def _check_targets(corpus_name: str, targets) -> None:
-    if corpus_name in targets:
-        raise click.BadParameter(f"{corpus_name!r} is the training corpus: its test split is predicted anyway",
-                                 param_hint="--target")
-    twice = sorted({t for t in targets if list(targets).count(t) > 1})
-    if twice:
-        raise click.BadParameter(f"{twice[0]!r} is named twice", param_hint="--target")
 
 
 def category_table(runs, target: str, documents) -> str:

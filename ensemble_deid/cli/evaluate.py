@@ -124,8 +124,8 @@ def cached_system(ctx, spec: str, corpus_name: str, trained_on: str, split: str,
     from ..experiment.cache import PartKey, PredictionCache
     from ..experiment.cv import CrossValidation
     from ..studies.summary import prediction_spans
-    from .common import workspace_of
-    from .cv import parse_tagger_specs
+    from ..experiment.cv import parse_tagger_specs
+    from .common import fail_on_error, workspace_of
 
     ws = workspace_of(ctx)
     corpus = ws.load(corpus_name)
@@ -143,7 +143,8 @@ def cached_system(ctx, spec: str, corpus_name: str, trained_on: str, split: str,
         member = load_ensemble_member(engine, spec.strip(), oof=split == "train")
         predictions = member.oof if split == "train" else member.test
     else:
-        (tagger,) = parse_tagger_specs(spec, param_hint="--system")
+        with fail_on_error():  # a bad spec: a usage error naming --system
+            (tagger,) = parse_tagger_specs(spec, "--system")
         entry, external = engine.entry_key(tagger)
         if split == "test":
             parts = [PartKey.predict(entry, engine.target_fingerprints["test"])]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error, objective_option
+from .common import fail_on_error, left_default, objective_option, workspace_of
 
 
 def _threshold(value: str):
@@ -16,21 +16,6 @@ def _threshold(value: str):
     if t < 1:
         raise click.BadParameter("must be at least 1", param_hint="--threshold")
     return t
-
-
-def _variant(params: dict) -> dict:
-    """The voting-pruned parameters --param may set, checked before any work."""
-    from ..ensemble.pruning import PrunedVoting
-
-    other = sorted(set(params) - {"removal_ties", "overlap"})
-    if other:
-        raise click.BadParameter(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
-                                 "(the threshold and objective have their own options)", param_hint="--param")
-    try:  # the method's own declared constraints
-        PrunedVoting(**params).validate_params()
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--param")
-    return params
 
 
 @click.command("prune")
@@ -51,32 +36,20 @@ def prune(ctx, corpus_name, members, threshold, k, seed, objective, params, all_
     the member whose removal most improves the training score until none
     does; print the path of eliminations and the chosen (threshold, subset),
     then score that choice on the test split."""
-    import time
-
-    from ..ensemble import build_candidates, pruning_search, vote_select
+    from ..ensemble.run import load_members, parse_params, prune_members, pruning_objective, pruning_variant
     from ..studies.summary import strict_prf
     from ..studies.table import render_table
-    from .ensemble import load_members, parse_params
 
     t = _threshold(threshold)
-    from ..ensemble.objective import parse_objective
-
-    if parse_objective(objective).categories:  # said, not silently dropped
-        raise click.BadParameter("per-category clauses choose thresholds after the elimination: use "
-                                 "'ensemble --method voting-pruned --objective ...'", param_hint="--objective")
-    variant = _variant(parse_params(params, "--param"))
+    say = lambda s: click.echo(s, err=True)  # noqa: E731
     with fail_on_error():
-        corpus, engine, runs = load_members(ctx, corpus_name, members, k, seed, no_progress)
-    names = tuple(runs)
-    if t is not None and t > len(names):
-        raise click.BadParameter(f"{t} exceeds the number of members ({len(names)})", param_hint="--threshold")
-    t0 = time.perf_counter()
-    table = build_candidates([runs[n].oof for n in names], names, corpus.train)
-    t1 = time.perf_counter()
-    rank = table.member_rank()
-    search = pruning_search(table, rank, None if t is None else [t], objective, **variant)
-    t2 = time.perf_counter()
-
+        variant = pruning_variant(parse_params(params, "--param"))
+        objective = pruning_objective(objective)
+        corpus, engine, runs = load_members(workspace_of(ctx), corpus_name, members,
+                                            None if left_default(ctx, "k") else k, seed, not no_progress, say,
+                                            lambda msg: say(f"warning: {msg}"))
+        done = prune_members(corpus, runs, t, objective, variant)
+    names, table, rank, search = done.names, done.table, done.rank, done.search
     f1 = table.member_f1()
     if variant:
         click.echo("variant: " + ", ".join(f"{key}={value}" for key, value in variant.items()))
@@ -94,14 +67,10 @@ def prune(ctx, corpus_name, members, threshold, k, seed, objective, params, all_
                f"(training {metric} {search.score:.4f})"
                + ("" if search.reached else "; the target was NOT reached on the training out-of-fold data: "
                   "this is the closest result"))
-    click.echo(f"search: {search.evaluations} subset evaluations in {t2 - t1:.2f} s "
-               f"(candidate table of {len(table):,} spans built in {t1 - t0:.2f} s)")
+    click.echo(f"search: {search.evaluations} subset evaluations in {done.search_seconds:.2f} s "
+               f"(candidate table of {len(table):,} spans built in {done.table_seconds:.2f} s)")
 
-    test_table = build_candidates([runs[n].test for n in names], names, corpus.test)
-    cols = [names.index(n) for n in search.subset]
-    selected = vote_select(test_table, search.threshold, rank, cols, variant.get("overlap", "greedy"))
-    test_preds = {p.doc_id: p for p in test_table.to_predictions(selected)}
-    p_, r_, f_ = strict_prf(corpus.test, test_preds)
+    p_, r_, f_ = strict_prf(corpus.test, done.test_predictions)
     best = names[int(rank.argmin())]
     click.echo(f"test (strict): pruned voting P {p_:.4f} R {r_:.4f} F1 {f_:.4f}; best single member by CV "
                f"({best}) F1 {strict_prf(corpus.test, runs[best].test)[2]:.4f}")

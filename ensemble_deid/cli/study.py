@@ -8,46 +8,12 @@ import click
 
 from .common import SuggestingChoice, fail_on_error, objective_option, workspace_of
 
-# The demo's members: every trainable tagger, the rule tagger and the
-# offline external systems that are installed. 10-fold CV of 12 trained
-# taggers on both corpora and their union is ~34 fits per tagger, so the
-# settings are sized for two cores in under 15 minutes: fewer iterations or
-# passes than Table 3, two epochs of neural training on sentences in batches
-# of 32 (under-trained by design: the demo shows the pipeline, not the
-# networks; lstm-l with Adam, as its SGD learns nothing in two epochs), 10
-# stacked-SEARN passes and 4 stacked-LSTM epochs. docs/guide.md ("The demo")
-# lists them; `ensemble-deid study` runs the full settings.
-_NEURAL_DEMO = "epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false"
-DEMO_TAGGERS = [
-    "crf:max_iterations=30", "memm:max_iter=20,min_count=3", "searn:passes=5", "mira:epochs=10", "svm",
-    "ogd:passes=3", "struct-svm:epochs=4",
-    f"lstm-crf-n:{_NEURAL_DEMO}", f"lstm-crf-l:{_NEURAL_DEMO}", f"lstm-l:{_NEURAL_DEMO},optimizer=adam,lr=0.01", f"lstm-crf-fea:{_NEURAL_DEMO}",
-    "rules",
-]
-# MIST and PhysioNet deid need a local installation: listed so that the demo
-# says why they are left out when they are not configured.
-DEMO_EXTERNAL = ["presidio", "philter", "scrubadub", "physionet-deid", "mist"]
-QUICK_TAGGERS = ["crf:max_iterations=40", "svm", "rules"]
-QUICK_METHODS = ["voting", "voting-pruned", "decision-templates", "stacked-svm"]
 
+def _available(specs, log):
+    """studies.demo.available_taggers, imported only when run (keeps --help fast)."""
+    from ..studies.demo import available_taggers
 
-def _available(specs: list[str], log) -> tuple[list[str], dict[str, str]]:
-    """The specs whose tagger can run here, and tagger -> reason for the others."""
-    from ..taggers.registry import UnknownTagger, tagger_class
-
-    keep, skipped = [], {}
-    for spec in specs:
-        name = spec.split(":")[0]
-        try:
-            ok, reason = tagger_class(name).availability()
-        except UnknownTagger:
-            ok, reason = False, "not installed"
-        if ok:
-            keep.append(spec)
-        else:
-            skipped[name] = reason
-            log(f"skipping {name}: {reason}")
-    return keep, skipped
+    return available_taggers(specs, log)
 
 
 def _run_study(ctx, config, out, progress, skipped=None):
@@ -90,13 +56,14 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
     manifest, for one corpus or a cross-corpus pair (A, B and A∪B models)."""
     from ..errors import EnsembleDeidError
     from ..studies.study import StudyConfig
-    from .cv import _split_specs, parse_tagger_specs
+    from ..experiment.cv import parse_tagger_specs, split_specs
 
     if taggers:
-        parse_tagger_specs(taggers)  # clear errors for unknown taggers or parameters
+        with fail_on_error():
+            parse_tagger_specs(taggers)  # clear errors for unknown taggers or parameters
     overrides = {
         "corpora": list(corpora) or None,
-        "taggers": _split_specs(taggers) if taggers else None,
+        "taggers": split_specs(taggers) if taggers else None,
         "methods": _methods(methods),
         "folds": folds, "jobs": jobs, "seed": seed, "test": test, "trials": trials, "objective": objective,
         "union": False if no_union else None,
@@ -135,26 +102,10 @@ def demo(ctx, quick, jobs, out, no_progress):
     """The whole cross-corpus study on the embedded synthetic corpora: every
     available tagger trained on synthetic-2014, synthetic-2016 and their union,
     10-fold CV, all six ensembles, significance, tables and plots."""
-    from ..studies.study import ALL_METHODS, StudyConfig
+    from ..studies.demo import demo_config
 
-    from ..errors import EnsembleDeidError
-    from ..experiment.cv import check_jobs
-
-    log = lambda m: click.echo(m, err=True)  # noqa: E731
-    try:
-        check_jobs(jobs, "demo")
-    except EnsembleDeidError as exc:
-        raise click.BadParameter(str(exc), param_hint="--jobs")
     t0 = time.perf_counter()
-    if quick:
-        taggers, skipped = _available(QUICK_TAGGERS, log)
-        config = StudyConfig(corpora=["synthetic-2014", "synthetic-2016"], taggers=taggers,
-                             methods=QUICK_METHODS, folds=3, jobs=jobs, trials=2000, name="demo-quick")
-    else:
-        taggers, skipped = _available(DEMO_TAGGERS + DEMO_EXTERNAL, log)
-        config = StudyConfig(corpora=["synthetic-2014", "synthetic-2016"],
-                             taggers=taggers, methods=list(ALL_METHODS),
-                             folds=10, jobs=jobs, name="demo",
-                             method_params={"stacked-lstm": {"epochs": 4}, "stacked-searn": {"passes": 10}})
+    with fail_on_error():
+        config, skipped = demo_config(quick, jobs, log=lambda m: click.echo(m, err=True))
     _run_study(ctx, config, out, not no_progress, skipped)
     click.echo(f"demo finished in {time.perf_counter() - t0:.0f} s")

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .cache import EntryKey, PartKey, PredictionCache
 from ..corpus.document import Document
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, ParameterError
 from ..corpus.fingerprint import corpus_fingerprint
 from ..corpus.folds import FoldAssignment, assign_folds
 from ..taggers.constraints import Interval, InvalidParameter, Options, validate_params
@@ -78,6 +78,50 @@ class TaggerSpec:
         from ..taggers.registry import make_tagger
 
         return make_tagger(self.name, **dict(self.params))
+
+
+def split_specs(value: str) -> list[str]:
+    """The tagger specs of a comma-separated list: a comma starts a new
+    tagger unless a key=value follows it, so "crf:c1=0.1,c2=0.2,rules" is
+    crf (two parameters) and rules."""
+    chunks: list[str] = []
+    for piece in (p.strip() for p in value.split(",")):
+        if not piece:
+            continue
+        if chunks and "=" in piece and ":" not in piece.split("=", 1)[0]:
+            chunks[-1] += "," + piece  # a key=value continuing the previous tagger
+        else:
+            chunks.append(piece)
+    return chunks
+
+
+def parse_tagger_specs(value: str, option: str = "--taggers") -> list[TaggerSpec]:
+    """Tagger specs from a comma-separated list, each checked (known name,
+    valid parameters, available here) before anything runs; a
+    :class:`ParameterError` naming ``option`` otherwise."""
+    from ..taggers.registry import UnknownTagger, tagger_class
+
+    specs = []
+    for chunk in split_specs(value):
+        try:
+            spec = TaggerSpec.parse(chunk)
+            cls = tagger_class(spec.name)
+        except (ValueError, UnknownTagger) as exc:
+            raise ParameterError(str(exc), option) from None
+        ok, reason = cls.availability()
+        if ok or cls.external:
+            # External tools may be configured by their parameters: ask the instance.
+            try:
+                tagger = spec.make()
+            except ValueError as exc:
+                raise ParameterError(str(exc), option) from None
+            ok, reason = tagger.availability()
+        if not ok:
+            raise ParameterError(f"tagger {spec.name!r} is unavailable: {reason}", option)
+        specs.append(spec)
+    if not specs:
+        raise ParameterError("name at least one tagger", option)
+    return specs
 
 
 def _parse_value(text: str) -> Any:
@@ -445,3 +489,56 @@ def label_warnings(runs: Mapping[str, "TaggerRun"], train: Sequence[Document], c
                        f"(its label_map parameter, e.g. rules:label_map=i2b2-to-meddocan) or register "
                        f"the corpus with --label-map")
     return out
+
+
+def cross_corpus_target(corpus_name: str) -> str:
+    """The target name of a corpus's test split predicted by models trained on another corpus."""
+    return f"{corpus_name}.test"
+
+
+@dataclass
+class CVResult:
+    """What :func:`cross_validate` ran: the corpus, the engine (folds, cache)
+    and each tagger's run; ``others`` holds the other corpora's test splits
+    by target name (:func:`cross_corpus_target`)."""
+
+    corpus: Any
+    engine: CrossValidation
+    runs: dict[str, TaggerRun]
+    others: dict[str, list[Document]]
+
+
+def cross_validate(workspace, corpus_name: str, taggers: str | Sequence[TaggerSpec], folds: int = 10, seed: int = 0,
+                   jobs: int = 1, backend: str = "loky", scheduler: str | None = None, targets: Sequence[str] = (),
+                   progress: bool = True, warn: Callable[[str], None] | None = None) -> CVResult:
+    """The ``cv`` step: out-of-fold and test predictions of every tagger on a
+    workspace's corpus, computed once and kept in its prediction cache
+    (what is cached is reused, so an interrupted run resumes). With
+    ``targets``, the full-training models also predict those corpora's test
+    splits. Every option is checked, and every corpus loaded, before any
+    tagger runs; ``warn`` receives the warnings (corrupt parts, labels)."""
+    from .cache import PredictionCache
+
+    warn = warn or (lambda msg: log.warning(msg))
+    try:
+        check_jobs(jobs)
+    except EnsembleDeidError as exc:
+        raise ParameterError(str(exc), "--jobs") from None
+    if backend == "dask" and not scheduler:
+        raise ParameterError("--backend dask needs --scheduler tcp://HOST:PORT", "--scheduler")
+    specs = parse_tagger_specs(taggers) if isinstance(taggers, str) else list(taggers)
+    if corpus_name in targets:
+        raise ParameterError(f"{corpus_name!r} is the training corpus: its test split is predicted anyway", "--target")
+    twice = sorted({t for t in targets if list(targets).count(t) > 1})
+    if twice:
+        raise ParameterError(f"{twice[0]!r} is named twice", "--target")
+    corpus = workspace.load(corpus_name)
+    others = {cross_corpus_target(name): workspace.load(name).test for name in targets}
+    engine = CrossValidation(corpus.train, {"test": corpus.test, **others}, PredictionCache(workspace.cache_dir),
+                             k=folds, seed=seed)
+    for msg in engine.split_warnings():
+        warn(msg)
+    runs = engine.run(specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress, on_corrupt=warn)
+    for msg in label_warnings(runs, corpus.train, f"corpus {corpus_name!r}"):
+        warn(msg)
+    return CVResult(corpus, engine, runs, others)

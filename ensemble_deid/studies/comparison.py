@@ -100,3 +100,45 @@ def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[list[str], 
                 row += [f"[{-res.ci_high:+.4f}, {-res.ci_low:+.4f}]"]
         rows.append(row)
     return headers, rows
+
+
+def compare_cached(workspace, corpus_name: str, systems: Sequence[str], *, criterion: str = "strict",
+                   tests: Sequence[str] = ("t-test", "randomization", "bootstrap"), trials: int = 10_000,
+                   reference: str = "best", folds: int = 10, seed: int = 0, jobs: int = 1,
+                   progress: bool = True) -> tuple[object, Comparison]:
+    """The ``compare`` step: (corpus, comparison) of ``systems`` (tagger
+    specs, or ``ensemble.<method>[:hash=PREFIX]`` for cached ensembles) on
+    the corpus's test split. Every name is checked before any prediction is
+    computed; predictions missing from the cache are computed first (as
+    ``cv`` would)."""
+    from ..ensemble.caching import is_ensemble_spec, load_ensemble_member
+    from ..errors import ParameterError
+    from ..evaluation.criteria import get_criterion
+    from ..experiment.cache import PredictionCache
+    from ..experiment.cv import CrossValidation, parse_tagger_specs
+
+    try:
+        get_criterion(criterion)
+    except ValueError as exc:
+        raise ParameterError(str(exc), "--criterion") from None
+    ensembles = [s.strip() for s in systems if is_ensemble_spec(s)]
+    regular = [s for s in systems if not is_ensemble_spec(s)]
+    specs = parse_tagger_specs(",".join(regular), "SYSTEMS") if regular else []
+    labels = [s.label for s in specs] + ensembles
+    if len(set(labels)) < 2:
+        raise ParameterError("name at least two different systems", "SYSTEMS")
+    if reference not in ("best", *labels):
+        raise ParameterError(f"{reference!r} is not one of the systems {labels} (or 'best')", "--reference")
+    corpus = workspace.load(corpus_name)
+    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(workspace.cache_dir),
+                             k=folds, seed=seed)
+    runs = engine.run(specs, jobs=jobs, progress=progress) if specs else {}
+    predictions = {label: run.targets["test"] for label, run in runs.items()}
+    for text in ensembles:
+        predictions[text] = load_ensemble_member(engine, text, oof=False).test
+    try:
+        comp = compare_systems(corpus.test, {label: predictions[label] for label in labels},
+                               criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
+    return corpus, comp

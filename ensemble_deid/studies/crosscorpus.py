@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ..experiment.cache import PredictionCache
-from ..experiment.cv import CrossValidation, TaggerRun, TaggerSpec
+from ..experiment.cv import CrossValidation, TaggerRun, TaggerSpec, cross_corpus_target
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from ..taggers.prediction import DocumentPrediction
@@ -57,11 +57,6 @@ class MemberOutputs:
     test: dict[str, Predictions] = field(default_factory=dict)
     trained_on: dict[str, str] = field(default_factory=dict)  # member label -> training corpus name
     runs: dict[str, TaggerRun] = field(default_factory=dict)
-
-
-def cross_corpus_target(corpus_name: str) -> str:
-    """The target name of a corpus's test split predicted by models trained on another corpus."""
-    return f"{corpus_name}.test"
 
 
 def category_scores(documents: Sequence[Document], predictions: Predictions) -> dict[str, tuple[int, float]]:

@@ -30,7 +30,7 @@ class InvalidParameter(ValueError):
 @dataclass(frozen=True)
 class Interval:
     """A number of ``kind`` (int or float; an int is a float, a bool is
-    neither, NaN never passes) within [low, high] (None: unbounded); ``closed``
+    neither, NaN and infinities never pass) within [low, high] (None: unbounded); ``closed``
     says which ends are included: "both", "left", "right" or "neither"."""
 
     kind: type
@@ -44,8 +44,8 @@ class Interval:
         if self.kind is int:
             if not isinstance(value, Integral):
                 return False
-        elif not isinstance(value, Real) or math.isnan(value):
-            return False
+        elif not isinstance(value, Real) or math.isnan(value) or math.isinf(value):
+            return False  # an unbounded end is open: (0, inf) holds no inf (C=inf would fit nothing)
         if self.low is not None:
             if value < self.low or (value == self.low and self.closed in ("right", "neither")):
                 return False

@@ -1,0 +1,151 @@
+"""The ``fit`` step: train a tagger or an ensemble on a whole training set
+and save it as a model bundle (``bundle``) for de-identifying new notes.
+
+An ensemble is chosen exactly as the ``ensemble`` step chooses it
+(:func:`ensemble_deid.ensemble.run.run_method`: the same grid search, the
+same cache entry), so its cached test predictions are the bundle's
+reference. Every option is checked before any training.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import ParameterError
+from .model import Deidentifier, fit_member, needed_members
+
+Say = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+@dataclass
+class FitResult:
+    """The saved bundle, the model in memory, its manifest's ``info`` and a
+    few lines saying what was done (what the ``fit`` command prints)."""
+
+    path: Path
+    model: Deidentifier
+    info: dict
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _new_folder(out: str | Path) -> Path:
+    out = Path(out)
+    if out.exists():
+        raise ParameterError(f"{out} already exists (choose a new folder)", "--out")
+    return out
+
+
+def _info(corpus, train_fingerprint: str) -> dict:
+    labels = sorted({a.label for d in corpus.train for a in d.annotations})
+    return {"labels": labels, "corpus": {"name": corpus.name, "train_fingerprint": train_fingerprint,
+                                         "train_documents": len(corpus.train),
+                                         "label_map": corpus.spec.label_map if corpus.spec else None}}
+
+
+def _test_scores(corpus, predictions) -> dict:
+    from ..studies.summary import strict_prf
+
+    p, r, f1 = strict_prf(corpus.test, predictions)
+    return {"precision": p, "recall": r, "f1": f1, "documents": len(corpus.test)}
+
+
+def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: Say = _quiet) -> FitResult:
+    """Fit one tagger (a spec as for ``cv --taggers``) on the corpus's
+    training split, score it on the test split and save it to ``out``."""
+    from ..corpus.fingerprint import corpus_fingerprint
+    from ..experiment.cv import parse_tagger_specs
+
+    out = _new_folder(out)
+    specs = parse_tagger_specs(tagger, "--tagger")
+    if len(specs) != 1:
+        raise ParameterError(f"name one tagger, not {len(specs)} (an ensemble is --method with --members)",
+                             "--tagger")
+    (spec,) = specs
+    corpus = workspace.load(corpus_name)
+    log(f"fitting {spec.label} on {len(corpus.train)} training documents")
+    t0 = time.perf_counter()
+    model = Deidentifier({spec.label: fit_member(spec, corpus.train)}, None)
+    scores = _test_scores(corpus, {p.doc_id: p for p in model.predict(corpus.test)})
+    info = _info(corpus, corpus_fingerprint(corpus.train))
+    info["scores"] = {"test_strict": scores}
+    model.save(out, info)
+    return FitResult(out, model, info, [
+        f"saved {spec.label} to {out} (fitted in {time.perf_counter() - t0:.1f} s); "
+        f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}"])
+
+
+def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
+                 params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
+                 folds: int | None = None, seed: int = 0, objective: str = "f1", verify: bool = True,
+                 progress: bool = True, log: Say = _quiet, warn: Say = _quiet) -> FitResult:
+    """Fit every member on the whole training split and the ensemble
+    ``method`` on the members' out-of-fold predictions, chosen exactly as
+    :func:`~ensemble_deid.ensemble.run.run_method` chooses it (members
+    missing from the cache are cross-validated first), and save one
+    bundle to ``out``. ``verify`` checks that the bundle reproduces the
+    ``ensemble`` step's cached test predictions and records its scores.
+    The manifest's ``selection`` records the objective, the chosen operating
+    point, whether its targets were met out of fold and the held-out curve."""
+    import tempfile
+
+    from ..ensemble.caching import jsonable
+    from ..ensemble.run import operating_point_record, parse_members, run_method
+
+    out = _new_folder(out)
+    specs, ensembles, order = parse_members(members)
+    if ensembles:
+        raise ParameterError("a bundle's members must be taggers, not cached ensembles", "--members")
+    # The 'ensemble' step itself (every parameter checked before any member
+    # is computed): its cached test predictions are the reference.
+    done = run_method(workspace, corpus_name, method, members, params, grid, folds=folds, seed=seed,
+                      objective=objective, oof=False, progress=progress, log=log, warn=warn)
+    corpus, engine, learner = done.corpus, done.engine, done.learner
+    if not learner.is_fitted():  # reused from the cache: the same deterministic fit
+        learner.fit({label: run.oof for label, run in done.runs.items()}, corpus.train)
+    chosen = learner.best_estimator_
+    with tempfile.TemporaryDirectory(prefix="edeid-fit-") as tmp:  # can it be saved? (before hours of training)
+        chosen.save(Path(tmp) / "method")
+    keep = needed_members(chosen, order)
+    by_label = {s.label: s for s in specs}
+    fitted = {}
+    t0 = time.perf_counter()
+    for label in keep:
+        log(f"fitting member {label} on {len(corpus.train)} training documents")
+        fitted[label] = fit_member(by_label[label], corpus.train)
+    fit_seconds = time.perf_counter() - t0
+    model = Deidentifier(fitted, chosen)
+    info = _info(corpus, engine.train_fingerprint)
+    info["selection"] = jsonable({"method": method, "best_params": learner.best_params_,
+                                  "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
+                                  "cv_best_score": learner.best_score_, "objective": learner.objective,
+                                  "folds": engine.k, "seed": seed, "members_given": order, "members_used": keep,
+                                  **operating_point_record(learner)})
+    lines = [f"{method} over {len(order)} members ({len(keep)} used: {', '.join(keep)}); "
+             f"parameters {learner.best_params_ or '(none to choose)'}"
+             + (f", fixed {dict((k, learner.estimator.get_params()[k]) for k in learner.fixed)}" if learner.fixed else "")
+             + f"; members fitted in {fit_seconds:.1f} s"]
+    if verify:
+        preds = {p.doc_id: p for p in model.predict(corpus.test)}
+        differ = [d.id for d in corpus.test if preds[d.id].spans(d) != done.test[d.id].spans(d)]
+        scores = _test_scores(corpus, preds)
+        info["scores"] = {"test_strict": scores}
+        info["verification"] = {"test_documents": len(corpus.test), "documents_differing_from_ensemble_cache": len(differ)}
+        lines.append(f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}; "
+                     f"spans identical to the cached 'ensemble' predictions on "
+                     f"{len(corpus.test) - len(differ)}/{len(corpus.test)} test documents")
+        if differ:
+            lines.append(f"warning: {len(differ)} test document(s) differ, e.g. {differ[0]!r} "
+                         "(a member's fit is not reproducible here?)")
+    model.save(out, info)
+    lines.append(f"saved bundle to {out}")
+    return FitResult(out, model, info, lines)

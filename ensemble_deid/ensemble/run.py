@@ -1,0 +1,387 @@
+"""The ensemble steps as library calls: what ``ensemble-deid ensemble`` and
+``prune`` do, and what ``fit`` builds on, callable from Python.
+
+- :func:`parse_members`, :func:`parse_params`, :func:`parse_grid`: the
+  members and parameters as the command line writes them;
+- :func:`make_search`: the one place a method's grid search is built and
+  checked (the ``ensemble`` and ``fit`` commands and the API share it);
+- :func:`load_members`: the members' cross-validation, run or reused;
+- :func:`run_ensemble`: fit, predict and cache an ensemble (or reuse it);
+- :func:`run_method`: all of the above for a workspace's corpus;
+- :func:`prune_members`: greedy backward elimination of voting members.
+
+Bad values raise :class:`~ensemble_deid.errors.ParameterError` before any
+member is computed; ``option`` names the command-line option they came as.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..errors import ParameterError
+from ..experiment.cv import CrossValidation, TaggerSpec, label_warnings, parse_tagger_specs, split_specs
+from ..experiment.cv import _parse_value
+from .caching import MemberRun, is_ensemble_spec, resolve_members
+from .selection import GridSearch
+
+DEFAULT_FOLDS = 10
+Say = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+# --- what to run -------------------------------------------------------------------
+
+def parse_members(value: str, option: str = "--members") -> tuple[list[TaggerSpec], list[str], list[str]]:
+    """(tagger specs, ensemble member names, all labels in order). Tagger specs
+    are parsed as by ``cv --taggers``; ``ensemble.<method>[:hash=<prefix>]``
+    names an ensemble already cached for this corpus."""
+    chunks = split_specs(value)
+    ensembles = [c for c in chunks if is_ensemble_spec(c)]
+    regular_text = ",".join(c for c in chunks if not is_ensemble_spec(c))
+    specs = parse_tagger_specs(regular_text, option) if regular_text else []
+    order, by_chunk = [], iter(specs)
+    for c in chunks:
+        order.append(c if is_ensemble_spec(c) else next(by_chunk).label)
+    if len(set(order)) != len(order):
+        raise ParameterError("a member is named twice", option)
+    if len(order) < 2:
+        raise ParameterError("an ensemble needs at least two members", option)
+    return specs, ensembles, order
+
+
+def parse_params(items: Iterable[str], option: str = "--param") -> dict[str, Any]:
+    """``["threshold=2", ...]`` -> ``{"threshold": 2}`` (values typed as in tagger specs)."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ParameterError(f"expected key=value, got {item!r}", option)
+        out[key.strip()] = _parse_value(value.strip())
+    return out
+
+
+def parse_grid(items: Iterable[str], option: str = "--grid") -> dict[str, list] | None:
+    """``["threshold=1|2"]`` -> ``{"threshold": [1, 2]}``; None when empty (the method's default grid)."""
+    items = list(items)
+    if not items:
+        return None
+    grid = {}
+    for item in items:
+        key, eq, values = item.partition("=")
+        if not eq or not key.strip() or not values:
+            raise ParameterError(f"expected key=v1|v2|..., got {item!r}", option)
+        grid[key.strip()] = [_parse_value(v.strip()) for v in values.split("|")]
+    return grid
+
+
+def make_search(method: str, params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
+                folds: int = DEFAULT_FOLDS, seed: int = 0, objective: str = "f1", nested: bool = False,
+                n_members: int | None = None) -> GridSearch:
+    """The method's grid search, checked before any work: ``params`` are
+    fixed (never searched), ``grid`` replaces the method's default grid.
+    An unknown name, a bad value, a name both fixed and searched, or a
+    voting threshold above the number of members is a ParameterError
+    (option ``--param`` or ``--grid``); so is an objective that cannot be
+    read (``--objective``)."""
+    from .objective import ObjectiveError, check_objective
+    from .registry import make_method
+
+    try:
+        objective = check_objective(objective)
+    except ObjectiveError as exc:
+        raise ParameterError(str(exc), "--objective") from None
+
+    params = dict(params or {})
+    try:
+        estimator = make_method(method, **params)
+    except ValueError as exc:
+        raise ParameterError(str(exc), "--param") from None
+    learner = GridSearch(estimator, None if grid is None else {k: list(v) for k, v in grid.items()},
+                         folds=folds, seed=seed, objective=objective, nested=nested, fixed=tuple(params))
+    try:
+        learner.validate_params()
+    except ValueError as exc:
+        raise ParameterError(str(exc), "--grid" if "search" in str(exc) else "--param") from None
+    if n_members is not None and method.startswith("voting"):  # no span could get more votes than members
+        fixed = params.get("threshold")
+        for option, values in (("--param", [fixed]), ("--grid", list((grid or {}).get("threshold", [])))):
+            too_high = [t for t in values if isinstance(t, int) and not isinstance(t, bool) and t > n_members]
+            if too_high:
+                raise ParameterError(f"threshold {too_high[0]} exceeds the number of members ({n_members})", option)
+    return learner
+
+
+def load_members(workspace, corpus_name: str, members: str, folds: int | None = None, seed: int = 0,
+                 progress: bool = True, log: Say = _quiet, warn: Say = _quiet):
+    """(corpus, engine, {label: MemberRun}) with the members' CV run or reused.
+    ``folds=None`` means the default 10 folds, or the members' cached CV
+    when they are cached for one other k only (said through ``log``); an
+    explicit k that is not cached is computed (and said)."""
+    from ..experiment.cache import PredictionCache
+
+    k = DEFAULT_FOLDS if folds is None else folds
+    specs, ensembles, order = parse_members(members)
+    corpus = workspace.load(corpus_name)
+    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(workspace.cache_dir), k=k, seed=seed)
+    cached = engine.cached_fold_counts(specs) if specs else [k]
+    if k not in cached and cached:
+        if len(cached) == 1 and folds is None:
+            log(f"note: reusing the members' cached {cached[0]}-fold CV (--folds {cached[0]}); "
+                f"pass --folds {k} to compute a {k}-fold CV instead")
+            engine = CrossValidation(corpus.train, {"test": corpus.test}, engine.cache, k=cached[0], seed=seed)
+        else:
+            log(f"note: the members are cached for {', '.join(map(str, cached))}-fold CV, not {k}-fold: "
+                f"computing a {k}-fold CV (--folds {cached[0]} reuses the cache)")
+    for msg in engine.split_warnings():
+        warn(msg)
+    if "dev" in corpus.splits:
+        log(f"note: corpus {corpus.name!r} has a dev split; cross-validation and the ensembles use the "
+            "train and test splits only")
+    runs = resolve_members(engine, specs, ensembles, order, progress=progress, on_corrupt=warn)
+    for msg in label_warnings({s.label: runs[s.label] for s in specs}, corpus.train, f"corpus {corpus.name!r}"):
+        warn(msg)
+    return corpus, engine, runs
+
+
+# --- fitting ---------------------------------------------------------------------------
+
+def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],
+                 refit: bool = False, oof: bool = True, echo: Say = print) -> dict:
+    """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
+    test and OOF predictions, the entry, the test part's record
+    (``test_record``: fit and predict seconds, peak memory) and the selection
+    record (``record``)."""
+    from ..experiment.cv import PeakMemory
+    from .caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
+    from .objective import parse_objective
+    from .selection import fold_predictions
+
+    train, test = engine.train, engine.targets["test"]
+    # operating_point=None (the method's own rule, what every earlier version did) stays out of the
+    # key, and the objective keeps the key "metric" it had: entries cached before them stay valid.
+    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
+    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
+                "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
+    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
+        settings["fixed"] = sorted(learner.fixed)
+    entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
+    cache = engine.cache
+    description = {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),
+                   "settings": jsonable(settings), "members": list(runs), "external": False}
+    test_part, oof_parts = ensemble_parts(engine, entry)
+    members_oof = {label: run.oof for label, run in runs.items()}
+    members_test = {label: run.test for label, run in runs.items()}
+    out = {"entry": entry, "oof": None, "computed": []}
+
+    if refit or cache.part_status(test_part) != "valid":
+        echo(f"fitting {method} on {len(train)} training documents ({len(runs)} members)")
+        with PeakMemory() as mem:
+            t0 = time.perf_counter()
+            learner.fit(members_oof, train)
+            t1 = time.perf_counter()
+            preds = learner.predict(members_test, test)
+            t2 = time.perf_counter()
+        record = {
+            "best_params": learner.best_params_, "best_score": learner.best_score_,
+            "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
+            "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
+            "members": list(runs), "objective": learner.objective,
+        }
+        if learner.operating_search_ is not None:  # the held-out curve of the chosen setting
+            op = learner.operating_search_
+            record["operating_point"] = {"chosen": op.chosen, "reached": op.reached,
+                                         "curve": op.curve(parse_objective(learner.objective).base.criterion)}
+        if learner.nested:
+            n = learner.nested_
+            record["nested"] = {"tp": n.tp, "fp": n.fp, "fn": n.fn, "score": n.score, "chosen": n.chosen,
+                                "fits": n.fits, "seconds": round(n.seconds, 2)}
+        record.update(learned(learner.best_estimator_))
+        # The entry is made only once there is something to put in it: a fit
+        # that fails leaves no empty entry behind.
+        cache.ensure_entry(entry, description)
+        cache.write_part(test_part, preds, test, part_metadata(f"ensemble.{method}", learner.get_params(), t2 - t0, {
+            "selection": jsonable(record), "fit_seconds": round(t1 - t0, 4), "predict_seconds": round(t2 - t1, 4),
+            "peak_rss_mb": round(mem.peak, 1)}))
+        out["computed"].append("test")
+    test_preds, test_record = cache.read_part(test_part)
+    out["test"], out["test_record"], out["record"] = test_preds, test_record, test_record.get("selection", {})
+
+    if oof:
+        missing = [p for p in oof_parts if refit or cache.part_status(p) != "valid"]
+        if missing:
+            best = dict(out["record"].get("best_params") or {})
+            # Nested: choose inside each fold (honest); else refit the choice made on all folds.
+            estimator = (learner.clone().set_params(nested=False) if learner.nested
+                         else learner.estimator.clone().set_params(**best))
+            echo(f"{method}: out-of-fold predictions ({engine.k} folds"
+                 f"{', selection inside each fold' if learner.nested else ''})")
+            t0 = time.perf_counter()
+            by_fold = fold_predictions(estimator, members_oof, train, engine.folds)
+            seconds = time.perf_counter() - t0
+            docs_by_id = {d.id: d for d in train}
+            cache.ensure_entry(entry, description)
+            for f, part in enumerate(oof_parts):
+                preds = by_fold.get(f, [])
+                cache.write_part(part, preds, [docs_by_id[p.doc_id] for p in preds],
+                                 part_metadata(f"ensemble.{method}", estimator.get_params(), seconds / engine.k,
+                                               {"fold": f}))
+            out["computed"].append("oof")
+        oof_preds = {}
+        for part in oof_parts:
+            oof_preds.update(cache.read_part(part)[0])
+        out["oof"] = oof_preds
+    return out
+
+
+def learned(model) -> dict:
+    """Small learned facts worth recording (pruned subset, threshold)."""
+    out = {}
+    for attr in ("threshold_", "subset_"):
+        if hasattr(model, attr):
+            out[attr.rstrip("_")] = getattr(model, attr)
+    if hasattr(model, "search_"):
+        out["elimination"] = {t: [list(s) for s in p.steps] for t, p in model.search_.paths.items()}
+        out["reached"] = model.search_.reached
+    if getattr(model, "operating_point_", None):
+        out["category_thresholds"] = model.operating_point_
+    return out
+
+
+def operating_point_record(learner: GridSearch) -> dict:
+    """The objective's chosen operating point, whether its targets were met on
+    the out-of-fold data, and the held-out curve of the other points (what a
+    bundle can be re-pointed to without retraining)."""
+    from .objective import parse_objective
+
+    model = learner.best_estimator_
+    point = getattr(model, "operating_point_", None) or model.get_params().get("operating_point")
+    out = {"operating_point": point}
+    op = getattr(learner, "operating_search_", None)
+    if op is not None:
+        out["targets_reached"] = op.reached
+        out["curve"] = op.curve(parse_objective(learner.objective).base.criterion)
+    elif getattr(model, "search_", None) is not None:
+        out["targets_reached"] = {"*": model.search_.reached, **getattr(model, "category_reached_", {})}
+    return out
+
+
+@dataclass
+class MethodRun:
+    """An ensemble run on a corpus: the members, the engine whose folds
+    they share, the (fitted or reused) grid search and :func:`run_ensemble`'s
+    result (``test``/``oof`` predictions, ``entry``, ``record``)."""
+
+    method: str
+    corpus: Any
+    engine: CrossValidation
+    runs: dict[str, MemberRun]
+    learner: GridSearch
+    result: dict
+
+    @property
+    def test(self):
+        return self.result["test"]
+
+
+def run_method(workspace, corpus_name: str, method: str, members: str, params: Mapping[str, Any] | None = None,
+               grid: Mapping[str, Sequence] | None = None, folds: int | None = None, seed: int = 0,
+               objective: str = "f1", nested: bool = False, oof: bool = True, refit: bool = False,
+               progress: bool = True, log: Say = _quiet, warn: Say = _quiet) -> MethodRun:
+    """The ``ensemble`` step: the members' CV (run or reused), the method's
+    parameters chosen by k-fold CV over their out-of-fold predictions on
+    the training set, its test predictions, all cached as
+    ``ensemble.<method>``. ``folds=None``: see :func:`load_members`.
+    Every parameter is checked before any member is computed."""
+    n_members = len(parse_members(members)[2])
+    learner = make_search(method, params, grid, folds=DEFAULT_FOLDS if folds is None else folds, seed=seed,
+                          objective=objective, nested=nested, n_members=n_members)
+    corpus, engine, runs = load_members(workspace, corpus_name, members, folds, seed, progress, log, warn)
+    learner.set_params(folds=engine.k)  # the members' cached CV may have been reused
+    result = run_ensemble(engine, learner, method, runs, refit=refit, oof=oof, echo=log)
+    return MethodRun(method, corpus, engine, runs, learner, result)
+
+
+# --- pruning ---------------------------------------------------------------------------
+
+def pruning_variant(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The voting-pruned parameters ``prune`` may set (removal_ties, overlap),
+    checked by the method's own constraints before any work."""
+    from .pruning import PrunedVoting
+
+    other = sorted(set(params) - {"removal_ties", "overlap"})
+    if other:
+        raise ParameterError(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
+                             "(the threshold and objective have their own options)", "--param")
+    try:
+        PrunedVoting(**params).validate_params()
+    except ValueError as exc:
+        raise ParameterError(str(exc), "--param") from None
+    return dict(params)
+
+
+def pruning_objective(objective: str) -> str:
+    """The objective of ``prune``, checked before any work: per-category
+    clauses are refused (said, not silently dropped), since they choose
+    thresholds after the elimination (``ensemble --method voting-pruned``)."""
+    from .objective import ObjectiveError, parse_objective
+
+    try:
+        parsed = parse_objective(objective)
+    except ObjectiveError as exc:
+        raise ParameterError(str(exc), "--objective") from None
+    if parsed.categories:
+        raise ParameterError("per-category clauses choose thresholds after the elimination: use "
+                             "'ensemble --method voting-pruned --objective ...'", "--objective")
+    return str(parsed)
+
+
+@dataclass
+class PruneResult:
+    names: tuple[str, ...]
+    table: Any  # the training set's candidate table
+    rank: Any  # members' tie-break rank by out-of-fold F1
+    search: Any  # PruningSearch: every threshold's path, the chosen threshold and subset
+    test_predictions: dict
+    table_seconds: float
+    search_seconds: float
+
+
+def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None = None, objective: str = "f1",
+                  variant: Mapping[str, Any] | None = None) -> PruneResult:
+    """Voting pruned by greedy backward elimination [KIM20] on the members'
+    out-of-fold predictions over the training set (``threshold=None``: every
+    threshold 1..m), maximising the objective's base clause, and the chosen
+    (threshold, subset) applied to the test split. Per-category clauses are
+    refused: they choose thresholds after the elimination (``ensemble
+    --method voting-pruned``)."""
+    from .candidates import build_candidates
+
+    objective = pruning_objective(objective)
+    from .pruning import pruning_search
+    from .voting import vote_select
+
+    variant = pruning_variant(variant or {})
+    names = tuple(runs)
+    if threshold is not None and threshold > len(names):
+        raise ParameterError(f"{threshold} exceeds the number of members ({len(names)})", "--threshold")
+    t0 = time.perf_counter()
+    table = build_candidates([runs[n].oof for n in names], names, corpus.train)
+    t1 = time.perf_counter()
+    rank = table.member_rank()
+    search = pruning_search(table, rank, None if threshold is None else [threshold], objective, **variant)
+    t2 = time.perf_counter()
+    test_table = build_candidates([runs[n].test for n in names], names, corpus.test)
+    cols = [names.index(n) for n in search.subset]
+    selected = vote_select(test_table, search.threshold, rank, cols, variant.get("overlap", "greedy"))
+    test_preds = {p.doc_id: p for p in test_table.to_predictions(selected)}
+    return PruneResult(names, table, rank, search, test_preds, t1 - t0, t2 - t1)
+
+
+__all__ = [
+    "DEFAULT_FOLDS", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
+    "parse_grid", "parse_members", "parse_params", "prune_members", "pruning_variant", "run_ensemble", "run_method",
+]
