@@ -254,3 +254,18 @@ def test_an_unreachable_target_takes_the_closest_point_and_says_so():
     # NAME spans: one right, one wrong at t = 1; none at t >= 2 (precision 0 of 0): not reached
     assert unreachable.operating_search_.reached["NAME"] is False
     assert np.isfinite(unreachable.best_estimator_.operating_point["NAME"])
+
+
+def test_the_ensembles_own_oof_predictions_refit_the_objective_estimator():
+    """run_ensemble refits ``objective_estimator()`` with the chosen parameters on other folds:
+    a pruned voting searched for recall must stay a recall pruned voting there."""
+    from ensemble_deid.ensemble.selection import cross_val_predict, make_folds
+
+    docs, members = random_case(3, n_docs=8, n_members=5)
+    search = GridSearch(make_method("voting-pruned"), folds=3, objective="recall").fit(members, docs)
+    refit = search.objective_estimator().clone().set_params(**search.best_params_)
+    assert refit.objective == "recall"
+    folds = make_folds(docs, 3, 0)
+    got = cross_val_predict(refit, members, docs, folds)
+    want = cross_val_predict(PrunedVoting(objective="recall"), members, docs, folds)
+    assert {k: v.tags for k, v in got.items()} == {k: v.tags for k, v in want.items()}

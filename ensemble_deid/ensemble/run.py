@@ -216,7 +216,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
             best = dict(out["record"].get("best_params") or {})
             # Nested: choose inside each fold (honest); else refit the choice made on all folds.
             estimator = (learner.clone().set_params(nested=False) if learner.nested
-                         else learner.estimator.clone().set_params(**best))
+                         else learner.objective_estimator().clone().set_params(**best))
             echo(f"{method}: out-of-fold predictions ({engine.k} folds"
                  f"{', selection inside each fold' if learner.nested else ''})")
             t0 = time.perf_counter()

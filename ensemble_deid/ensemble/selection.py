@@ -276,9 +276,12 @@ class GridSearch(MetaLearner):
             for value in values:
                 self.estimator.clone().set_params(**{key: value}).validate_params()
 
-    def _estimator_for(self, objective: Objective) -> MetaLearner:
-        """The estimator, given the objective when it fits its own (so that no
-        learner keeps a private default that overrides it)."""
+    def objective_estimator(self) -> MetaLearner:
+        """The estimator as the search fits it: given the objective when it
+        fits its own (so that no learner keeps a private default that
+        overrides it). Refit ``objective_estimator().set_params(**best_params_)``
+        to reproduce the choice (e.g. on other folds)."""
+        objective = parse_objective(self.objective)
         est = self.estimator
         if not est.chooses_operating_point:
             return est
@@ -305,7 +308,7 @@ class GridSearch(MetaLearner):
     def _fit_prepared(self, prepared) -> None:
         self.validate_params()
         objective = parse_objective(self.objective)
-        estimator = self._estimator_for(objective)
+        estimator = self.objective_estimator()
         scored = self._scored(estimator, objective)
         grid = self.grid(prepared.n_members)
         t0 = time.perf_counter()
