@@ -227,7 +227,10 @@ def plots(result: dict) -> list[Path]:
         chosen[r["method"]] = mark
     members = {n: (m["precision"], m["recall"]) for n, m in result.get("members_dev", {}).items()
                if m["recall"] > 0.9}
-    out = [operating_points(curves, chosen, members, IMG / "recall-first-pr-meddocan.png", target=0.99,
+    systems = {f"{r['method']} ({'F1' if r['objective'] == 'f1' else 'R>=.99'})":
+               (r["dev"]["binary-token"]["precision_exact"], r["dev"]["binary-token"]["recall_exact"])
+               for r in result["rows"] if r["objective"] in ("f1", LEAK_FIRST) and r["method"] not in curves}
+    out = [operating_points(curves, chosen, members, IMG / "recall-first-pr-meddocan.png", target=0.99, systems=systems,
                             title="MEDDOCAN: binary-token precision-recall along each method's decision threshold "
                                   "(o: chosen by CV on train for recall >= 0.99)")]
     pts = {}

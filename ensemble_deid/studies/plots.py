@@ -174,11 +174,13 @@ def agreement_heatmap(
 
 def operating_points(curves: Mapping[str, Mapping[str, Sequence[dict]]], chosen: Mapping[str, Mapping[str, dict]],
                      members: Mapping[str, tuple[float, float]], path: str | Path, target: float | None = None,
-                     title: str = "") -> Path:
+                     title: str = "", systems: Mapping[str, tuple[float, float]] | None = None) -> Path:
     """Two panels (out-of-fold, test) of precision against recall.
     ``curves[method][panel]``: [{"precision", "recall"}] along the thresholds;
     ``chosen[method][panel]``: the CV-chosen point ({"precision", "recall"});
-    ``members``: name -> (precision, recall) on test. Axes follow the data."""
+    ``members`` and ``systems`` (other ensembles): name -> (precision,
+    recall) on test. Axes follow the data: the region of the chosen points,
+    the systems and the members."""
     plt = _pyplot()
     panels = ["out-of-fold (train)", "test"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
@@ -202,20 +204,27 @@ def operating_points(curves: Mapping[str, Mapping[str, Sequence[dict]]], chosen:
             for name, (p, r) in members.items():
                 ax.plot(r, p, "x", color="grey", ms=5)
                 ax.annotate(name, (r, p), fontsize=6, color="grey", xytext=(2, 2), textcoords="offset points")
+            for name, (p, r) in (systems or {}).items():
+                ax.plot(r, p, "s", color="black", ms=5, mfc="none")
+                ax.annotate(name, (r, p), fontsize=6, xytext=(3, -7), textcoords="offset points")
         if target is not None:
             ax.axvline(target, color="black", ls=":", lw=1)
         ax.set_title(panel)
         ax.set_xlabel("binary-token recall")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("binary-token precision")
-    # Axes from the data: the region where the curves and the chosen points lie (the members' test points too).
-    xs += [r for _, r in members.values()]
-    ys += [p for p, _ in members.values()]
-    lo_x = max(0.0, np.quantile(xs, 0.05) - 0.01) if xs else 0.0
-    lo_y = max(0.0, np.quantile(ys, 0.05) - 0.01) if ys else 0.0
-    for ax in axes:
-        ax.set_xlim(lo_x, min(1.0, max(xs) + 0.003) if xs else 1.0)
-        ax.set_ylim(lo_y, min(1.0, max(ys) + 0.003) if ys else 1.0)
+    # Axes from the data: the region of the chosen points, the systems and the members (the
+    # curves' low-recall tails, where no one operates, would flatten it).
+    marks = [m for by_panel in chosen.values() for m in by_panel.values() if m]
+    region = [(m["precision"], m["recall"]) for m in marks] + list(members.values()) + list((systems or {}).values())
+    if region:
+        lo_x = max(0.0, min(r for _, r in region) - 0.01)
+        lo_y = max(0.0, min(p for p, _ in region) - 0.005)
+        hi_x = min(1.0, max([r for _, r in region] + [target or 0]) + 0.003)
+        hi_y = min(1.0, max(p for p, _ in region) + 0.003)
+        for ax in axes:
+            ax.set_xlim(lo_x, hi_x)
+            ax.set_ylim(lo_y, hi_y)
     axes[0].legend(fontsize=8, loc="lower left")
     fig.suptitle(title or "precision-recall along each method's decision threshold (o: chosen by CV on train)",
                  fontsize=10)
@@ -236,8 +245,11 @@ def leak_vs_precision(points: Mapping[str, dict], path: str | Path, title: str =
         y = [100 * p["leak"] for p in sel.values()]
         err = [[100 * (p["leak"] - p["low"]) for p in sel.values()], [100 * (p["high"] - p["leak"]) for p in sel.values()]]
         ax.errorbar(x, y, yerr=err, fmt=marker, color=colour, label=kind, capsize=2, ms=6)
-        for n, p in sel.items():
-            ax.annotate(n, (p["precision"], 100 * p["leak"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        # Systems of one kind can sit on top of each other: their labels are stacked.
+        for i, (n, p) in enumerate(sorted(sel.items(), key=lambda kv: kv[1]["leak"])):
+            shift = (8, 10 * i - 5) if kind == "recall-first" else (3, 3)
+            ax.annotate(n, (p["precision"], 100 * p["leak"]), fontsize=6, xytext=shift, textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "grey"} if kind == "recall-first" else None)
     ax.set_xlabel("binary-token precision (test)")
     ax.set_ylabel("token leak (% of PHI tokens uncovered, test)")
     ax.grid(alpha=0.3)
