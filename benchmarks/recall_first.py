@@ -144,6 +144,8 @@ def run_row(method, objective, train, test, oof, dev, folds, seed) -> dict:
                                      "recall": round(tp_g / n_g, 5) if n_g else 0.0})
     elif hasattr(model, "search_") and model.search_ is not None:
         row["oof_reached"] = {"*": model.search_.reached, **getattr(model, "category_reached_", {})}
+    elif search.reached_:
+        row["oof_reached"] = search.reached_
     if method in SINGLE_FIT and op is not None:
         # One setting, so the F1 choice is this very fit with its own rule (the Viterbi path):
         # its dev figures come from the same network instead of a second fit of minutes.
@@ -160,8 +162,8 @@ def markdown(result: dict) -> str:
     f1 = {r["method"]: r for r in rows if r["objective"] == "f1"}
     lines = [
         "| method | objective | strict F1 | binary-token P | binary-token R | token leak (95% CI) | "
-        "leak vs F1 choice | precision paid | chosen |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "leak vs F1 choice | precision paid | target met out of fold | chosen |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
         if r["objective"] == PER_CATEGORY:
@@ -178,7 +180,7 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['method']} | `{r['objective']}` | {d['strict']['f1']:.4f} | "
                      f"{d['binary-token']['precision']:.4f} | {d['binary-token']['recall']:.4f} | "
                      f"{leak['rate']:.4f} ({leak['ci95'][0]:.4f}-{leak['ci95'][1]:.4f}) | {change} | {paid} | "
-                     f"{chosen} |")
+                     f"{_met(r)} | {chosen} |")
     o = result.get("oracle")
     if o:
         lines.append("")
@@ -255,6 +257,14 @@ def write_outputs(result: dict) -> None:
     cats = category_markdown(result)
     if cats:
         write_markdown(STEM.with_name(STEM.name + "-categories.md"), cats)
+
+
+def _met(row) -> str:
+    """Whether the objective's target was met on the out-of-fold data (F1: nothing to meet)."""
+    if row["objective"] == "f1":
+        return ""
+    reached = (row.get("oof_reached") or {}).get("*")
+    return "" if reached is None else ("yes" if reached else "no: closest point taken")
 
 
 def _short(v):

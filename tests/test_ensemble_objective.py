@@ -112,6 +112,7 @@ def test_raising_a_recall_target_never_lowers_the_cv_recall_of_voting():
         search = GridSearch(Voting(), folds=4, objective=f"recall>={bound}").fit(members, docs)
         best = next(r for r in search.cv_results_ if r.params == search.best_params_)
         recalls.append(best.tp / (best.tp + best.fn))
+        assert search.reached_ == {"*": recalls[-1] >= bound}  # said when the closest setting was taken
     assert recalls == sorted(recalls)
 
 

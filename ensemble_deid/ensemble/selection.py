@@ -132,7 +132,8 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
               scored: bool):
     """Objective scores of every setting on the pooled held-out folds and,
     when ``scored``, the best setting's operating point (module docstring).
-    Returns (results, best index, OperatingPointSearch or None)."""
+    Returns (results, best index, OperatingPointSearch or None, whether each
+    target ("*" and each category clause) was met on the held-out folds)."""
     results = [SettingResult(dict(p)) for p in grid]
     fitted: list[list] = [[] for _ in grid]  # per setting: (model, held-out table, scores) per fold
     pooled = [None] * len(grid)
@@ -154,7 +155,7 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         best = best_index(keys)
         for res, c, key in zip(results, pooled, keys):
             _fill(res, c, base.figure(key))
-        return results, best, None
+        return results, best, None, {"*": base.is_reached(keys[best])}
 
     def tallies(i, points):
         total = [None] * len(points)
@@ -186,7 +187,7 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         reached.update(cat_reached)
     results[best].score = base.figure(best_key)
     search = OperatingPointSearch(points, best_counts, chosen or None, reached)
-    return results, best, search
+    return results, best, search, reached
 
 
 def _fill(res: SettingResult, counts, score: float) -> None:
@@ -313,6 +314,7 @@ class GridSearch(MetaLearner):
         grid = self.grid(prepared.n_members)
         t0 = time.perf_counter()
         self.operating_search_ = None
+        self.reached_ = {}  # per target, met on the held-out folds (filled for objectives other than plain F1)
         point = None
         if len(grid) > 1 or scored:
             folds = make_folds(prepared.documents, self.folds, self.seed)
@@ -320,7 +322,8 @@ class GridSearch(MetaLearner):
                 results = cv_scores(estimator, grid, prepared, folds, "f1")
                 best = max(range(len(results)), key=lambda i: (results[i].score, -i))
             else:
-                results, best, self.operating_search_ = cv_choose(estimator, grid, prepared, folds, objective, scored)
+                results, best, self.operating_search_, self.reached_ = cv_choose(
+                    estimator, grid, prepared, folds, objective, scored)
                 point = self.operating_search_.chosen if self.operating_search_ else None
             self.cv_results_ = results
             self.best_score_ = results[best].score
