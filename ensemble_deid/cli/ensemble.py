@@ -96,6 +96,10 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
                    for r in record["cv_results"]]
         click.echo(render_table(["setting", "TP", "FP", "FN", objective], cv_rows))
     point = record.get("operating_point")
+    missed = [k for k, ok in (record.get("targets_reached") or {}).items() if not ok]
+    if missed and not point:
+        click.echo(f"target of {objective} NOT reached on the out-of-fold data"
+                   + ("" if missed == ["*"] else f" for {', '.join(missed)}") + ": the closest setting was taken")
     if point:
         missed = [k if k != "*" else "the whole output" for k, ok in point["reached"].items() if not ok]
         click.echo(f"operating point: {point['chosen'] or 'the method’s own rule'} by {learner.folds}-fold CV on "

@@ -189,7 +189,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
             "best_params": learner.best_params_, "best_score": learner.best_score_,
             "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
             "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
-            "members": list(runs), "objective": learner.objective,
+            "members": list(runs), "objective": learner.objective, "targets_reached": learner.reached_,
         }
         if learner.operating_search_ is not None:  # the held-out curve of the chosen setting
             op = learner.operating_search_
@@ -264,6 +264,8 @@ def operating_point_record(learner: GridSearch) -> dict:
     if op is not None:
         out["targets_reached"] = op.reached
         out["curve"] = op.curve(parse_objective(learner.objective).base.criterion)
+    elif learner.reached_:
+        out["targets_reached"] = learner.reached_
     elif getattr(model, "search_", None) is not None:
         out["targets_reached"] = {"*": model.search_.reached, **getattr(model, "category_reached_", {})}
     return out
