@@ -19,6 +19,7 @@ API:
   ``write_private_json(path, obj)``, and ``atomic_private_file(path)`` (a
   binary handle, for ``savefig`` or ``pickle.dump``): atomic, 0600;
 * ``private_temp_file`` / ``private_temp_dir``: ``mkstemp`` / ``mkdtemp``;
+* ``temp_files(folder, name)``: the atomic writers' temp files (a killed run's leftovers);
 * ``os_error(path, exc)`` / ``reason(exc)`` for callers doing their own I/O;
 * ``read_utf8(path, error)`` / ``read_json(path, error)``: the reading side,
   every failure one ``error`` (the caller's exception class) naming the file
@@ -34,6 +35,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
@@ -163,7 +165,7 @@ def atomic_private_file(path: str | os.PathLike) -> Iterator:
 @contextlib.contextmanager
 def _atomic(path: Path) -> Iterator:
     # Unique per call (pid + random): threads and processes writing one path never share a temp file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f"{_temp_prefix(path.name)}{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, FILE_MODE)
     except OSError as exc:
@@ -179,6 +181,32 @@ def _atomic(path: Path) -> Iterator:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# Temp names keep at most this many bytes of the target's name: a target
+# name near the 255-byte limit must still leave room for ".PID.HEX.tmp".
+_TEMP_NAME_BYTES = 200
+_TEMP_TAIL = re.compile(r"\d+\.[0-9a-f]{8}\.tmp")
+
+
+def _temp_prefix(name: str) -> str:
+    return "." + os.fsdecode(os.fsencode(name)[:_TEMP_NAME_BYTES]) + "."
+
+
+def temp_files(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
+    """The temp files the atomic writers make in ``folder`` (only those for
+    target ``name``, if given): all a killed writer leaves behind. Deleting
+    them is safe only when no writer can be running (the caller holds a lock)."""
+    folder = Path(folder)
+    prefix = _temp_prefix(name) if name is not None else "."
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    return [Path(e.path) for e in entries
+            if e.name.startswith(prefix) and e.is_file(follow_symlinks=False)
+            and (_TEMP_TAIL.fullmatch(e.name[len(prefix):]) if name is not None
+                 else re.fullmatch(r"\..+\.\d+\.[0-9a-f]{8}\.tmp", e.name, re.DOTALL))]
 
 
 def private_temp_file(prefix: str, suffix: str = "", directory: str | os.PathLike | None = None) -> tuple[int, str]:

@@ -12,6 +12,14 @@ errors, any CLI exit but 0/1 with a message) or a planted PHI string in any
 message, warning, output or written file.
 
     python -m tests.fuzz_inputs --cases 2000 --seed 21    # prints figures
+
+``deidentify`` gets its own cases (``run_deid_fuzz``, ``--deidentify N``):
+folders of seed notes (plain ``.txt``, BRAT, XML, some mutated) plus one
+special file each: a FIFO or a link to a device named ``x.txt``/``x.xml``, a
+link loop, a dangling link, a folder named ``x.txt``, names of 240 to 255
+bytes or not UTF-8; run in tag and surrogate mode under a watchdog. A
+finding is also a run that hangs, or one that neither succeeds nor names
+the special file.
 """
 from __future__ import annotations
 
@@ -297,17 +305,170 @@ def run_fuzz(cases: int, seed: int, budget_s: float | None = None, keep: Path | 
     return findings
 
 
+# --- deidentify ------------------------------------------------------------------------
+
+SPECIALS = ("fifo-txt", "fifo-xml", "urandom-txt", "zero-xml", "loop-txt", "dangling-txt", "folder-txt",
+            "name-240", "name-251", "name-not-utf8", "fifo-ann")
+DEID_SECONDS = 60  # one deidentify run on a handful of notes takes a few seconds
+
+
+@dataclass
+class DeidFindings(Findings):
+    """``run_deid_fuzz``'s counts: ``documents_loaded`` are runs that
+    succeeded, ``problems_reported`` runs that refused a file by name."""
+
+    def summary(self) -> str:
+        return (f"deidentify: {self.folders} folders with a special file ({self.xml_files} XML notes, "
+                f"{self.brat_files} BRAT pairs beside them), {self.documents_loaded} runs succeeded, "
+                f"{self.problems_reported} refused the file by name; {len(self.tracebacks)} tracebacks or hangs, "
+                f"{len(self.phi_leaks)} PHI leaks; {self.seconds:.1f} s")
+
+
+class _Hung(BaseException):
+    """Raised in the main thread by the watchdog (no CLI handler catches it)."""
+
+
+def _special(folder: Path, kind: str, rng: random.Random, docs: list[Document]) -> str:
+    """Make one special file in ``folder``; the name a refusal must show (or "" when the run must succeed)."""
+    text, ann = _brat_pair(rng.choice(docs))
+    if kind.startswith("fifo-"):
+        ext = kind.split("-")[1]
+        if ext == "ann":
+            (folder / "x.txt").write_bytes(text)
+        os.mkfifo(folder / f"x.{ext}")
+        return f"x.{ext}"
+    if kind in ("urandom-txt", "zero-xml"):
+        name = "x.txt" if kind == "urandom-txt" else "x.xml"
+        (folder / name).symlink_to("/dev/urandom" if kind == "urandom-txt" else "/dev/zero")
+        return name
+    if kind == "loop-txt":
+        (folder / "x.txt").symlink_to(folder / "y.txt")
+        (folder / "y.txt").symlink_to(folder / "x.txt")
+        return "x.txt"
+    if kind == "dangling-txt":
+        (folder / "x.txt").symlink_to(folder / "missing")
+        return "x.txt"
+    if kind == "folder-txt":
+        (folder / "x.txt").mkdir()
+        return "x.txt"
+    if kind == "name-not-utf8":
+        with open(os.fsencode(folder) + b"/caf\xe9.txt", "wb") as fh:
+            fh.write(text)
+        return "caf"
+    stem = "7" * (int(kind.split("-")[1]) - 4)  # 240 or 251 bytes with ".txt": the outputs' names too
+    (folder / f"{stem}.txt").write_bytes(text)
+    (folder / f"{stem}.ann").write_bytes(ann)
+    return ""
+
+
+def _deid_bundle(root: Path) -> Path:
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.registry import make_tagger
+
+    path = root / "bundle"
+    Deidentifier({"rules": make_tagger("rules").fit([])}).save(path, {"labels": ["DATE:DATE"]})
+    return path
+
+
+def _watched(seconds: float, call):
+    """``call()``, or _Hung in the main thread after ``seconds``."""
+    import signal
+    import threading
+
+    def hung(*_):
+        raise _Hung
+
+    previous = signal.signal(signal.SIGUSR1, hung)
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGUSR1))
+    timer.start()
+    try:
+        return call()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def run_deid_fuzz(folders: int, seed: int, budget_s: float | None = None,
+                  seeds: tuple[list[Document], tuple[str, ...]] | None = None) -> Findings:
+    """``folders`` folders of seed notes with one special file each (cycling
+    through ``SPECIALS``) through ``deidentify`` in tag and surrogate mode."""
+    rng = random.Random(seed)
+    docs, phi = seeds or (seed_documents(), PHI)
+    findings = DeidFindings()
+    start = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="edeid-fuzz-deid-"))
+    runner = CliRunner()
+    try:
+        bundle = _deid_bundle(root)
+        for k in range(folders):
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                break
+            kind = SPECIALS[k % len(SPECIALS)]
+            folder = root / f"d{k:04d}"
+            folder.mkdir()
+            refusable = []  # files a refusal may name: the special one, a mutated plain note
+            for i, doc in enumerate(rng.sample(docs, min(3, len(docs)))):
+                txt, ann = _brat_pair(doc)
+                if i == 0:
+                    (folder / "n0.xml").write_bytes(to_i2b2_xml(doc).encode("utf-8"))
+                    findings.xml_files += 1
+                elif i == 1:
+                    (folder / "n1.txt").write_bytes(txt)
+                    (folder / "n1.ann").write_bytes(ann)
+                    findings.brat_files += 1
+                elif rng.random() < 0.5:
+                    (folder / "n2.txt").write_bytes(_mutate(txt, rng, _SNIPPETS_BRAT))
+                    refusable.append("n2.txt")
+                else:
+                    (folder / "n2.txt").write_bytes(txt)
+            named = _special(folder, kind, rng, docs)
+            refusable += [named] if named else []
+            findings.cases += 1
+            findings.folders += 1
+            for mode in ("tag", "surrogate"):
+                args = ["deidentify", str(bundle), str(folder), "--out", str(root / f"out{k}-{mode}"), "--mode", mode,
+                        "--spans", "brat", "--no-progress"]
+                label = f"{folder.name} ({kind}, {mode})"
+                try:
+                    result = _watched(DEID_SECONDS, lambda: runner.invoke(main, args))
+                except _Hung:
+                    findings.tracebacks.append(f"deidentify {label}: still running after {DEID_SECONDS} s")
+                    continue
+                exc = result.exception
+                if (exc is not None and not isinstance(exc, SystemExit)) or "Traceback" in result.output:
+                    findings.tracebacks.append(f"deidentify {label}: {_where(exc) if exc else 'Traceback'}")
+                elif result.exit_code == 0:
+                    findings.documents_loaded += 1
+                elif result.exit_code == 1 and any(name in result.output for name in refusable):
+                    findings.problems_reported += 1
+                else:
+                    findings.tracebacks.append(f"deidentify {label}: exit {result.exit_code} without naming the file")
+                for leaked in (p for p in phi if p in result.output):
+                    findings.phi_leaks.append(f"deidentify {label}: {leaked!r}")
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    findings.seconds = time.perf_counter() - start
+    return findings
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--meddocan", type=Path, help="seed from this MEDDOCAN folder (e.g. ../shared/corpora/meddocan/dev/xml)")
+    parser.add_argument("--deidentify", type=int, default=0, metavar="N",
+                        help="also run deidentify on N folders with special files (FIFOs, device links, loops, long names)")
     args = parser.parse_args()
-    findings = run_fuzz(args.cases, args.seed, seeds=meddocan_seeds(args.meddocan) if args.meddocan else None)
-    print(findings.summary())
-    for line in findings.tracebacks[:50] + findings.phi_leaks[:50]:
-        print("  " + line)
-    raise SystemExit(1 if findings.tracebacks or findings.phi_leaks else 0)
+    seeds = meddocan_seeds(args.meddocan) if args.meddocan else None
+    runs = [run_fuzz(args.cases, args.seed, seeds=seeds)]
+    if args.deidentify:
+        runs.append(run_deid_fuzz(args.deidentify, args.seed, seeds=seeds))
+    for findings in runs:
+        print(findings.summary())
+        for line in findings.tracebacks[:50] + findings.phi_leaks[:50]:
+            print("  " + line)
+    raise SystemExit(1 if any(f.tracebacks or f.phi_leaks for f in runs) else 0)
 
 
 if __name__ == "__main__":

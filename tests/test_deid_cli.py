@@ -175,6 +175,10 @@ def test_surrogate_mode_on_the_synthetic_corpus(workspace, tmp_path):
     corpus = Workspace(workspace).load("synthetic-2014")
     names, offsets = {}, {}
     found = 0
+
+    def phi_words(doc_id):
+        return {w.casefold() for e in mapping.get(doc_id, []) for w in re.findall(r"[^\W\d_]+", e["original"])}
+
     for doc in corpus.test:
         entries = {(e["start"], e["end"]): e for e in mapping.get(doc.id, [])}
         for gold in doc.annotations:
@@ -187,7 +191,10 @@ def test_surrogate_mode_on_the_synthetic_corpus(workspace, tmp_path):
         for e in entries.values():
             if e["label"].startswith("NAME:") and re.fullmatch(r"[A-Z][a-z]+", e["original"]):
                 key = (doc.group, e["original"])
-                assert names.setdefault(key, e["surrogate"]) == e["surrogate"]
+                first, where = names.setdefault(key, (e["surrogate"], doc.id))
+                # Consistent within a patient, except where that surrogate is another PHI word of one of the notes.
+                assert first == e["surrogate"] or first.casefold() in phi_words(doc.id) \
+                    or e["surrogate"].casefold() in phi_words(where), (first, e["surrogate"])
             if e["label"] == "DATE:DATE" and re.fullmatch(r"\d{4}-\d\d-\d\d", e["original"]):
                 shift = (dt.date.fromisoformat(e["surrogate"]) - dt.date.fromisoformat(e["original"])).days
                 assert offsets.setdefault(doc.group, shift) == shift

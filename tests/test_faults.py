@@ -262,3 +262,97 @@ def test_evaluate_into_a_missing_folder_is_a_message(tmp_path, broken_dir):
     result = _run("evaluate", "--gold", gold, "--system", gold, "-o", tmp_path / "file" / "report.txt")
     assert result.exit_code == 1 and not isinstance(result.exception, OSError), result.output
     assert "file" in result.output and "Traceback" not in result.output
+
+
+# --- issue 35: deidentify killed or out of disk -------------------------------------------
+
+_DEID_NOTES = {f"{100 + i // 2}-{i % 2 + 1:02d}": f"Seen {i + 1:02d}/0{i % 9 + 1}/2012, call 617-555-{1000 + i}.\n"
+               for i in range(8)}
+
+
+@pytest.fixture
+def deid_setup(tmp_path):
+    """A rules-only bundle (no training) and eight notes of four patients."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.registry import make_tagger
+
+    bundle = tmp_path / "bundle"
+    Deidentifier({"rules": make_tagger("rules").fit([])}).save(bundle, {"labels": ["DATE:DATE"]})
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for doc_id, text in _DEID_NOTES.items():
+        (notes / f"{doc_id}.txt").write_text(text)
+    return bundle, notes
+
+
+def _deid_args(bundle, notes, out, *extra):
+    return ["deidentify", str(bundle), str(notes), "--out", str(out), "--mode", "surrogate", "--spans", "xml",
+            "--spans", "brat", "--group-pattern", r"^(\d{3})-\d{2}$", "--batch-size", "1", "--no-progress", *extra]
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name not in (".lock", "run.json")}
+
+
+def test_deidentify_killed_mid_run_resumes_to_the_uninterrupted_outputs(deid_setup, tmp_path):
+    bundle, notes = deid_setup
+    out, mapping, tmpdir = tmp_path / "out", tmp_path / "map.json", tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    # The child is killed (SIGKILL) at the 7th rename: a spans file written to
+    # its temp name (PHI) and not renamed; a member's temp folder made at
+    # every batch (as external systems do) is left too. No --seed.
+    script = textwrap.dedent(f"""
+        import os, signal, tempfile
+        from click.testing import CliRunner
+        from ensemble_deid.cli import main
+        from ensemble_deid.deid import Deidentifier
+        spans = Deidentifier.spans
+        def spans_with_a_temp_folder(self, docs):
+            tempfile.mkdtemp(prefix="edeid-member-")
+            return spans(self, docs)
+        Deidentifier.spans = spans_with_a_temp_folder
+        replace, calls = os.replace, []
+        def killed_at_the_seventh(src, dst):
+            calls.append(dst)
+            if len(calls) == 7:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return replace(src, dst)
+        os.replace = killed_at_the_seventh
+        CliRunner().invoke(main, {_deid_args(bundle, notes, out, "--save-mapping", str(mapping))!r})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMPDIR": str(tmpdir)})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert [p.name for p in (out / "spans").iterdir() if p.name.endswith(".tmp")]  # the half-done write
+    assert list((out / ".scratch").rglob("edeid-member-*")) and os.listdir(tmpdir) == []  # not in $TMPDIR
+    # Resume (again no --seed): the first run's seed is reused and the leftovers go.
+    resumed = CliRunner(env={"TMPDIR": str(tmpdir)}).invoke(main, _deid_args(bundle, notes, out, "--save-mapping",
+                                                                              str(mapping)))
+    assert resumed.exit_code == 0, resumed.output
+    assert "removed 2 temp file(s)/folder(s) left by an interrupted run" in resumed.output
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp") or ".scratch" in p.parts]
+    assert os.listdir(tmpdir) == []
+    # Byte for byte what one uninterrupted run with that seed writes.
+    seed = json.loads((out / "run.json").read_text())["drawn_seed"]
+    whole, whole_map = tmp_path / "whole", tmp_path / "whole-map.json"
+    assert _run(*_deid_args(bundle, notes, whole, "--seed", seed, "--save-mapping", whole_map)).exit_code == 0
+    assert _tree(out) == _tree(whole) and len(_tree(out)) == 3 * len(_DEID_NOTES)
+    assert json.loads(mapping.read_text()) == json.loads(whole_map.read_text())
+
+
+def test_deidentify_on_a_full_disk_names_the_file_and_loses_nothing(deid_setup, tmp_path, disk_full):
+    bundle, notes = deid_setup
+    out = tmp_path / "out"
+    args = _deid_args(bundle, notes, out, "--seed", "9")
+    disk_full(out / "text")
+    result = _run(*args)
+    assert result.exit_code == 1 and not isinstance(result.exception, OSError), result.output
+    assert f"{out / 'text'}/100-01.txt: no space left on the device" in result.output
+    assert "Traceback" not in result.output and "617-555" not in result.output
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")] and not (out / "text" / "100-01.txt").exists()
+    disk_full(tmp_path / "no-such-folder")  # space again
+    assert _run(*args).exit_code == 0
+    whole = tmp_path / "whole"
+    assert _run(*_deid_args(bundle, notes, whole, "--seed", "9")).exit_code == 0
+    assert _tree(out) == _tree(whole)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ensemble_deid.cli import main
 from ensemble_deid.corpus.document import Annotation, Document
-from ensemble_deid.errors import ERROR, WARNING, CorpusError
+from ensemble_deid.errors import ERROR, WARNING, CorpusError, ParameterError
 from ensemble_deid.corpus.formats import (
     assign_groups,
     detect_format,
@@ -421,8 +421,8 @@ def test_custom_group_pattern_and_none(tmp_path):
     assert [d.group for d in docs] == ["7", "7", "8"]
     docs = load_directory(tmp_path, group_pattern=None)
     assert [d.group for d in docs] == ["pat7_a", "pat7_b", "pat8_a"]
-    assign_groups(docs, r"^pat\d+")  # no capture group: each document alone
-    assert [d.group for d in docs] == ["pat7_a", "pat7_b", "pat8_a"]
+    with pytest.raises(ParameterError, match="no capture group"):  # issue 35 item 20: was ignored silently
+        assign_groups(docs, r"^pat\d+")
 
 
 def test_label_map_applies_when_loading(tmp_path):

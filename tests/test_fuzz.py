@@ -43,3 +43,13 @@ def test_fuzz_loaders_meddocan_seeds(meddocan_dir):
     seeds = meddocan_seeds(meddocan_dir / "dev" / "xml")
     assert len(seeds[1]) > 50
     _assert_clean(run_fuzz(2000, seed=22, seeds=seeds), at_least=2000)
+
+
+def test_fuzz_deidentify_special_files():
+    # Issue 35 item 4: every special file once (FIFOs, device links, loops, long and non-UTF-8 names).
+    from .fuzz_inputs import SPECIALS, run_deid_fuzz
+
+    findings = run_deid_fuzz(len(SPECIALS), seed=35, budget_s=300)
+    assert findings.cases == len(SPECIALS), findings.summary()
+    assert findings.tracebacks == [] and findings.phi_leaks == [], findings.tracebacks + findings.phi_leaks
+    assert findings.documents_loaded > 0 and findings.problems_reported > 0, findings.summary()

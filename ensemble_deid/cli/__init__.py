@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "fit": "ensemble_deid.cli.fit:fit",
     "deidentify": "ensemble_deid.cli.deidentify:deidentify",
     "prune": "ensemble_deid.cli.prune:prune",
+    "report": "ensemble_deid.cli.report:report",
     "taggers": "ensemble_deid.cli.taggers:taggers",
     "study": "ensemble_deid.cli.study:study",
     "demo": "ensemble_deid.cli.study:demo",

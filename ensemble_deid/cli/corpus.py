@@ -26,19 +26,17 @@ def corpus() -> None:
 @click.pass_context
 def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
     """Register corpus NAME and check that it loads."""
-    import re
-
-    from ..corpus.formats import I2B2_GROUP_PATTERN
+    from ..corpus.formats import I2B2_GROUP_PATTERN, compile_group_pattern
     from ..corpus.workspace import CorpusSpec, _embedded_corpora
 
     if name in _embedded_corpora():
         raise click.BadParameter(f"{name!r} is an embedded corpus: it needs no registration (use --corpus {name} "
                                  "as it is); register your own files under another name", param_hint="NAME")
+    if not name.strip():
+        raise click.BadParameter("a corpus name cannot be empty", param_hint="NAME")
     if group_pattern is not None:
-        try:
-            re.compile(group_pattern)
-        except re.error as exc:
-            raise click.BadParameter(f"not a valid regular expression ({exc})", param_hint="--group-pattern")
+        with fail_on_error():
+            compile_group_pattern(group_pattern)
     ws = workspace_of(ctx)
     splits = {"train": list(train) if len(train) > 1 else train[0], "test": test, **({"dev": dev} if dev else {})}
     spec = CorpusSpec(name, splits, fmt, label_map, group_pattern or I2B2_GROUP_PATTERN)

@@ -20,7 +20,8 @@ from .common import fail_on_error
               help="Surrogate mode: how to read ambiguous numeric dates such as 03/04/2012.")
 @click.option("--locale", default="en_US", help="Surrogate mode: Faker locale of surrogate names and places (es_ES for Spanish).")
 @click.option("--save-mapping", type=click.Path(dir_okay=False),
-              help="Surrogate mode: also write the original -> surrogate mapping (contains PHI; owner-only).")
+              help="Surrogate mode: also write the original -> surrogate mapping (contains PHI; owner-only; "
+              "checked before any work and kept up to date after every batch).")
 @click.option("--group-pattern", default=None, help="Regular expression whose first group gives a note's patient "
               "from its id (surrogates are consistent per patient; default: each note is its own patient).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, help="Notes tagged together.")
@@ -33,18 +34,25 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
                batch_size, operating_point, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
-    de-identified text go to --out. Notes already done are skipped (resume).
-    When INPUT has gold annotations, prints the scores and the leak rate."""
+    de-identified text go to --out. Notes already done are skipped (resume);
+    a resume must use the same options (recorded in OUT/run.json; without
+    --seed it reuses the first run's seed). When INPUT has gold annotations,
+    prints the scores and the leak rate."""
     import sys
-    from pathlib import Path
 
+    from ..corpus.formats import compile_group_pattern
     from ..deid import Deidentifier, Surrogator
     from ..deid.batch import FolderDeidentifier, scan_notes
 
     if save_mapping and mode != "surrogate":
         raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
     point = _operating_point(operating_point)
-    with fail_on_error():
+    with fail_on_error():  # options that need no model are checked before it is loaded
+        if group_pattern is not None:
+            compile_group_pattern(group_pattern)
+        surrogates = None
+        if mode == "surrogate":
+            surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
         deid = Deidentifier.load(model)
         if operating_point is not None:
             try:
@@ -53,18 +61,14 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
                 raise click.BadParameter(str(exc) if deid.method is not None else "the bundle holds no ensemble",
                                          param_hint="--operating-point")
         click.echo(selection_line(deid, operating_point is not None), err=True)
-        surrogates = None
-        if mode == "surrogate":
-            surrogates = Surrogator(seed=seed, date_order=date_order,
-                                    locale=locale, record=bool(save_mapping))
-        runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size)
+        runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))
         from tqdm.auto import tqdm
 
         with tqdm(total=total, desc="deidentify", unit="note", disable=no_progress, file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update)
-        if save_mapping:
-            _write_mapping(Path(save_mapping), surrogates.mapping)
+    if run.leftovers_removed:
+        click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "
                f"{run.seconds:.1f} s ({run.tokens_per_second:,.0f} tokens/s); outputs in {out}")
     if run.has_gold:
@@ -106,15 +110,6 @@ def selection_line(deid, repointed: bool) -> str:
     elif missed:
         line += f"; target not reached on the out-of-fold data for {', '.join(missed)}"
     return line
-
-
-def _write_mapping(path, mapping) -> None:
-    import json
-
-    from ..files import private_dir, write_private
-
-    private_dir(path.parent)
-    write_private(path, json.dumps(mapping, indent=1, ensure_ascii=False).encode("utf-8"))
 
 
 def score_report(input_dir, out, labels) -> str:

@@ -138,22 +138,18 @@ def leak_report(corpus, runs, ensemble_test, label: str = "ensemble") -> str:
 
 def diagnostics_report(runs, corpus) -> str:
     """Oracle, marginal contributions and pairwise agreement on the test split."""
-    from ..ensemble import best_threshold, build_candidates, marginal_contributions, oracle, pairwise_agreement
+    from ..ensemble import member_diagnostics
     from ..studies.table import render_table
 
     names = tuple(runs)
-    train_table = build_candidates([runs[n].oof for n in names], names, corpus.train)
-    table = build_candidates([runs[n].test for n in names], names, corpus.test)
-    rank = train_table.member_rank()
-    t = best_threshold(train_table, rank)
-    o = oracle(table)
+    diag = member_diagnostics({n: runs[n].oof for n in names}, corpus.train, {n: runs[n].test for n in names}, corpus.test)
+    o, t = diag.oracle, diag.threshold
     lines = [f"\noracle (test): {o.found}/{o.n_gold} gold spans found by some member: recall {o.recall:.4f}, "
              f"F1 {o.f1:.4f}"]
-    rows = [[c.member, c.f1, c.unique_true, c.unique_false, c.delta]
-            for c in marginal_contributions(table, t, rank)]
+    rows = [[c.member, c.f1, c.unique_true, c.unique_false, c.delta] for c in diag.contributions]
     lines.append(f"marginal contributions (test; delta = F1 of voting at t={t} with all members minus without it):")
     lines.append(render_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows))
-    jac, dfault = pairwise_agreement(table)
+    jac, dfault = diag.jaccard, diag.double_fault
     short = [f"[{i}]" for i in range(len(names))]
     lines.append("pairwise agreement (test; upper: span Jaccard, lower: double fault):")
     grid = []

@@ -174,12 +174,16 @@ class Workspace:
         return {name: CorpusSpec(name=name, **entry) for name, entry in sorted(data["corpora"].items())}
 
     def check_new(self, name: str, replace: bool = False) -> None:
+        if not name.strip():  # an empty name could never be given to --corpus
+            raise EnsembleDeidError("a corpus name cannot be empty")
         if name in self._read_manifest()["corpora"] and not replace:
             raise EnsembleDeidError(f"corpus {name!r} is already registered (use --replace)")
 
     def add_corpus(self, spec: CorpusSpec, replace: bool = False) -> CorpusSpec:
         """Record ``spec`` (paths made absolute) in the registry, in one atomic write."""
         spec = spec.resolved()
+        if not spec.name.strip():
+            raise EnsembleDeidError("a corpus name cannot be empty")
         with self._registry_update() as data:
             if spec.name in data["corpora"] and not replace:
                 raise EnsembleDeidError(f"corpus {spec.name!r} is already registered (use --replace)")

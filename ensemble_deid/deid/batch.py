@@ -11,25 +11,56 @@ atomically):
 
 Every input is read and checked before any note is tagged, so an unreadable
 note stops the run with one error naming its file, before anything is
-written. A note whose outputs all exist is skipped: an interrupted run
-resumes where it stopped, and nothing already written is lost. Nothing here
-prints note text.
+written; inputs go through the readers' source guard (regular files only: a
+FIFO or a link to a device is refused, never read). A note whose outputs all
+exist is skipped: an interrupted run resumes where it stopped, and nothing
+already written is lost. Nothing here prints note text.
+
+A resume must produce what one uninterrupted run would have, so the folder
+keeps ``run.json``: the options that change the outputs (mode, span formats,
+the bundle's checksum, patient grouping, and in surrogate mode the seed's
+hash, date order and locale). A run whose options differ is refused, naming
+the option. A seed drawn at random (no ``--seed``) is kept in ``run.json``
+and reused by the resume, so a patient keeps the same surrogates; the folder
+already holds PHI (``spans/*.xml`` carry the original text), so the seed
+adds no exposure there: share ``text/``, never the whole folder.
+
+One run at a time holds ``.lock``; under it, whatever an earlier, killed run
+left (its half-written ``.*.tmp`` files, holding PHI, and its ``.scratch/``
+temp folders, where ``tempfile`` points during the run) is removed and
+counted before any work.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ..corpus.document import Annotation, Document
-from ..corpus.formats import assign_groups, read_brat, read_i2b2_xml, to_i2b2_xml
-from ..errors import ERROR, CorpusError, Problem
-from ..files import private_dir, write_private
+from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
+from ..corpus.formats.source import read_source
+from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
+from ..files import os_error, private_dir, read_json, temp_files, write_private, write_private_json
 from .redact import MODES, redact
 
 SPAN_FORMATS = ("xml", "brat")
+RUN_RECORD = "run.json"
+LOCK = ".lock"
+SCRATCH = ".scratch"
+# The command-line option behind each recorded setting (named in a mismatch).
+OPTION_NAMES = {"mode": "--mode", "spans": "--spans", "model": "MODEL (the bundle)", "group_pattern": "--group-pattern",
+                "seed": "--seed", "date_order": "--date-order", "locale": "--locale"}
+
+
+class RunMismatch(EnsembleDeidError):
+    """The output folder holds a run made with other options."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +81,11 @@ def scan_notes(folder: str | Path) -> list[Note]:
     when a ``.ann`` sits beside it). Duplicate ids are an error."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise CorpusError(f"{folder}: not a folder of notes")
+        raise CorpusError(f"{printable(folder)}: not a folder of notes")
     notes = [Note(p, p.stem, "xml") for p in sorted(folder.glob("*.xml"))]
     notes += [Note(p, p.stem, "brat" if p.with_suffix(".ann").exists() else "txt") for p in sorted(folder.glob("*.txt"))]
     if not notes:
-        raise CorpusError(f"{folder}: no .txt or .xml notes found")
+        raise CorpusError(f"{printable(folder)}: no .txt or .xml notes found")
     seen: dict[str, Path] = {}
     problems = []
     for n in notes:
@@ -71,10 +102,11 @@ def read_note(note: Note) -> tuple[Document | None, list[Problem]]:
         return read_i2b2_xml(note.path)
     if note.fmt == "brat":
         return read_brat(note.path)
+    raw, problems = read_source(note.path)  # the readers' guard: a FIFO or device is refused, not read
+    if raw is None:
+        return None, problems
     try:
-        text = note.path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        return None, [Problem(ERROR, str(note.path), f"cannot read file ({exc.strerror})")]
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [Problem(ERROR, str(note.path), f"not valid UTF-8 (bad byte at offset {exc.start})")]
     return Document(note.doc_id, text, (), {"source": str(note.path), "format": "txt"}), []
@@ -118,6 +150,7 @@ class FolderRun:
     tokens: int = 0
     seconds: float = 0.0
     has_gold: bool = False
+    leftovers_removed: int = 0  # temp files and folders of an interrupted run
     outputs: dict[str, list[Path]] = field(default_factory=dict)
 
     @property
@@ -126,10 +159,15 @@ class FolderRun:
 
 
 class FolderDeidentifier:
-    """De-identify every note of a folder with a fitted :class:`Deidentifier`."""
+    """De-identify every note of a folder with a fitted :class:`Deidentifier`.
+
+    ``mapping``: in surrogate mode, a file that receives the original ->
+    surrogate mapping (PHI; owner-only). It is checked before any work and
+    rewritten after every batch, and a note counts as done only once its
+    mapping is in it, so a failed or killed run loses none of it."""
 
     def __init__(self, model, mode: str = "tag", span_formats: Sequence[str] = ("xml",), surrogates=None,
-                 group_pattern: str | None = None, batch_size: int = 32):
+                 group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         bad = sorted(set(span_formats) - set(SPAN_FORMATS))
@@ -139,12 +177,17 @@ class FolderDeidentifier:
             from .surrogate import Surrogator
 
             surrogates = Surrogator()
+        if mapping is not None and mode != "surrogate":
+            raise ValueError("only surrogate mode has a mapping")
+        if mapping is not None:
+            surrogates.record = True
         self.model = model
         self.mode = mode
         self.span_formats = tuple(span_formats)
         self.surrogates = surrogates
         self.group_pattern = group_pattern
         self.batch_size = int(batch_size)
+        self.mapping = Path(mapping) if mapping is not None else None
 
     def outputs(self, out: Path, doc_id: str) -> dict[str, Path]:
         paths = {"text": out / "text" / f"{doc_id}.txt"}
@@ -154,35 +197,111 @@ class FolderDeidentifier:
             paths["brat"] = out / "spans" / f"{doc_id}.ann"
         return paths
 
-    def is_complete(self, out: Path, doc_id: str) -> bool:
+    def is_complete(self, out: Path, doc_id: str, mapped: Sequence[str] | dict = ()) -> bool:
+        if self.mapping is not None and doc_id not in mapped:
+            return False
         return all(p.exists() for p in self.outputs(out, doc_id).values())
+
+    def options(self) -> dict:
+        """The settings that change the outputs (recorded in ``run.json``)."""
+        manifest = getattr(self.model, "manifest", None) or {}
+        opts = {"mode": self.mode, "spans": sorted(self.span_formats), "model": manifest.get("manifest_sha256"),
+                "group_pattern": self.group_pattern}
+        if self.mode == "surrogate":
+            s = self.surrogates
+            opts.update(seed=_seed_hash(s.seed), date_order=s.date_order, locale=s.locale)
+        return opts
 
     def run(self, input_dir: str | Path, out: str | Path,
             progress: Callable[[int], None] | None = None) -> FolderRun:
         notes = scan_notes(input_dir)
         check_notes(notes, self.span_formats)  # before any output: one clear error, nothing half done
-        out = private_dir(out, root=out)  # the output folder itself owner-only, even if it existed
-        for sub in ("text", "spans"):
-            private_dir(out / sub, root=out)
+        groups = group_ids([n.doc_id for n in notes], self.group_pattern)  # a bad or runaway pattern: now
+        out = Path(out)
+        existed = out.is_dir()
+        private_dir(out)  # a new folder owner-only; an existing one (a shared 1777 one) left as it is
         summary = FolderRun(notes=len(notes), has_gold=any(n.has_gold for n in notes))
-        todo = [n for n in notes if not self.is_complete(out, n.doc_id)]
-        summary.skipped = len(notes) - len(todo)
-        if progress:
-            progress(summary.skipped)
-        t0 = time.perf_counter()
-        for batch in _batches(todo, self.batch_size):
-            docs = [read_note(n)[0] for n in batch]
-            if self.group_pattern:
-                assign_groups(docs, self.group_pattern)
-            spans = self.model.spans(docs)
-            for doc in docs:
-                self._write(out, doc, spans[doc.id])
-                summary.tokens += len(doc.tokens)
-            summary.processed += len(docs)
+        with _locked(out):
+            self._check_record(out, existed)
+            summary.leftovers_removed = _remove_leftovers(out, self.mapping)
+            for sub in ("text", "spans"):
+                private_dir(out / sub)
+            mapped = self._open_mapping()  # a mapping that cannot be written fails now, not after the work
+            write_private_json(out / RUN_RECORD, self._record())
+            todo = [n for n in notes if not self.is_complete(out, n.doc_id, mapped)]
+            summary.skipped = len(notes) - len(todo)
             if progress:
-                progress(len(docs))
-        summary.seconds = time.perf_counter() - t0
+                progress(summary.skipped)
+            t0 = time.perf_counter()
+            with _scratch(out):
+                for batch in _batches(todo, self.batch_size):
+                    docs = [read_note(n)[0] for n in batch]
+                    for doc in docs:
+                        doc.metadata["group"] = groups[doc.id]
+                    spans = self.model.spans(docs)
+                    for doc in docs:
+                        if self.mapping is not None:
+                            self.surrogates.mapping.pop(doc.id, None)
+                        self._write(out, doc, spans[doc.id])
+                        summary.tokens += len(doc.tokens)
+                    if self.mapping is not None:
+                        mapped.update({d.id: self.surrogates.mapping.get(d.id, []) for d in docs})
+                        self.surrogates.mapping.clear()
+                        write_private(self.mapping, _mapping_json(mapped))
+                    summary.processed += len(docs)
+                    if progress:
+                        progress(len(docs))
+            summary.seconds = time.perf_counter() - t0
         return summary
+
+    # -- the run record ---------------------------------------------------------------
+    def _record(self) -> dict:
+        record = {"version": 1, "options": self.options()}
+        if self.mode == "surrogate" and not self.surrogates.seed_given:
+            record["drawn_seed"] = self.surrogates.seed  # reused by a resume without --seed
+        return record
+
+    def _check_record(self, out: Path, existed: bool) -> None:
+        """Refuse a folder whose outputs were made with other options; adopt
+        the recorded seed when this run drew its own."""
+        path = out / RUN_RECORD
+        if not path.exists():
+            if existed and any((out / sub).is_dir() and any((out / sub).iterdir()) for sub in ("text", "spans")):
+                raise RunMismatch(f"{printable(out)}: holds de-identified notes but no {RUN_RECORD} (the options "
+                                  "they were made with are unknown): use a new --out folder")
+            return
+        record = read_json(path, RunMismatch, "run record")
+        if not isinstance(record, dict) or record.get("version") != 1 or not isinstance(record.get("options"), dict):
+            raise RunMismatch(f"{printable(path)}: not a run record of this version; use a new --out folder")
+        drawn = record.get("drawn_seed")
+        s = self.surrogates
+        if self.mode == "surrogate" and not s.seed_given and isinstance(drawn, int) \
+                and record["options"].get("seed") == _seed_hash(drawn):
+            s.seed = drawn
+        before, now = record["options"], self.options()
+        changed = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+        if changed:
+            if "mode" in changed:
+                changed = ["mode"]  # the rest follows from it
+            what = ", ".join(OPTION_NAMES.get(k, k) for k in changed)
+            hint = " (that run used --seed; pass the same one)" if "seed" in changed and drawn is None else ""
+            raise RunMismatch(f"{printable(out)}: holds a run made with another {what}{hint}; resuming would mix "
+                              f"the two: use the same options, or a new --out folder")
+
+    # -- the mapping ------------------------------------------------------------------
+    def _open_mapping(self) -> dict:
+        """The mapping kept so far, rewritten at once: a read-only, missing or
+        full target fails here, before any note is tagged."""
+        if self.mapping is None:
+            return {}
+        mapped = {}
+        if self.mapping.exists():
+            mapped = read_json(self.mapping, RunMismatch, "mapping")
+            if not isinstance(mapped, dict):
+                raise RunMismatch(f"{printable(self.mapping)}: not a mapping written by deidentify")
+        private_dir(self.mapping.parent)
+        write_private(self.mapping, _mapping_json(mapped))
+        return mapped
 
     def _write(self, out: Path, doc: Document, spans: list[Annotation]) -> None:
         paths = self.outputs(out, doc.id)
@@ -192,6 +311,71 @@ class FolderDeidentifier:
         if "brat" in paths:
             write_private(paths["brat"], to_brat(doc, spans).encode("utf-8"))
         write_private(paths["text"], redact(doc, spans, self.mode, self.surrogates).encode("utf-8"))
+
+
+def _seed_hash(seed: int) -> str:
+    return hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest()
+
+
+def _mapping_json(mapped: dict) -> bytes:
+    import json
+
+    return json.dumps(dict(sorted(mapped.items())), indent=1, ensure_ascii=False).encode("utf-8")
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold ``out/.lock`` for the run: a second run into the same folder is
+    refused, and anything temporary found there belongs to a dead run."""
+    import fcntl
+
+    path = out / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        os.fchmod(fd, 0o600)
+    except OSError as exc:
+        raise os_error(path, exc) from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RunMismatch(f"{printable(out)}: another deidentify run is writing there") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_leftovers(out: Path, mapping: Path | None) -> int:
+    """Remove (under the lock) what a killed run left: half-written temp
+    files (PHI) beside the outputs and the mapping, and its scratch folders."""
+    leftovers = temp_files(out / "text") + temp_files(out / "spans")
+    if mapping is not None:
+        leftovers += temp_files(mapping.parent, mapping.name)
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    removed = len(leftovers)
+    scratch = out / SCRATCH
+    if scratch.is_dir():
+        for entry in os.scandir(scratch):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def _scratch(out: Path) -> Iterator[None]:
+    """Point ``tempfile`` at ``out/.scratch/PID`` while notes are tagged:
+    the temp folders members make (external systems' inputs, with note
+    text) stay inside the owner-only output folder, and a killed run's are
+    removed by the next one instead of staying in $TMPDIR."""
+    own = private_dir(out / SCRATCH / str(os.getpid()))
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(own)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+        shutil.rmtree(out / SCRATCH, ignore_errors=True)
 
 
 def _batches(items: Sequence, size: int) -> Iterator[Sequence]:

@@ -114,7 +114,7 @@ class Deidentifier:
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         """BIO predictions on the common tokens, one per document."""
-        documents = list(documents)
+        documents = _documents(documents)
         outputs = {}
         try:
             for label, tagger in self.members.items():
@@ -133,7 +133,7 @@ class Deidentifier:
 
     def spans(self, documents: Sequence[Document]) -> dict[str, list[Annotation]]:
         """Predicted PHI spans per document id."""
-        documents = list(documents)
+        documents = _documents(documents)
         return {d.id: p.spans(d) for d, p in zip(documents, self.predict(documents))}
 
     def deidentify(self, text: str, mode: str = "tag", surrogates=None, doc_id: str = "note") -> str:
@@ -142,3 +142,15 @@ class Deidentifier:
 
         doc = Document(doc_id, text)
         return redact(doc, self.spans([doc])[doc_id], mode, surrogates)
+
+
+def _documents(documents) -> list[Document]:
+    """``documents`` as a list, or a TypeError that shows the call to make
+    (plain text is common: the document id is needed to key the result)."""
+    single = isinstance(documents, (str, Document))
+    listed = [] if single else list(documents)
+    if single or not all(isinstance(d, Document) for d in listed):
+        raise TypeError("expected a list of Document objects, e.g. model.spans([Document('note-1', text)]) "
+                        "(from ensemble_deid.corpus.document import Document); for one note's text, "
+                        "model.deidentify(text)")
+    return listed

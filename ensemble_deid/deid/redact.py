@@ -24,17 +24,21 @@ def redact(document: Document, spans: Sequence[Annotation], mode: str = "tag", s
 
         surrogates = Surrogator()
     text = document.text
-    out, pos = [], 0
-    for span in sorted(spans, key=lambda a: (a.start, a.end)):
-        if span.start < pos:
+    spans = sorted(spans, key=lambda a: (a.start, a.end))
+    for before, span in zip(spans, spans[1:]):
+        if span.start < before.end:
             raise ValueError(f"document {document.id!r}: overlapping spans at offset {span.start}")
+    if mode == "surrogate":  # all at once: one surrogate per string of the note
+        replacements = surrogates.replace_spans(document, spans)
+    out, pos = [], 0
+    for i, span in enumerate(spans):
         out.append(text[pos:span.start])
         if mode == "tag":
             out.append(tag_for(span))
         elif mode == "mask":
             out.append("".join(c if c.isspace() else "*" for c in text[span.start:span.end]))
         else:
-            out.append(surrogates.replace(document, span))
+            out.append(replacements[i])
         pos = span.end
     out.append(text[pos:])
     return "".join(out)

@@ -18,7 +18,13 @@ same mapping), and different patients get independent ones:
   generator keep their shape: each digit and letter redrawn, punctuation kept;
 - places, hospitals, organisations and professions: drawn from the generators.
 
-A replacement never equals the original (compared case-insensitively).
+A replacement never contains the original, nor equals another PHI string of
+the same note (both compared case-insensitively): a draw that does is redrawn
+from the same seeded stream (so it stays a function of the inputs above and
+of the note's PHI), a name word word by word. Within a note, one string gets
+one surrogate, whatever types it was predicted with (``replace_spans``).
+Avoiding the note's other PHI is the one exception to consistency: a note
+where a patient's surrogate is another PHI string (word) gets a redraw.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ..corpus.document import Annotation, Document
 from ..corpus.synth import lists
+from ..errors import ParameterError, did_you_mean
 from ..corpus.synth.surrogates import Surrogates, sub_seed
 
 DATE_ORDERS = ("mdy", "dmy")
@@ -50,6 +57,7 @@ _WEEKDAYS = {w.lower(): (i, fam) for fam, names in _WEEKDAY_NAMES.items() for i,
 TYPE_ALIASES = {"CALLE": "STREET", "PAIS": "COUNTRY", "TERRITORIO": "CITY", "INSTITUCION": "ORGANIZATION",
                 "CENTRO_SALUD": "HOSPITAL", "PROFESION": "PROFESSION", "SEXO_SUJETO_ASISTENCIA": "SEX"}
 SEX_WORDS = {"es": ("varón", "mujer", "hombre"), "en": ("female", "male", "woman", "man")}
+_NAME_WORD = re.compile(r"[^\W\d_]+")
 _NUMERIC3 = re.compile(r"^(\d{1,4})([/.\-])(\d{1,2})\2(\d{2,4})$")
 _NUMERIC2 = re.compile(r"^(\d{1,2})([/.\-])(\d{1,4})$")
 
@@ -91,14 +99,22 @@ class Surrogator:
     locale: str = "en_US"
     record: bool = False
     mapping: dict[str, list[dict]] = field(default_factory=dict)
+    seed_given: bool = field(init=False, default=True)  # False: drawn here (a resume may adopt the first run's)
 
     def __post_init__(self):
         if self.seed is None:
             import secrets
 
             self.seed = secrets.randbits(63)
+            self.seed_given = False
+        from faker.config import AVAILABLE_LOCALES
+
         if self.date_order not in DATE_ORDERS:
-            raise ValueError(f"date_order must be one of {', '.join(DATE_ORDERS)}, not {self.date_order!r}")
+            raise ParameterError(f"date_order must be one of {', '.join(DATE_ORDERS)}, not {self.date_order!r}",
+                                 "--date-order")
+        if self.locale not in AVAILABLE_LOCALES:
+            raise ParameterError(f"unknown locale {self.locale!r}{did_you_mean(self.locale, AVAILABLE_LOCALES)} "
+                             "(Faker's locales, e.g. en_US, es_ES)", "--locale")
 
     # -- per patient ------------------------------------------------------------
     def _rng(self, *parts) -> random.Random:
@@ -112,21 +128,54 @@ class Surrogator:
             if days % 7:
                 return days if rng.random() < 0.5 else -days
 
-    # -- one span -------------------------------------------------------------------
-    def replace(self, document: Document, span: Annotation) -> str:
-        original = document.text[span.start:span.end]
-        patient = document.group
-        out = self._replacement(original, span, patient)
-        attempt = 0
-        while out.casefold() == original.casefold() and original.strip():
-            attempt += 1
-            out = self._shape(original, patient, f"retry{attempt}") if attempt < 20 else "*" * len(original)
-        if self.record:
-            self.mapping.setdefault(document.id, []).append(
-                {"start": span.start, "end": span.end, "label": span.label, "original": original, "surrogate": out})
+    # -- one note -------------------------------------------------------------------
+    def replace_spans(self, document: Document, spans) -> list[str]:
+        """The replacement of each span of one note: a string met again (under
+        any type) gets the surrogate it got first, and no surrogate equals
+        another PHI string of the note."""
+        phi = {document.text[a.start:a.end].strip().casefold() for a in spans} - {""}
+        words = {w for p in phi for w in _NAME_WORD.findall(p)}  # name words avoid the note's other PHI words
+        given: dict[str, str] = {}
+        out = []
+        for span in spans:
+            original = document.text[span.start:span.end]
+            new = given.get(original)  # exact: "Lee" and "LEE" keep their own case style
+            if new is None:
+                new = given[original] = self._replace(document, span, phi, words)
+            if self.record:
+                self.mapping.setdefault(document.id, []).append(
+                    {"start": span.start, "end": span.end, "label": span.label, "original": original, "surrogate": new})
+            out.append(new)
         return out
 
-    def _replacement(self, original: str, span: Annotation, patient: str) -> str:
+    # -- one span -------------------------------------------------------------------
+    def replace(self, document: Document, span: Annotation) -> str:
+        """One span's replacement (alone: see ``replace_spans`` for a note)."""
+        return self.replace_spans(document, [span])[0]
+
+    def _replace(self, document: Document, span: Annotation, phi: set[str], words: set[str]) -> str:
+        original = document.text[span.start:span.end]
+        key = original.strip().casefold()
+        if not key:
+            return original
+
+        def bad(new: str) -> bool:
+            return key in new.casefold() or new.strip().casefold() in phi
+
+        patient = document.group
+        out = self._replacement(original, span, patient, avoid=words)
+        for attempt in range(1, 20):
+            if not bad(out):
+                return out
+            out = self._replacement(original, span, patient, salt=f"retry{attempt}", avoid=words)
+        if not bad(out):
+            return out
+        return next(f for f in ("*" * len(original), "#" * len(original)) if not bad(f))  # a run of one character
+
+    def _replacement(self, original: str, span: Annotation, patient: str, salt: str = "",
+                     avoid: set[str] = frozenset()) -> str:
+        """A draw for ``original`` (``salt``: a redraw; dates and ages,
+        whose replacement is fixed, then keep only their shape)."""
         category, type_ = span.category.upper(), span.type.upper()
         type_ = TYPE_ALIASES.get(type_, type_)
         if type_ == "SEX":
@@ -134,14 +183,15 @@ class Surrogator:
             pool = SEX_WORDS["en"] if said in SEX_WORDS["en"] or (said not in SEX_WORDS["es"]
                                                                   and not self.locale.startswith("es")) else SEX_WORDS["es"]
             words = [w for w in pool if w != said]
-            return _case_like(self._rng(patient, "sex", original.casefold()).choice(words), original)
-        if category == "DATE" or type_ == "DATE":
-            return self._date(original, patient)
-        if category == "AGE" or type_ == "AGE":
-            return self._age(original, patient)
+            return _case_like(self._rng(patient, "sex", salt, original.casefold()).choice(words), original)
+        if category in ("DATE", "AGE") or type_ in ("DATE", "AGE"):
+            if salt:
+                return self._shape(original, patient, salt)
+            return self._date(original, patient) if "DATE" in (category, type_) else self._age(original, patient)
         if category == "NAME" and type_ != "USERNAME":
-            return self._name(original, patient)
-        s = Surrogates(self._rng(patient, type_, original.casefold()), locales=((self.locale, 1.0),))
+            return self._name(original, patient, salt, avoid)
+        s = Surrogates(self._rng(patient, type_, *((salt,) if salt else ()), original.casefold()),
+                       locales=((self.locale, 1.0),))
         if type_ == "CITY":
             return s.fake(self.locale).city()
         if type_ == "STATE":  # an abbreviation stays one
@@ -173,19 +223,25 @@ class Surrogator:
                 out.append(ch)
         return "".join(out)
 
-    def _name(self, original: str, patient: str) -> str:
+    def _name(self, original: str, patient: str, salt: str = "", avoid: set[str] = frozenset()) -> str:
+        """Word by word: each word's draws come from one stream keyed by the
+        word (and patient), redrawn while a draw contains the word or is
+        another PHI word of the note."""
         def word(m: re.Match) -> str:
             w = m.group(0)
+            key = w.casefold()
             if len(w) == 1:  # an initial
-                rng = self._rng(patient, "initial", w.casefold())
+                rng = self._rng(patient, "initial", *((salt,) if salt else ()), key)
                 return _case_like(rng.choice(string.ascii_uppercase.replace(w.upper(), "")), w)
-            s = Surrogates(self._rng(patient, "name", w.casefold()), locales=((self.locale, 1.0),))
-            fake = s.fake(self.locale)
-            new = fake.last_name() if s.chance(0.5) else fake.first_name()
-            new = new.split()[0]
-            return _case_like(new, w) if new.casefold() != w.casefold() else _case_like(new + "o", w)
+            s = Surrogates(self._rng(patient, "name", *((salt,) if salt else ()), key), locales=((self.locale, 1.0),))
+            for _ in range(50):
+                fake = s.fake(self.locale)
+                new = (fake.last_name() if s.chance(0.5) else fake.first_name()).split()[0]
+                if key not in new.casefold() and new.casefold() not in avoid:
+                    return _case_like(new, w)
+            return self._shape(w, patient, f"name{salt}")  # 50 unlucky draws: letters redrawn instead
 
-        return re.sub(r"[^\W\d_]+", word, original)
+        return _NAME_WORD.sub(word, original)
 
     def _age(self, original: str, patient: str) -> str:
         m = re.search(r"\d+", original)

@@ -10,7 +10,8 @@ stacked-searn, stacked-lstm (see ``docs/ensembles.md`` for their exact rules).
 """
 from .base import ENSEMBLE_VERSION, METRICS, MetaLearner, MissingMemberError, metric_value
 from .candidates import CandidateTable, build_candidates, resolve_overlaps
-from .diagnostics import Contribution, Oracle, best_threshold, marginal_contributions, oracle, pairwise_agreement
+from .diagnostics import (Contribution, MemberDiagnostics, Oracle, best_threshold, marginal_contributions, member_diagnostics,
+                          oracle, pairwise_agreement)
 from .pruning import PrunedVoting, PruningPath, PruningSearch, SubsetScorer, pruning_search
 from .registry import METHODS, UnknownMethod, make_method, method_class
 from .selection import GridSearch, cross_val_predict, expand_grid, fold_predictions
@@ -23,9 +24,9 @@ from .voting import Voting, vote_select
 
 __all__ = [
     "ENSEMBLE_VERSION", "METHODS", "METRICS", "CandidateTable", "Contribution", "DecisionTemplates", "GridSearch",
-    "MetaLearner", "MissingMemberError", "Oracle", "PrunedVoting", "PruningPath", "PruningSearch", "StackedLSTM",
+    "MemberDiagnostics", "MetaLearner", "MissingMemberError", "Oracle", "PrunedVoting", "PruningPath", "PruningSearch", "StackedLSTM",
     "StackedSEARN", "StackedSVM", "SubsetScorer", "TokenTable", "UnknownMethod", "Voting", "best_threshold",
     "build_candidates", "build_token_table", "cross_val_predict", "expand_grid", "fold_predictions",
-    "make_method", "marginal_contributions", "metric_value", "method_class", "oracle", "pairwise_agreement",
+    "make_method", "marginal_contributions", "member_diagnostics", "metric_value", "method_class", "oracle", "pairwise_agreement",
     "pruning_search", "resolve_overlaps", "vote_select",
 ]

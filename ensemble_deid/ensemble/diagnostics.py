@@ -14,9 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import Mapping, Sequence
+
+from ..corpus.document import Document
 from ..evaluation import micro_prf
+from ..taggers.prediction import DocumentPrediction
 from .base import metric_value
-from .candidates import CandidateTable
+from .candidates import CandidateTable, build_candidates
 from .pruning import ONE, SubsetScorer
 
 
@@ -91,3 +95,31 @@ def marginal_contributions(table: CandidateTable, threshold: int, rank: np.ndarr
             int((only[:, j] & ~table.gold).sum()), float(base - scores[j]),
         ))
     return out
+
+
+@dataclass(frozen=True)
+class MemberDiagnostics:
+    """The diagnostics of one member set on a scored split: voting's
+    threshold and the members' rank come from the training split's
+    out-of-fold predictions (as the ensembles choose them), the figures from
+    the scored split."""
+
+    members: tuple[str, ...]
+    threshold: int
+    oracle: Oracle
+    contributions: list[Contribution]
+    jaccard: np.ndarray
+    double_fault: np.ndarray
+
+
+def member_diagnostics(oof: Mapping[str, Mapping[str, DocumentPrediction]], train: Sequence[Document],
+                       scored: Mapping[str, Mapping[str, DocumentPrediction]], documents: Sequence[Document]) -> MemberDiagnostics:
+    """``oof``: member -> out-of-fold predictions on ``train``; ``scored``:
+    the same members' predictions on ``documents`` (the split reported)."""
+    names = tuple(oof)
+    train_table = build_candidates([oof[n] for n in names], names, train)
+    table = build_candidates([scored[n] for n in names], names, documents)
+    rank = train_table.member_rank()
+    t = best_threshold(train_table, rank)
+    jaccard, double_fault = pairwise_agreement(table)
+    return MemberDiagnostics(names, t, oracle(table), marginal_contributions(table, t, rank), jaccard, double_fault)

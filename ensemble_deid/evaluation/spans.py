@@ -31,6 +31,15 @@ for _c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789":
     _ASCII_ALNUM[_c] = True
 
 
+def nonspace(codepoints: np.ndarray) -> np.ndarray:
+    """Whether each code point is not white space (``str.isspace``)."""
+    out = _ASCII_NONSPACE[np.minimum(codepoints, 127)]
+    high = codepoints >= 128
+    if high.any():
+        out[high] = ~np.isin(codepoints[high], _SPACES)
+    return out
+
+
 @contextmanager
 def gc_paused():
     """Pause the cyclic garbage collector while building many small tuples
@@ -103,12 +112,7 @@ class CorpusText:
 
     def nonspace_at(self, positions: np.ndarray) -> np.ndarray:
         """Whether the characters at these global positions are not white space."""
-        cp = self.codepoints[positions]
-        out = _ASCII_NONSPACE[np.minimum(cp, 127)]
-        high = cp >= 128
-        if high.any():
-            out[high] = ~np.isin(cp[high], _SPACES)
-        return out
+        return nonspace(self.codepoints[positions])
 
     def doc_of(self, global_offsets: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.bases, global_offsets, side="right") - 1

@@ -1,18 +1,19 @@
 """Reading and writing corpora: directories of i2b2-style XML or BRAT standoff."""
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..document import Document
-from ...errors import ERROR, CorpusError, Problem, printable
+from ...errors import ERROR, CorpusError, ParameterError, Problem, printable
 from ..labelmap import LabelMap
 from .brat import read_brat
 from .i2b2 import read_i2b2_xml, to_i2b2_xml, write_i2b2_xml
 
 __all__ = [
-    "I2B2_GROUP_PATTERN", "detect_format", "load_directory", "read_directory",
+    "I2B2_GROUP_PATTERN", "compile_group_pattern", "detect_format", "group_ids", "load_directory", "read_directory",
     "read_brat", "read_i2b2_xml", "to_i2b2_xml", "write_i2b2_xml",
 ]
 
@@ -79,13 +80,78 @@ def read_directory(
     return docs, problems
 
 
+# Grouping every id of a corpus takes milliseconds; a pattern that backtracks
+# catastrophically takes longer than the universe (ids are up to 255 bytes).
+GROUP_PATTERN_SECONDS = 10.0
+
+
+def compile_group_pattern(pattern: str) -> re.Pattern:
+    """A patient-group pattern checked before any work: a valid regular
+    expression with at least one capture group (its first gives the patient)."""
+    try:
+        regex = re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ParameterError(f"not a valid regular expression ({exc})", "--group-pattern") from None
+    if regex.groups < 1:
+        raise ParameterError(r"no capture group: its first group (...) must give the patient, e.g. '^(\d{3})-\d{2}$'",
+                             "--group-pattern")
+    return regex
+
+
+def group_ids(ids: Sequence[str], group_pattern: str | None) -> dict[str, str]:
+    """Each id's patient group: the pattern's first capture group, or the id
+    itself where the pattern does not match. A pattern that runs longer than
+    ``GROUP_PATTERN_SECONDS`` over all ids (catastrophic backtracking) is
+    stopped and refused: no pattern can be proved safe up front, and ids are
+    few and short, so a time limit is exact where a static check would guess.
+    The limit needs the main thread (a signal); elsewhere there is none."""
+    if not group_pattern:
+        return {i: i for i in ids}
+    regex = compile_group_pattern(group_pattern)
+    groups = {}
+    try:
+        with _time_limit(GROUP_PATTERN_SECONDS):
+            for doc_id in ids:
+                match = regex.search(doc_id)
+                groups[doc_id] = match.group(1) if match and match.group(1) is not None else doc_id
+    except _Expired:
+        raise ParameterError(f"ran over {GROUP_PATTERN_SECONDS:.0f} s on {len(ids)} document ids (it backtracks "
+                             "catastrophically, e.g. nested repeats like (a+)+): simplify it", "--group-pattern") from None
+    return groups
+
+
+class _Expired(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    import signal
+    import threading
+
+    usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer") \
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _Expired
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def assign_groups(docs: Sequence[Document], group_pattern: str | None) -> None:
-    """Set each document's patient group from its id (first capture group of
-    the pattern); a document the pattern does not match is its own group."""
-    regex = re.compile(group_pattern) if group_pattern else None
+    """Set each document's patient group from its id (``group_ids``)."""
+    groups = group_ids([doc.id for doc in docs], group_pattern)
     for doc in docs:
-        match = regex.search(doc.id) if regex else None
-        doc.metadata["group"] = (match.group(1) if match and match.groups() else doc.id)
+        doc.metadata["group"] = groups[doc.id]
 
 
 def load_directory(
