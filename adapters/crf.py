@@ -21,10 +21,11 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.corpus.document import Document
+from ensemble_deid.files import FileWriteError, os_error
 from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.taggers.prediction import DocumentPrediction
 from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
-from ensemble_deid.taggers.constraints import Interval, Options
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
 
 _SEQUENCES = ("document", "sentence")
 
@@ -37,6 +38,17 @@ def _pycrfsuite():
             "tagger 'crf' needs python-crfsuite: pip install python-crfsuite"
         ) from exc
     return pycrfsuite
+
+
+def crfsuite_model_problem(model: bytes) -> str | None:
+    """Why ``model`` is not a whole CRFsuite model file, else None: its header
+    ("lCRF", total size, "FOMC") must match the bytes there are."""
+    if len(model) < 12 or model[:4] != b"lCRF" or model[8:12] != b"FOMC":
+        return f"no CRFsuite header in {len(model)} bytes"
+    size = int.from_bytes(model[4:8], "little")
+    if size != len(model):
+        return f"{len(model)} of the {size} bytes its header announces"
+    return None
 
 
 class CRFTagger(Tagger):
@@ -62,7 +74,7 @@ class CRFTagger(Tagger):
 
     _parameter_constraints = {
         "c1": [Interval(float, 0, None)], "c2": [Interval(float, 0, None)],
-        "max_iterations": [Interval(int, 1, None)], "epsilon": [Interval(float, 0, None, closed="neither")],
+        "max_iterations": [Interval(int, 1, MAX_COUNT)], "epsilon": [Interval(float, 0, None, closed="neither")],
         "min_freq": [Interval(float, 0, None)], "possible_transitions": [bool],
         "sequence": [Options(*_SEQUENCES)],
     }
@@ -142,11 +154,19 @@ class CRFTagger(Tagger):
             "feature.possible_transitions": bool(self.possible_transitions),
         })
         t_train = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="ensemble-deid-crf-") as tmp:
-            path = os.path.join(tmp, "model.crfsuite")
-            trainer.train(path)
-            with open(path, "rb") as fh:
-                model = fh.read()
+        try:
+            with tempfile.TemporaryDirectory(prefix="ensemble-deid-crf-") as tmp:
+                path = os.path.join(tmp, "model.crfsuite")
+                trainer.train(path)
+                with open(path, "rb") as fh:
+                    model = fh.read()
+                problem = crfsuite_model_problem(model)
+                if problem is not None:
+                    # CRFsuite ignores failed writes (a full disk): the file is cut short, never used.
+                    raise FileWriteError(path, f"CRFsuite wrote an unusable model ({problem}); is the disk full? "
+                                               "Free space there or point TMPDIR elsewhere, then rerun")
+        except OSError as exc:  # the temporary folder itself could not be made or read
+            raise os_error(exc.filename or tempfile.gettempdir(), exc) from exc
         t_end = time.perf_counter()
         log = trainer.logparser
         last = log.last_iteration or {}

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ensemble_deid.corpus.document import Document
-from ensemble_deid.taggers.constraints import Interval
+from ensemble_deid.taggers.constraints import EXISTING_FILE, MAX_SIZE, Interval
 from ensemble_deid.taggers.neural.base import NeuralTagger
 
 
@@ -33,7 +33,7 @@ class LstmCrfFeaTagger(NeuralTagger):
     defaults = {"lr": 0.01,
                 "feature_dim": 32, "features": None, "ehr_names_path": None}
 
-    _parameter_constraints = {"feature_dim": [Interval(int, 1, None)], "ehr_names_path": [None, str]}
+    _parameter_constraints = {"feature_dim": [Interval(int, 1, MAX_SIZE)], "ehr_names_path": [None, EXISTING_FILE]}
 
     # --- features -----------------------------------------------------------------
     def _extractor(self):

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, FeatureIndex, LinearTagger, decode_chains, offsets_of
-from ensemble_deid.taggers.constraints import Interval
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
 class MemmTagger(LinearTagger):
@@ -34,8 +34,8 @@ class MemmTagger(LinearTagger):
     description = "maximum-entropy Markov model (multinomial logistic regression + previous tag, Viterbi)"
 
     _parameter_constraints = {
-        "c": [Interval(float, 0, None, closed="neither")], "max_iter": [Interval(int, 1, None)],
-        "tol": [Interval(float, 0, None, closed="neither")], "min_count": [Interval(int, 1, None)],
+        "c": [Interval(float, 0, None, closed="neither")], "max_iter": [Interval(int, 1, MAX_COUNT)],
+        "tol": [Interval(float, 0, None, closed="neither")], "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 
     def __init__(self, c=1.0, max_iter=100, tol=1e-4, min_count=2, features=None, random_state=0):
@@ -47,13 +47,9 @@ class MemmTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "memm")
+        feats = self._training_features(documents)  # first: a missing library is one clear error
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
-
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
         labels = LabelIndex.from_documents(documents)
         K = len(labels)
         index = FeatureIndex(self.min_count)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, LinearTagger, crfsuite_tagger, crfsuite_train, scratch_dir, training_chunks
-from ensemble_deid.taggers.constraints import Interval, Options
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
 
 
 class MiraTagger(LinearTagger):
@@ -28,7 +28,7 @@ class MiraTagger(LinearTagger):
     description = "sequence MIRA: passive-aggressive linear-chain model (CRFsuite pa)"
 
     _parameter_constraints = {
-        "c": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, None)],
+        "c": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, MAX_COUNT)],
         "pa_type": [Options(0, 1, 2)], "error_sensitive": [bool], "averaging": [bool],
         "min_freq": [Interval(float, 0, None)], "confidences": [bool],
     }
@@ -46,10 +46,7 @@ class MiraTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "mira")
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
+        feats = self._training_features(documents)
         seqs = []
         for doc, f in zip(documents, feats):
             tags = gold_tags(doc)

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.corpus.bio import gold_tags
-from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
-from ensemble_deid.taggers.constraints import Interval
+from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_lines, vw_predict_file
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
 class OgdTagger(VowpalTagger):
@@ -24,8 +23,8 @@ class OgdTagger(VowpalTagger):
     description = "per-token multiclass online gradient descent (Vowpal Wabbit --oaa, logistic)"
 
     _parameter_constraints = {
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, None)],
-        "bits": [Interval(int, 1, 30)], "l2": [Interval(float, 0, None)],
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, MAX_COUNT)],
+        "bits": [Interval(int, 1, 30)], "l2": [Interval(float, 0, 0.1)],
     }
 
     def __init__(self, learning_rate=0.1, passes=10, bits=24, l2=0.0, features=None, random_state=0):
@@ -37,29 +36,12 @@ class OgdTagger(VowpalTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "ogd")
-        overrides, n_gram, n_window = self._vw_features()
-        self.extractor_ = self._extractor(**overrides)
-        feats = self._extract(documents)
-        labels = LabelIndex.from_documents(documents)
-        seqs = self._sequences(documents, feats, labels)
-        K = len(labels)
+        def args(labels, n_gram):
+            out = ["--oaa", str(max(len(labels), 2)), "--loss_function", "logistic", "-l", str(self.learning_rate),
+                   "--passes", str(int(self.passes))] + self._common_args(n_gram)
+            return out + (["--l2", str(self.l2)] if self.l2 else [])
 
-        def write(fh):
-            for f, ids in seqs:
-                fh.write("\n".join(vw_lines(f, ids, n_window)))
-                fh.write("\n")
-
-        args = ["--oaa", str(max(K, 2)), "--loss_function", "logistic", "-l", str(self.learning_rate),
-                "--passes", str(int(self.passes))] + self._common_args(n_gram)
-        if self.l2:
-            args += ["--l2", str(self.l2)]
-        with scratch_dir() as tmp:
-            self.model_ = vw_train(args, write, tmp)
-        self.labels_ = labels
-        self.n_window_ = n_window
-        return self
+        return self._fit_vw(documents, args)
 
     def predict(self, documents):
         self.check_fitted()

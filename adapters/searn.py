@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, VowpalTagger, scratch_dir, vw_predict_file, vw_lines, vw_train
-from ensemble_deid.taggers.constraints import Interval, Options
+from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_lines, vw_predict_file
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
 
 
 class SearnTagger(VowpalTagger):
@@ -31,8 +31,8 @@ class SearnTagger(VowpalTagger):
 
     # VW's --search_rollin / --search_rollout / --search_interpolation values.
     _parameter_constraints = {
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, None)],
-        "bits": [Interval(int, 1, 30)], "history": [Interval(int, 0, None)],
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, MAX_COUNT)],
+        "bits": [Interval(int, 1, 30)], "history": [Interval(int, 0, MAX_COUNT)],
         "rollin": [None, Options("policy", "learn", "oracle", "ref", "mix_per_state", "mix_per_roll")],
         "rollout": [None, Options("policy", "learn", "oracle", "ref", "mix_per_state", "mix_per_roll", "none")],
         "interpolation": [None, Options("data", "policy")],
@@ -51,31 +51,17 @@ class SearnTagger(VowpalTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "searn")
-        overrides, n_gram, n_window = self._vw_features()
-        self.extractor_ = self._extractor(**overrides)
-        feats = self._extract(documents)
-        labels = LabelIndex.from_documents(documents)
-        seqs = self._sequences(documents, feats, labels)
+        def args(labels, n_gram):
+            out = ["--search", str(max(len(labels), 2)), "--search_task", "sequence",
+                   "--search_history_length", str(int(self.history)),
+                   "-l", str(self.learning_rate), "--passes", str(int(self.passes))] + self._common_args(n_gram)
+            for opt, value in (("--search_rollin", self.rollin), ("--search_rollout", self.rollout),
+                               ("--search_interpolation", self.interpolation)):
+                if value is not None:
+                    out += [opt, str(value)]
+            return out
 
-        def write(fh):
-            for f, ids in seqs:
-                fh.write("\n".join(vw_lines(f, ids, n_window)))
-                fh.write("\n\n")
-
-        args = ["--search", str(max(len(labels), 2)), "--search_task", "sequence",
-                "--search_history_length", str(int(self.history)),
-                "-l", str(self.learning_rate), "--passes", str(int(self.passes))] + self._common_args(n_gram)
-        for opt, value in (("--search_rollin", self.rollin), ("--search_rollout", self.rollout),
-                           ("--search_interpolation", self.interpolation)):
-            if value is not None:
-                args += [opt, str(value)]
-        with scratch_dir() as tmp:
-            self.model_ = vw_train(args, write, tmp)
-        self.labels_ = labels
-        self.n_window_ = n_window
-        return self
+        return self._fit_vw(documents, args, sequence_end="\n\n")  # sequences end with a blank line
 
     def predict(self, documents):
         self.check_fitted()

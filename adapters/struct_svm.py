@@ -31,7 +31,7 @@ from ensemble_deid.taggers.linear import (
     offsets_of,
     training_chunks,
 )
-from ensemble_deid.taggers.constraints import Interval
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
 class StructSvmTagger(LinearTagger):
@@ -41,9 +41,9 @@ class StructSvmTagger(LinearTagger):
     description = "structural SVM (structured hinge, loss-augmented Viterbi, averaged SGD)"
 
     _parameter_constraints = {
-        "reg": [Interval(float, 0, None)], "epochs": [Interval(int, 1, None)],
+        "reg": [Interval(float, 0, None)], "epochs": [Interval(int, 1, MAX_COUNT)],
         "learning_rate": [Interval(float, 0, None, closed="neither")], "cost": [Interval(float, 0, None, closed="neither")],
-        "average_from": [Interval(int, 1, None)], "min_count": [Interval(int, 1, None)],
+        "average_from": [Interval(int, 1, MAX_COUNT)], "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 
     def __init__(self, reg=1e-6, epochs=10, learning_rate=0.01, cost=1.0, average_from=1, min_count=2,
@@ -58,10 +58,7 @@ class StructSvmTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "struct-svm")
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
+        feats = self._training_features(documents)
         labels = LabelIndex.from_documents(documents)
         index = FeatureIndex(self.min_count)
         X = index.fit_transform(list(chain.from_iterable(feats)))

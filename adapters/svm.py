@@ -18,7 +18,7 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of
-from ensemble_deid.taggers.constraints import Interval
+from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
 class SvmTagger(LinearTagger):
@@ -29,8 +29,8 @@ class SvmTagger(LinearTagger):
 
     _parameter_constraints = {
         "c": [Interval(float, 0, None, closed="neither")], "o_weight": [Interval(float, 0, None, closed="neither")],
-        "max_iter": [Interval(int, 1, None)], "tol": [Interval(float, 0, None, closed="neither")],
-        "min_count": [Interval(int, 1, None)],
+        "max_iter": [Interval(int, 1, MAX_COUNT)], "tol": [Interval(float, 0, None, closed="neither")],
+        "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 
     def __init__(self, c=0.1, o_weight=0.01, max_iter=1000, tol=1e-4, min_count=1, features=None, random_state=0):
@@ -43,12 +43,8 @@ class SvmTagger(LinearTagger):
         self.random_state = random_state
 
     def fit(self, documents):
-        self._require()
-        self._check_training(documents, "svm")
+        feats = self._training_features(documents)  # first: a missing library is one clear error
         from sklearn.svm import LinearSVC
-
-        self.extractor_ = self._extractor()
-        feats = self._extract(documents)
         labels = LabelIndex.from_documents(documents)
         index = FeatureIndex(self.min_count)
         X = index.fit_transform(list(chain.from_iterable(feats)))

@@ -1,7 +1,10 @@
 """Fuzzing every corpus loader entry point with mutated i2b2 XML and BRAT files.
 
 Seed notes carry planted PHI strings (each holds a space, so no id- or
-name-shaped field can ever show one). Each case is a mutation of a seed (byte
+name-shaped field can ever show one). Some cases also put a single PHI word
+where metadata belongs: a BRAT type column, an XML element name, a TYPE or
+an id attribute (issue 35 item 15); such a word must never be printed either
+(checked without regard to case: BRAT types are upper-cased). Each case is a mutation of a seed (byte
 flips, cut or copied ranges, hostile snippets such as DTDs, encodings, BOMs,
 markup in TEXT, BRAT fragments and broken lines, odd file names). Cases go in
 folders of ``BATCH`` files; every folder goes through ``read_directory``
@@ -27,6 +30,7 @@ import argparse
 import logging
 import os
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -43,6 +47,9 @@ from ensemble_deid.corpus.formats import load_directory, read_directory, to_i2b2
 from ensemble_deid.errors import EnsembleDeidError
 
 PHI = ("Zacarias Quintanilla", "Calle de Toledo 42", "03 de abril de 2019", "Hospital San Ysidro", "Dra. Olga Berrocal")
+# Single PHI words put in metadata fields (no space: they fit every id and name shape).
+PHI_WORDS = ("Zacarias", "Quintanilla", "Berrocal", "Ysidro")
+METADATA_RATE = 0.3
 BATCH = 20
 
 _SNIPPETS_XML = [
@@ -138,6 +145,27 @@ def _mutate_xml(doc: Document, rng: random.Random) -> bytes:
     return _mutate(data, rng, _SNIPPETS_XML)
 
 
+def _xml_metadata_word(data: bytes, rng: random.Random) -> bytes:
+    """A PHI word as a tag's element name, TYPE or id, or as an element of the root."""
+    word = rng.choice(PHI_WORDS).encode()
+    where = rng.randrange(4)
+    if where == 0:  # a tag's element name
+        return re.sub(rb"<(NAME|LOCATION|DATE) ", b"<" + word + b" ", data, count=1)
+    if where == 1:
+        return re.sub(rb'TYPE="[^"]*"', b'TYPE="' + word + b'"', data, count=1)
+    if where == 2:
+        return re.sub(rb'id="[^"]*"', b'id="' + word + b'"', data, count=1)
+    return data.replace(b"</TEXT>", b"</TEXT><" + word + b"/>", 1)
+
+
+def _brat_metadata_word(ann: bytes, rng: random.Random) -> bytes:
+    """A PHI word in the type column or the id column of a ``T`` line."""
+    word = rng.choice(PHI_WORDS).encode()
+    if rng.random() < 0.7:
+        return re.sub(rb"^(T\d+\t)[A-Z_]+", rb"\g<1>" + word, ann, count=1, flags=re.M)
+    return re.sub(rb"^T\d+\t", b"T" + word + b"\t", ann, count=1, flags=re.M)
+
+
 def _name(rng: random.Random, k: int) -> bytes:
     if rng.random() < 0.9:
         return f"{100 + k:03d}-{rng.randrange(100):02d}".encode()
@@ -149,6 +177,7 @@ def _name(rng: random.Random, k: int) -> bytes:
 @dataclass
 class Findings:
     cases: int = 0
+    metadata_cases: int = 0  # files with a PHI word in a metadata field
     folders: int = 0
     xml_files: int = 0
     brat_files: int = 0
@@ -159,7 +188,8 @@ class Findings:
     phi_leaks: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{self.cases} mutated files ({self.xml_files} XML, {self.brat_files} BRAT pairs) in "
+        return (f"{self.cases} mutated files ({self.xml_files} XML, {self.brat_files} BRAT pairs; "
+                f"{self.metadata_cases} with a PHI word in a metadata field) in "
                 f"{self.folders} folders, {self.documents_loaded} documents loaded, {self.problems_reported} "
                 f"problems reported; {len(self.tracebacks)} tracebacks, {len(self.phi_leaks)} PHI leaks; "
                 f"{self.seconds:.1f} s")
@@ -180,15 +210,21 @@ def meddocan_seeds(directory: Path, n: int = 40) -> tuple[list[Document], tuple[
     return docs, tuple(sorted(p for p in phi if " " in p.strip() and len(p) >= 8))
 
 
-def _write_case(folder: Path, rng: random.Random, fmt: str, k: int, docs: list[Document]) -> None:
+def _write_case(folder: Path, rng: random.Random, fmt: str, k: int, docs: list[Document]) -> bool:
+    """Write one case; whether it holds a PHI word in a metadata field."""
     doc = rng.choice(docs)
     name = _name(rng, k)
     base = os.fsencode(folder) + b"/" + name
+    metadata = rng.random() < METADATA_RATE
     if fmt == "xml":
+        data = to_i2b2_xml(doc, rng.choice(("deIdi2b2", "MEDDOCAN"))).encode("utf-8")
+        data = _mutate(_xml_metadata_word(data, rng), rng, _SNIPPETS_XML) if metadata else _mutate_xml(doc, rng)
         with open(base + b".xml", "wb") as fh:
-            fh.write(_mutate_xml(doc, rng))
-        return
+            fh.write(data)
+        return metadata
     txt, ann = _brat_pair(doc)
+    if metadata:
+        ann = _brat_metadata_word(ann, rng)
     if rng.random() < 0.25:
         txt = _mutate(txt, rng, _SNIPPETS_BRAT)
     if rng.random() < 0.9:
@@ -198,6 +234,7 @@ def _write_case(folder: Path, rng: random.Random, fmt: str, k: int, docs: list[D
     if rng.random() < 0.95:
         with open(base + b".ann", "wb") as fh:
             fh.write(ann)
+    return metadata
 
 
 def _check_folder(folder: Path, fmt: str, workspace: Path, findings: Findings, phi: tuple[str, ...]) -> None:
@@ -264,6 +301,9 @@ def _check_folder(folder: Path, fmt: str, workspace: Path, findings: Findings, p
     for text in captured:
         for leaked in (p for p in phi if p in text):
             findings.phi_leaks.append(f"{label}: {leaked!r}")
+        lowered = text.lower()
+        for leaked in (w for w in PHI_WORDS if w.lower() in lowered):
+            findings.phi_leaks.append(f"{label}: metadata word {leaked!r}")
 
 
 def run_fuzz(cases: int, seed: int, budget_s: float | None = None, keep: Path | None = None,
@@ -287,7 +327,7 @@ def run_fuzz(cases: int, seed: int, budget_s: float | None = None, keep: Path | 
             folder.mkdir()
             n = min(BATCH, cases - findings.cases)
             for k in range(n):
-                _write_case(folder, rng, fmt, k, docs)
+                findings.metadata_cases += _write_case(folder, rng, fmt, k, docs)
             findings.cases += n
             findings.folders += 1
             if fmt == "xml":

@@ -238,3 +238,39 @@ def test_a_cache_root_that_is_a_file_is_a_clean_error(workspace, tmp_path, monke
         res = CliRunner().invoke(main, command)
         assert res.exit_code == 1 and "is a file, not a folder" in res.output and res.exception is not None
         assert isinstance(res.exception, SystemExit)
+
+
+# --- a damaged entry manifest (issue 35 item 17) ---------------------------------------------
+
+@pytest.mark.parametrize("damage", ["flip", "delete", "other entry"])
+def test_a_damaged_entry_is_not_reused_and_verify_removes_it_whole(tiny_registered, workspace, damage):
+    # verify kept reporting it, verify --remove deleted only entry.json, and cv kept reusing the parts.
+    _run("cv", "--corpus", tiny_registered, *CV)
+    pc = _cache(workspace)
+    (entry_dir, _), = list(pc.entries())
+    manifest = entry_dir / "entry.json"
+    parts = pc.part_files(entry_dir)
+    assert len(parts) >= 3
+    if damage == "flip":
+        manifest.write_bytes(manifest.read_bytes().replace(b'"memorize"', b'"memorizf"', 1))
+    elif damage == "delete":
+        manifest.unlink()
+    else:  # a valid record, of another entry
+        from ensemble_deid.experiment.cache import EntryKey, entry_record
+        import json
+
+        manifest.write_text(json.dumps(entry_record(EntryKey("memorize", "9", "abc", "fp"), {})))
+    part = next(p for p in pc.part_files(entry_dir) if p.name == "fold-01")
+    res = _run("cache", "verify", ok=False)
+    assert res.exit_code == 1 and f"corrupt entry: {entry_dir}" in res.output
+    # cv does not reuse the parts: it recomputes them and rewrites the manifest
+    before = part.with_suffix(".json").stat().st_mtime_ns
+    _run("cv", "--corpus", tiny_registered, *CV)
+    assert part.with_suffix(".json").stat().st_mtime_ns != before
+    assert _run("cache", "verify").exit_code == 0
+    # verify --remove takes the whole entry, not just its manifest
+    manifest.unlink()
+    res = _run("cache", "verify", "--remove")
+    assert f"removed damaged entry {entry_dir}" in res.output
+    assert not entry_dir.exists()
+    assert "0 corrupt" in _run("cache", "verify").output

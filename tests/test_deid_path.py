@@ -159,6 +159,17 @@ def test_special_txt_files_are_refused_not_read(bundle, notes, tmp_path, kind):
     assert not list((tmp_path / "out").rglob("*.txt")) if (tmp_path / "out").exists() else True
 
 
+def test_a_note_over_the_size_limit_is_refused_before_any_work(bundle, notes, tmp_path):
+    from ensemble_deid.corpus.formats.source import MAX_NOTE_BYTES
+
+    # Before the limit reached deidentify, a 20-90 MB note ended in a MemoryError traceback.
+    (notes / "huge.txt").write_bytes(b"word " * (MAX_NOTE_BYTES // 5 + 1))
+    res = _run(bundle, notes, "--out", tmp_path / "out")
+    assert res.exit_code == 1 and "huge.txt" in res.output and "limit" in res.output, res.output
+    assert "Traceback" not in res.output and "word word" not in res.output
+    assert not list((tmp_path / "out").rglob("*.txt")) if (tmp_path / "out").exists() else True
+
+
 # --- item 6: an existing output folder is left alone ------------------------------------
 
 def test_an_existing_shared_folder_keeps_its_mode_and_new_folders_are_owner_only(bundle, notes, tmp_path):

@@ -176,6 +176,23 @@ def test_pruned_voting_takes_the_variants_as_parameters():
         PrunedVoting(overlap="sweep").fit(members, [d])
 
 
+def test_the_search_functions_refuse_what_the_method_refuses_in_its_words():
+    # One definition of a valid value (the declared constraints), not a second hand-written check.
+    d = doc("d", 40, gold=G)
+    members = members_of([d], {"A": {"d": G}, "B": {"d": G[:3] + [F[0]]}})
+    table = build_candidates([members[n] for n in members], tuple(members), [d])
+    for bad in ({"removal_ties": "first"}, {"overlap": "sweep"}):
+        with pytest.raises(ValueError) as method:
+            PrunedVoting(**bad).fit(members, [d])
+        with pytest.raises(ValueError) as function:
+            pruning_search(table, table.member_rank(), **bad)
+        assert str(function.value) == str(method.value)
+    for t in (0, True, 1.5):  # one threshold searched: an integer of at least 1
+        with pytest.raises(ValueError, match=rf"^ensemble method 'voting-pruned': invalid value threshold={t}; "
+                                             r"expected an integer in \[1, inf\)$"):
+            pruning_search(table, table.member_rank(), [t])
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_subset_scorer_equals_the_chain_voting_rule(seed):
     docs, members = random_case(seed, n_docs=5, n_members=5, n_tokens=40)

@@ -67,8 +67,9 @@ def test_only_known_elements_with_exact_spelling_are_read():
     assert counts(report, "strict") == (1, 1, 1)
     # token: gold Ann Lee 2014 05 06; system Lee 2014 05 06 -> 4/0/1
     assert counts(report, "token") == (4, 0, 1)
-    assert any("<FOO>" in w and "ignored" in w for w in warned)
-    assert any("<name>" in w and "ignored" in w for w in warned)
+    # <name> is a known name misspelt: shown; FOO may be a PHI word (issue 35 item 15): counted only
+    assert any("1 <name> element(s), 1 element(s) of another name ignored" in w for w in warned)
+    assert not any("FOO" in w for w in warned)
 
 
 def test_hipaa_filter_matches_element_and_type_pairs():

@@ -231,3 +231,40 @@ def test_conjunctions(doc, fx):
     assert "in_key" in feats_of(doc, feats, ":", 1)  # the colon of "Email:" belongs to the key
     plain = FeatureExtractor(conjunctions=False).document_features(doc)
     assert not any("|sh[0]" in s or s.startswith(("fld|", "gz|")) for f in plain for s in f)
+
+
+# --- issue 35 item 5: the e-mail pattern in linear time ------------------------------------------
+
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # the pattern as written, run by re directly
+
+
+@pytest.mark.parametrize("text", [
+    "jdoe@example.org", "a@b.c+d@e.f", "x..y@b.com.", "a@b@c.d", "é@a_a.é++@é1é.a+", "@a.b", "a@b", "+@-.-",
+    "mail: a.b+c@d-e.fg, otra@h.es.", "a@b.c..d@e.f", "aB3+/" * 40 + "@x.y",
+])
+def test_email_matches_are_those_of_the_plain_pattern(text):
+    assert [m.span() for m in REGEX_FEATURES["email"].finditer(text)] == [m.span() for m in _EMAIL.finditer(text)]
+
+
+def test_email_matches_agree_with_the_plain_pattern_on_random_text():
+    rng = np.random.default_rng(3)
+    for alphabet in ("ab.+-@_1 é\n", "a.+@-", "ab@.c+", "a@.b+ "):
+        for _ in range(3000):
+            text = "".join(rng.choice(list(alphabet), size=rng.integers(0, 40)))
+            assert [m.span() for m in REGEX_FEATURES["email"].finditer(text)] == [m.span() for m in _EMAIL.finditer(text)]
+
+
+def test_a_megabyte_token_does_not_hang_feature_extraction():
+    # A hang guard, not a speed target (that is in benchmarks/bench_long_inputs.py):
+    # before the fix one 80k-character token took a minute and this 1.2M-character one
+    # hours (quadratic); now a few seconds.
+    import subprocess
+    import sys
+
+    code = ("from ensemble_deid.corpus.document import Document\n"
+            "from ensemble_deid.taggers.features import FeatureExtractor\n"
+            "doc = Document('d', 'Adjunto: ' + 'QUJDab' * 200_000 + ' fin.')\n"
+            "print(len(FeatureExtractor().document_features(doc)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) >= 3

@@ -45,7 +45,8 @@ XML_EXPECTED = {
     "empty.xml": (ERROR, None, None, "file is empty"),
     "duplicate_ids.xml": (WARNING, "P0", "id", "duplicate tag id"),
     "overlap.xml": (WARNING, "P0/P1", None, "overlap"),
-    "unknown_element.xml": (WARNING, None, "NOTES", "unknown element"),
+    # Issue 35 item 15: an element name may be a PHI word: counted, never printed.
+    "unknown_element.xml": (WARNING, None, None, "1 element(s) of another name ignored"),
     # Issue 21 items 2, 4, 5, 7: each used to load (silently cut or without PHI) or crash.
     "markup_in_text.xml": (ERROR, None, "TEXT", "TEXT holds markup"),
     "xinclude.xml": (ERROR, None, "TEXT", "TEXT holds markup"),
@@ -587,3 +588,182 @@ def test_forced_format_that_matches_no_file_is_refused(broken_dir):
         read_directory(broken_dir / "xml", fmt="brat")
     with pytest.raises(CorpusError, match="no .xml files for format xml"):
         read_directory(broken_dir / "brat", fmt="xml")
+
+
+# --- issue 35: byte order marks, repeated elements, huge offsets, names that are data ---------
+
+def test_brat_ann_with_a_byte_order_mark_keeps_its_first_annotation(tmp_path):
+    # Item 8: the BOM glued onto "T1" and the first annotation was dropped silently.
+    text = "Paciente Zacarias visto el 03/04/2019."
+    (tmp_path / "d.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "d.ann").write_bytes(b"\xef\xbb\xbf" + "T1\tNOMBRE_SUJETO_ASISTENCIA 9 17\tZacarias\n"
+                                     "T2\tFECHAS 27 37\t03/04/2019\n".encode("utf-8"))
+    docs, problems = read_directory(tmp_path, "brat")
+    assert problems == []
+    assert [(a.start, a.type) for a in docs[0].annotations] == [(9, "NOMBRE_SUJETO_ASISTENCIA"), (27, "FECHAS")]
+    result = CliRunner().invoke(main, ["corpus", "check", str(tmp_path)])
+    assert "2 PHI; 0 error(s), 0 warning(s)" in result.output
+
+
+@pytest.mark.parametrize("element", ["TEXT", "TAGS"])
+def test_xml_with_a_second_text_or_tags_element_is_refused(tmp_path, element):
+    # Item 8: the second <TEXT> (and its note) was ignored silently.
+    second = "<TEXT>Zacarias Quintanilla</TEXT>" if element == "TEXT" else '<TAGS><NAME id="P1" start="0" end="3" TYPE="DOCTOR"/></TAGS>'
+    path = tmp_path / "100-01.xml"
+    path.write_text(f'<deIdi2b2><TEXT>abc def</TEXT><TAGS><NAME id="P0" start="4" end="7" TYPE="DOCTOR"/></TAGS>'
+                    f"{second}</deIdi2b2>", encoding="utf-8")
+    doc, problems = read_i2b2_xml(path)
+    assert doc is None
+    assert [(p.severity, p.field) for p in problems] == [(ERROR, element)]
+    assert f"2 {element} elements" in problems[0].message and str(path) in str(problems[0])
+    _assert_no_phi(str(problems[0]))
+    if element == "TEXT":  # evaluate's reader refuses it too
+        from ensemble_deid.corpus.formats.i2b2 import read_scoring_xml
+
+        record, problems = read_scoring_xml(path)
+        assert record is None and [(p.severity, p.field) for p in problems] == [(ERROR, "TEXT")]
+
+
+@pytest.mark.parametrize("offsets", ["9 " + "1" * 5000, "1" * 5000 + " 17", "9 17;20 " + "9" * 4400])
+def test_brat_offsets_with_thousands_of_digits_are_one_clear_error(tmp_path, offsets):
+    # Item 14: int() refused them with "Exceeds the limit (4300 digits)" tracebacks.
+    _brat(tmp_path, "Paciente Zacarias visto el 03/04/2019.", f"T1\tNOMBRE_SUJETO_ASISTENCIA {offsets}\tZacarias\n")
+    docs, problems = read_directory(tmp_path, "brat")
+    assert docs == [] and [(p.severity, p.tag, p.field) for p in problems] == [(ERROR, "T1", "offsets")]
+    assert "out of range" in problems[0].message and len(str(problems[0])) < 300
+    for command in (["corpus", "check", str(tmp_path)], ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert "out of range" in result.output
+
+
+def test_brat_unknown_types_are_counted_never_named(tmp_path):
+    # Item 15: a PHI word in the type column was printed in warnings and tables.
+    _brat(tmp_path, "Paciente Zacarias visto por Toledo.", "T1\tZacarias 9 17\tZacarias\nT2\tToledo 28 34\tToledo\n"
+          "T3\tFECHAS 0 3\tPac\n")
+    doc, problems = read_brat(tmp_path / "doc.txt")
+    assert [(p.severity, p.tag, p.field) for p in problems] == [(WARNING, "T1", "type")]
+    assert "2 annotation(s) of 2 type(s) with no known parent category" in problems[0].message
+    _assert_no_phi(str(problems[0]))
+
+
+@pytest.mark.parametrize("ident, shown", [("Zacarias", "#0"), ("A1234567", "#0"), ("P0", "P0"), ("T12", "T12"), ("T3.2", "T3.2")])
+def test_ids_holding_a_word_or_a_number_are_never_printed(tmp_path, ident, shown):
+    # Item 15: an id such as a name passed the old name shape and was printed.
+    path = tmp_path / "d.xml"
+    path.write_text(f'<r><TEXT>Paciente Zacarias</TEXT><TAGS><NAME id="{ident}" start="9" end="99" TYPE="PATIENT"/>'
+                    "</TAGS></r>", encoding="utf-8")
+    from ensemble_deid.corpus.formats.i2b2 import read_scoring_xml
+
+    for reader in (read_i2b2_xml, read_scoring_xml):
+        _, problems = reader(path)
+        assert [p.tag for p in problems] == [shown]
+
+
+def test_names_in_metadata_fields_never_reach_check_show_or_evaluate(tmp_path):
+    # Item 15: element names, TYPE values and BRAT types are data: counted or shown as unknown-N.
+    xml = tmp_path / "xml"
+    xml.mkdir()
+    (xml / "100-01.xml").write_text(
+        '<deIdi2b2><TEXT>Paciente Zacarias visto. Quintanilla</TEXT><Berrocal/><TAGS>'
+        '<NAME id="P0" start="9" end="17" text="Zacarias" TYPE="Toledo"/>'
+        '<Quintanilla id="P1" start="25" end="36" TYPE="PATIENT"/></TAGS></deIdi2b2>', encoding="utf-8")
+    brat = tmp_path / "brat"
+    brat.mkdir()
+    _brat(brat, "Paciente Zacarias visto.", "T1\tBerrocal 9 17\tZacarias\n", name="100-01")
+    env = {"ENSEMBLE_DEID_HOME": str(tmp_path / "ws")}
+    runner = CliRunner()
+    for folder in (xml, brat):
+        outputs = []
+        for args in (["corpus", "check", str(folder)],
+                     ["corpus", "add", "c", "--train", str(folder), "--test", str(folder), "--replace"],
+                     ["corpus", "show", "c"]):
+            outputs.append(runner.invoke(main, args, env=env).output)
+        for fmt in ("table", "json", "csv"):
+            outputs.append(runner.invoke(main, ["evaluate", "--gold", str(folder), "--system", str(folder),
+                                                "--format", fmt, "--breakdown", "subtype"]).output)
+        text = "\n".join(outputs)
+        for word in ("Zacarias", "Quintanilla", "QUINTANILLA", "Berrocal", "BERROCAL", "Toledo", "TOLEDO"):
+            assert word not in text, (folder.name, word)
+        assert "unknown-1" in text
+
+
+def test_label_map_names_are_shown_as_written(tmp_path):
+    _brat(tmp_path, "Paciente Zacarias visto.", "T1\tPERSONA 9 17\tZacarias\n", name="100-01")
+    lm = tmp_path / "map.toml"
+    lm.write_text('[types]\nPERSONA = "NAME:PERSONA"\n')
+    result = CliRunner().invoke(main, ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path),
+                                       "--label-map", str(lm), "--breakdown", "subtype"])
+    assert "NAME:PERSONA" in result.output and "unknown-" not in result.output
+
+
+# --- issue 35 items 13 and 16: one guard for every reader (sizes, special files, DTDs, floods) --------
+
+def test_notes_over_the_size_limit_are_refused_before_loading(tmp_path):
+    # Item 13: a 20-90 MB note ended in a MemoryError traceback in cv, fit and deidentify.
+    from ensemble_deid.corpus.formats.source import MAX_NOTE_BYTES
+
+    brat, xml = tmp_path / "brat", tmp_path / "xml"
+    brat.mkdir(), xml.mkdir()
+    (brat / "100-01.txt").write_text("a" * (MAX_NOTE_BYTES + 1), encoding="utf-8")
+    (brat / "100-02.txt").write_text("a" * MAX_NOTE_BYTES, encoding="utf-8")  # at the limit: loads
+    (xml / "100-01.xml").write_text(f"<r><TEXT>{'a' * (MAX_NOTE_BYTES + 1)}</TEXT><TAGS/></r>", encoding="utf-8")
+    for folder in (brat, xml):
+        docs, problems = read_directory(folder)
+        errors = [p for p in problems if p.severity == ERROR]
+        assert [Path(p.file).name for p in errors] == ["100-01" + (".txt" if folder == brat else ".xml")]
+        assert "over the limit of 2 MB per note" in errors[0].message and "split it" in errors[0].message
+        assert [d.id for d in docs] == (["100-02"] if folder == brat else [])
+        for command in (["corpus", "check", str(folder)], ["evaluate", "--gold", str(folder), "--system", str(folder)]):
+            result = CliRunner().invoke(main, command)
+            assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+            assert "100-01" in result.output and "over the limit" in result.output
+
+
+def _special_files(folder: Path) -> None:
+    write_i2b2_xml(Document("100-01", "Seen by Dr. Adams.", [Annotation(12, 17, "NAME", "DOCTOR")]), folder / "100-01.xml")
+    os.mkfifo(folder / "100-02.xml")
+    os.symlink(folder / "100-03.xml", folder / "100-03.xml")  # a link to itself: a loop
+    (folder / "100-04.xml").write_text('<!DOCTYPE deIdi2b2 SYSTEM "http://example.org/x.dtd"><deIdi2b2><TEXT>abc</TEXT>'
+                                       "<TAGS/></deIdi2b2>", encoding="utf-8")
+
+
+def test_evaluate_refuses_special_files_and_external_dtds_like_check(tmp_path):
+    # Item 16: a symlink loop gave an OSError traceback, a FIFO was skipped
+    # silently, an external DTD accepted silently (check refused each).
+    _special_files(tmp_path)
+    outputs = {}
+    for command in (["corpus", "check", str(tmp_path)], ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        outputs[command[0]] = result.output
+    for output in outputs.values():
+        assert "100-02.xml" in output and "not a regular file" in output
+        assert "100-03.xml" in output and "cannot read file" in output
+        assert "100-04.xml" in output and "external DTD" in output
+
+
+def test_a_million_repeated_ann_lines_give_one_warning(tmp_path):
+    # Item 16: every repeated line gave its own warning (and overlap warning) and evaluate never finished.
+    _brat(tmp_path, "Paciente Zacarias visto el lunes.",
+          "T1\tNOMBRE_SUJETO_ASISTENCIA 9 17\tZacarias\n" * 200_000 + "T2\tFECHAS 27 32\tlunes\n", name="100-01")
+    docs, problems = read_directory(tmp_path)
+    assert [(a.start, a.end) for a in docs[0].annotations] == [(9, 17), (27, 32)]
+    assert [(p.severity, p.tag, p.message) for p in problems] == [
+        (WARNING, "T1", "199999 annotation(s) repeating an earlier one (same span and type) dropped")]
+    result = CliRunner().invoke(main, ["evaluate", "--gold", str(tmp_path), "--system", str(tmp_path)])
+    assert result.exit_code == 0 and result.output.count("warning:") == 2  # one per folder read
+
+
+def test_problems_of_one_file_are_listed_up_to_a_cap_and_counted(tmp_path):
+    from ensemble_deid.corpus.formats.i2b2 import MAX_LISTED_PROBLEMS
+
+    text = "x" * 400
+    ann = "".join(f"T{i}\tFECHAS {i} {i + 20}\t{text[i:i + 20]}\n" for i in range(1, 300))  # 298 overlaps
+    ann += "".join(f"T{i}\tFECHAS 5\tx\n" for i in range(300, 400))  # 100 malformed lines
+    _brat(tmp_path, text, ann)
+    _, problems = read_brat(tmp_path / "doc.txt")
+    warnings_, errors = [p for p in problems if p.severity == WARNING], [p for p in problems if p.severity == ERROR]
+    assert len(warnings_) == len(errors) == MAX_LISTED_PROBLEMS + 1
+    assert errors[-1].message == f"... and {100 - MAX_LISTED_PROBLEMS} more error(s) in this file, not listed"
+    assert warnings_[-1].message == f"... and {298 - MAX_LISTED_PROBLEMS} more warning(s) in this file, not listed"

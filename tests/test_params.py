@@ -172,6 +172,10 @@ def _refused(command, tmp_path, workspace, *args, says: str):
     (["--method", "voting", "--grid", "bogus=1|2"], "cannot search unknown parameter 'bogus'"),
     (["--method", "stacked-svm", "--grid", "C=0|1"], "C=0"),
     (["--method", "stacked-svm", "--param", "C=inf"], "C=inf"),  # was saved by fit as C=1.0
+    # An option of the learner that would silently override one of its parameters (issue 31 item 5).
+    (["--method", "stacked-searn", "--param", "vw_options=--random_seed 5"],
+     "vw_options sets --random_seed, which the method sets itself from its parameter random_state"),
+    (["--method", "stacked-searn", "--grid", "vw_options=-b 10|"], "vw_options sets -b"),
     (["--method", "voting", "--grid", "threshold"], "expected key=v1|v2"),
 ])
 def test_cli_grid_and_param_errors_come_before_any_work(tiny, workspace, tmp_path, command, args, says):
@@ -189,6 +193,13 @@ BAD_TAGGER_SPECS = [
     ("crf:max_iterations=0", "max_iterations=0"), ("crf:c1=-1", "c1=-1"), ("crf:c1=abc", "c1='abc'"),
     ("crf:c1=nan", "c1=nan"), ("memm:max_iter=-1", "max_iter=-1"), ("lstm-l:epochs=-1", "epochs=-1"),
     ("lstm-l:device=tpu", "device='tpu'"), ("rules:label_map=nosuch", "label_map 'nosuch'"),
+    # Issue 35 item 12: values that passed the constraints, then crashed, ran for ever or fitted nothing.
+    ("crf:c1=inf", "c1=inf"), ("crf:c2=inf", "c2=inf"), ("memm:tol=inf", "tol=inf"), ("mira:c=inf", "c=inf"),
+    ("lstm-l:lr=inf", "lr=inf"), ("crf:random_state=-1", "random_state=-1"),
+    ("lstm-l:word_lstm_dim=100000000000000000000", "word_lstm_dim=100000000000000000000"),
+    ("lstm-l:epochs=100000000000000000000", "epochs=100000000000000000000"),
+    ("lstm-l:embeddings_path=/no/such/vectors.vec", "embeddings_path='/no/such/vectors.vec'"),
+    ("lstm-l:device=cuda:7", "device='cuda:7'"), ("ogd:l2=1e20", "l2=1e+20"),
 ]
 
 
@@ -208,6 +219,60 @@ def test_bad_tagger_parameters_refused_by_make_tagger():
 
         with pytest.raises(InvalidParameter, match=key):
             make_tagger(name, **{key: _parse_value(value)})
+
+
+ABSURD = [10**20, -(10**20), float("inf"), float("-inf"), float("nan")]
+
+
+def _declared():
+    from ensemble_deid.ensemble.registry import METHODS
+    from ensemble_deid.taggers.registry import entry_points, tagger_class
+
+    for name in sorted(entry_points()):
+        try:
+            cls = tagger_class(name)
+        except Exception:  # noqa: BLE001 - an adapter whose library is missing here
+            continue
+        yield f"tagger {name}", cls.parameter_constraints()
+    for name, cls in sorted(METHODS.items()):
+        yield f"method {name}", cls.parameter_constraints()
+    yield "grid search", GridSearch.parameter_constraints()
+
+
+def test_no_declared_parameter_accepts_an_infinite_or_absurd_number():
+    # Issue 35 item 12, the sweep over every tagger and meta-learner: a count or
+    # size must be bounded and no number may be infinite or NaN.
+    from ensemble_deid.taggers.constraints import accepts
+
+    accepted = []
+    for owner, declared in _declared():
+        for param, constraints in declared.items():
+            if constraints == "no_validation":
+                continue
+            integer = accepts(constraints, 1) and not accepts(constraints, 1.5)  # a count, size or seed
+            for value in ABSURD if integer else ABSURD[2:]:
+                if accepts(constraints, value):
+                    accepted.append(f"{owner}: {param}={value!r}")
+    assert accepted == []
+
+
+@pytest.mark.parametrize("method, param, value", [
+    ("stacked-svm", "C", float("inf")), ("stacked-svm", "random_state", -1),
+    ("stacked-lstm", "hidden_size", 10**20), ("stacked-lstm", "device", "tpu"), ("stacked-lstm", "device", "cuda:7"),
+    ("stacked-searn", "vw_options", "--no_such_option"), ("stacked-searn", "vw_options", "-f /tmp/model.vw"),
+    ("stacked-searn", "window", 10**6),
+])
+def test_meta_learner_values_that_crashed_later_are_refused_up_front(method, param, value):
+    from ensemble_deid.ensemble.registry import make_method
+
+    with pytest.raises(InvalidParameter, match=f"{param}={value!r}".replace("(", r"\(").replace("+", r"\+")):
+        make_method(method, **{param: value}).validate_params()
+
+
+def test_accepted_vw_options_still_work():
+    from ensemble_deid.ensemble.registry import make_method
+
+    make_method("stacked-searn", vw_options="--search_rollin policy --search_rollout policy").validate_params()
 
 
 def test_constraints_in_words_and_edges():
@@ -271,7 +336,7 @@ def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
 
 def test_taggers_name_shows_parameters_defaults_and_constraints():
     out = _run("taggers", "crf").output
-    assert "| max_iterations " in out and "| 100 " in out and "an integer in [1, inf)" in out
+    assert "| max_iterations " in out and "| 100 " in out and "an integer in [1, 1,000,000]" in out
     assert "one of 'document', 'sentence'" in out
     res = _run("taggers", "crff", ok=False)
     assert "did you mean 'crf'?" in res.output
@@ -414,3 +479,20 @@ def test_an_int_for_a_float_parameter_hashes_as_that_float():
     assert Scaled(alpha=2).param_hash() != Scaled().param_hash()
     assert Scaled(rounds=3.0).param_hash() != Scaled().param_hash()  # int defaults are not coerced
     assert Scaled(flag=True).hashed_params()["flag"] is True
+
+
+# --- 31.5: fit's --folds is the selection's folds, as ensemble's ----------------------
+
+def test_fit_reuses_the_members_cached_folds_for_the_selection_too(tiny, workspace, tmp_path):
+    # The members are cached for 3-fold CV only; --folds left at its default
+    # reuses that CV (said), and the selection then uses 3 folds too: the
+    # ensemble entry 'ensemble --folds 3' made, not a 10-fold choice beside it.
+    _run("ensemble", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--folds", "3", "--no-progress",
+         "--no-diagnostics")
+    out = _run("fit", "--corpus", tiny, "--method", "voting", "--members", MEMBERS, "--out", tmp_path / "model",
+               "--no-progress").output
+    assert "reusing the members' cached 3-fold CV" in out
+    assert "fitting voting" not in out  # the ensemble command's own entry, reused
+    from ensemble_deid.deid import read_manifest
+
+    assert read_manifest(tmp_path / "model")["selection"]["folds"] == 3

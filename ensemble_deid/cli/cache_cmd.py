@@ -99,7 +99,7 @@ def ls(ctx):
 
 @cache.command("verify")
 @click.option("--remove", is_flag=True,
-              help="Delete the corrupt and incomplete parts, empty entries and left-over temporary files found "
+              help="Delete the corrupt and incomplete parts, damaged entries (whole), empty entries and left-over temporary files found "
                    "(parts are recomputed by the next cv run). Published folders are never changed.")
 @click.pass_context
 def verify(ctx, remove):
@@ -115,7 +115,8 @@ def verify(ctx, remove):
     problems = pc.verify()
     for problem in problems:
         where = "" if str(problem.path.with_suffix("")) in problem.why else f"{problem.path}: "
-        label = {"leftover": "left over", "empty": "empty", "incomplete": "incomplete", "published": "published"}.get(
+        label = {"leftover": "left over", "empty": "empty", "incomplete": "incomplete", "published": "published",
+                 "entry": "corrupt entry"}.get(
             problem.kind, "corrupt")
         click.echo(f"{label}: {where}{problem.why}")
         if remove:
@@ -138,7 +139,7 @@ def verify(ctx, remove):
     stale += _stale_published_corpora(workspace_of(ctx), pc)
     parts = sum(len(pc.part_files(d)) for d, _ in pc.entries())
     parts += sum(len(e.get("parts", [])) for folder in pc.published for e in folder.entries())
-    corrupt = sum(p.kind in ("corrupt", "incomplete", "published") for p in problems)
+    corrupt = sum(p.kind in ("corrupt", "incomplete", "entry", "published") for p in problems)
     other = len(problems) - corrupt
     summary = f"{parts} part(s) checked: {corrupt} corrupt or incomplete, {stale} stale entr{'y' if stale == 1 else 'ies'}"
     if other:
@@ -147,7 +148,7 @@ def verify(ctx, remove):
         summary += f" (published folders: {', '.join(str(f.path) for f in pc.published)})"
     click.echo(summary)
     # Empty entries and left-over files are untidy, not wrong: only bad data fails the check.
-    if any(p.kind in ("corrupt", "incomplete") and not remove or p.kind == "published" for p in problems):
+    if any(p.kind in ("corrupt", "incomplete", "entry") and not remove or p.kind == "published" for p in problems):
         raise SystemExit(1)
 
 

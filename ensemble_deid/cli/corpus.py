@@ -84,6 +84,8 @@ def rm(ctx, name):
 def show(ctx, name, by):
     """Documents, tokens and PHI per category and subtype, per split."""
     from ..corpus.bio import alignment_loss
+    from ..corpus.formats.schemes import shown_labels
+    from ..corpus.labelmap import LabelMap
     from ..studies.table import render_table
 
     with fail_on_error():
@@ -100,11 +102,14 @@ def show(ctx, name, by):
         ])
     click.echo(render_table(["split", "documents", "patients", "tokens", "PHI", "alignment loss"], rows))
     levels = {"category": ["category"], "type": ["type"], "both": ["category", "type"]}[by]
+    # A type or category outside the known schemes and the label map may be a PHI word: shown as unknown-N.
+    known = LabelMap.load(loaded.spec.label_map).names() if loaded.spec and loaded.spec.label_map else ()
     for level in levels:
         counts = {s: Counter((a.category if level == "category" else a.label) for d in loaded.splits[s] for a in d.annotations) for s in splits}
         keys = sorted(set().union(*counts.values()))
+        shown = shown_labels(keys, known)
         totals = {s: sum(counts[s].values()) or 1 for s in splits}
-        table = [[k] + [x for s in splits for x in (counts[s][k], f"{100 * counts[s][k] / totals[s]:.1f}%")] for k in keys]
+        table = [[shown[k]] + [x for s in splits for x in (counts[s][k], f"{100 * counts[s][k] / totals[s]:.1f}%")] for k in keys]
         headers = [level] + [h for s in splits for h in (s, f"{s} %")]
         click.echo()
         click.echo(render_table(headers, table, align="l" + "r" * (len(headers) - 1)))

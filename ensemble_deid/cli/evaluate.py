@@ -100,6 +100,10 @@ def evaluate(ctx, gold, system_dir, corpus_name, trained_on, split, k, seed, fmt
             if lmap is not None:
                 gold_docs = [lmap.apply_document(d) for d in gold_docs]
             report = score(gold_docs, system, criteria=criteria, options=options)
+            if lmap is not None:
+                import dataclasses
+
+                report = dataclasses.replace(report, known_names=lmap.names())
         else:
             report = evaluate_folders(gold, system_dir, fmt=input_format, label_map=lmap, criteria=criteria, options=options)
     for w in caught:

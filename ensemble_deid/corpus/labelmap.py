@@ -79,6 +79,10 @@ class LabelMap:
     def apply_document(self, doc: Document) -> Document:
         return doc.with_annotations(self.apply_all(doc.annotations))
 
+    def names(self) -> frozenset[str]:
+        """Every category and type name the map's author wrote (reports may print them)."""
+        return frozenset(part for name in (*self.types, *self.types.values(), *self.drop) for part in name.split(":"))
+
     def parents(self) -> dict[str, str]:
         """Subtype -> parent for targets that name one (used by BRAT reading)."""
         out = {}

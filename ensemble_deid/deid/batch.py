@@ -45,7 +45,7 @@ from typing import Callable, Iterator, Sequence
 
 from ..corpus.document import Annotation, Document
 from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
-from ..corpus.formats.source import read_source
+from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
 from ..files import os_error, private_dir, read_json, temp_files, write_private, write_private_json
 from .redact import MODES, redact
@@ -102,7 +102,9 @@ def read_note(note: Note) -> tuple[Document | None, list[Problem]]:
         return read_i2b2_xml(note.path)
     if note.fmt == "brat":
         return read_brat(note.path)
-    raw, problems = read_source(note.path)  # the readers' guard: a FIFO or device is refused, not read
+    # The readers' guard and note-size limit: a FIFO or device is refused, not read;
+    # a note too long for memory is refused before any work.
+    raw, problems = read_source(note.path, MAX_NOTE_BYTES, "note")
     if raw is None:
         return None, problems
     try:

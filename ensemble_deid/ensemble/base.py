@@ -42,7 +42,7 @@ from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from ..taggers.prediction import DocumentPrediction
 from ..taggers.base import NotFittedError, Tagger
-from ..taggers.constraints import Check, validate_params
+from ..taggers.constraints import SEED, Check, validate_params
 
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 
@@ -92,7 +92,7 @@ class MetaLearner:
     description: ClassVar[str] = ""
 
     # Parameters: the Tagger machinery, reused as is (constraints included).
-    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, int]}
+    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED]}
     parameter_constraints = Tagger.__dict__["parameter_constraints"]
     _param_names = Tagger.__dict__["_param_names"]
     get_params = Tagger.get_params

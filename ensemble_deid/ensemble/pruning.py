@@ -35,17 +35,11 @@ import numpy as np
 from .base import OPERATING_POINT, SpanMetaLearner
 from .objective import CRITERIA, Target, candidate_weights, check_objective, parse_objective
 from .candidates import CandidateTable, best_voter_rank, resolve_contested, voting_priority
-from .voting import check_overlap, check_threshold, resolve, resolve_chain_contested, vote_select
-from ..taggers.constraints import Check, Interval, Options
+from .voting import OVERLAP_RULES, Voting, resolve, resolve_chain_contested, vote_select
+from ..taggers.constraints import MAX_COUNT, Check, Interval, Options, validate_params
 
 ONE = np.uint64(1)
 REMOVAL_TIES = ("worse", "earliest")
-
-
-def check_removal_ties(removal_ties, who: str) -> str:
-    if removal_ties not in REMOVAL_TIES:
-        raise ValueError(f"{who}: removal_ties must be one of {', '.join(REMOVAL_TIES)}, not {removal_ties!r}")
-    return removal_ties
 
 
 def _bits(columns) -> np.uint64:
@@ -60,14 +54,22 @@ def _greedy_contested(table: CandidateTable, keep: np.ndarray, priority: np.ndar
     return resolve_contested(table, keep, priority)
 
 
+def _check(**params) -> None:
+    """The search's own arguments, by the methods' declared constraints (the
+    functions are called directly too: prune, the study's curves); a single
+    threshold is an integer of at least 1 as voting's."""
+    constraints = {**PrunedVoting._parameter_constraints, "threshold": Voting._parameter_constraints["threshold"]}
+    validate_params(f"ensemble method {PrunedVoting.name!r}", params, constraints)
+
+
 class SubsetScorer:
     """Scores of voting over member subsets at a threshold, many at once."""
 
     def __init__(self, table: CandidateTable, rank: np.ndarray, objective="f1", overlap: str = "greedy"):
         self.target: Target = parse_objective(objective).base
         self.metric = str(self.target)
-        self.resolve = resolve_chain_contested if check_overlap(overlap, "voting-pruned") == "chain" \
-            else _greedy_contested
+        _check(overlap=overlap)
+        self.resolve = resolve_chain_contested if overlap == "chain" else _greedy_contested
         self.m = table.n_members
         self.rank = np.asarray(rank, dtype=np.int64)
         self.table = table
@@ -174,7 +176,8 @@ def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, met
                    removal_ties: str = "worse", overlap: str = "greedy") -> PruningSearch:
     """Greedy backward elimination for each threshold (all of 1..m by default),
     maximising the base clause of the objective ``metric``."""
-    earliest = check_removal_ties(removal_ties, "voting-pruned") == "earliest"
+    _check(removal_ties=removal_ties)
+    earliest = removal_ties == "earliest"
     scorer = SubsetScorer(table, rank, metric, overlap)
     m = table.n_members
     names = table.member_names
@@ -182,7 +185,8 @@ def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, met
         thresholds = list(range(1, m + 1))
     paths: dict[int, PruningPath] = {}
     for t in thresholds:
-        t = check_threshold(t, "voting-pruned")
+        _check(threshold=t)
+        t = int(t)
         current = list(range(m))  # member columns, in order
         bits = scorer.subset_bits(current)
         counts = scorer.counts(bits, t)[0]
@@ -243,10 +247,10 @@ class PrunedVoting(SpanMetaLearner):
     scored = True
     chooses_operating_point = True
 
-    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, None)],
+    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, MAX_COUNT)],
                               "objective": [Check(check_objective, "an objective such as 'f1' or "
                                                   "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
-                              "removal_ties": [Options("worse", "earliest")], "overlap": [Options("greedy", "chain")],
+                              "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)],
                               "operating_point": [OPERATING_POINT]}
 
     def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None):

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..corpus.document import Document
 from ..corpus.folds import FoldAssignment, assign_folds
-from ..taggers.constraints import Check, Interval, InvalidParameter
+from ..taggers.constraints import MAX_COUNT, SEED, Check, Interval, InvalidParameter
 from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner, Members, metric_value, ordered_members
 from .objective import Objective, add_counts, best_index, check_objective, parse_objective
@@ -235,7 +235,7 @@ class GridSearch(MetaLearner):
 
     name = "grid-search"
     description = "cross-validated choice of a method's hyperparameters"
-    _parameter_constraints = {"folds": [Interval(int, 2, None)], "seed": [int],
+    _parameter_constraints = {"folds": [Interval(int, 2, MAX_COUNT)], "seed": [SEED],
                               "objective": [Check(check_objective, "an objective such as 'f1' or "
                                                   "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
                               "nested": [bool]}

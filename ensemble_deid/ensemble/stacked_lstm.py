@@ -20,7 +20,7 @@ import numpy as np
 
 from .base import OPERATING_POINT
 from .tokens import TokenMetaLearner, TokenTable
-from ..taggers.constraints import Interval
+from ..taggers.constraints import DEVICE, MAX_COUNT, MAX_SIZE, Interval
 
 PAD, UNKNOWN = 0, 1
 
@@ -54,12 +54,12 @@ class StackedLSTM(TokenMetaLearner):
     description = "token-level BiLSTM-CRF over members' tags (10-d embedding per member)"
 
     _parameter_constraints = {
-        "embedding_dim": [Interval(int, 1, None)], "hidden_size": [Interval(int, 1, None)],
-        "num_layers": [Interval(int, 1, None)], "dropout": [Interval(float, 0, 1, closed="left")],
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, None)],
-        "batch_size": [Interval(int, 1, None)], "max_length": [Interval(int, 1, None)], "early_stopping": [bool],
-        "validation_fraction": [Interval(float, 0, 1, closed="left")], "patience": [Interval(int, 0, None)],
-        "device": [None, str], "threads": [None, Interval(int, 1, None)], "operating_point": [OPERATING_POINT],
+        "embedding_dim": [Interval(int, 1, MAX_SIZE)], "hidden_size": [Interval(int, 1, MAX_SIZE)],
+        "num_layers": [Interval(int, 1, 100)], "dropout": [Interval(float, 0, 1, closed="left")],
+        "learning_rate": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, MAX_COUNT)],
+        "batch_size": [Interval(int, 1, MAX_COUNT)], "max_length": [Interval(int, 1, MAX_COUNT)], "early_stopping": [bool],
+        "validation_fraction": [Interval(float, 0, 1, closed="left")], "patience": [Interval(int, 0, MAX_COUNT)],
+        "device": [None, DEVICE], "threads": [None, Interval(int, 1, MAX_COUNT)], "operating_point": [OPERATING_POINT],
     }
     scored = True
     sweeps_base = True

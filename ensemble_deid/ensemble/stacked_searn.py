@@ -10,10 +10,62 @@ trigram features. Defaults follow [KIM20]: 20 passes, initial learning rate
 """
 from __future__ import annotations
 
+import contextlib
+import re
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
 import numpy as np
 
 from .tokens import TokenMetaLearner, TokenTable
-from ..taggers.constraints import Interval
+from ..files import FileWriteError, reason
+from ..taggers.constraints import MAX_COUNT, Check, Interval
+
+
+# The options a user may add: search and learning ones. An option that reads
+# or writes files, opens a port or sets what a parameter sets (bits, passes,
+# seed) is refused before VW ever sees it; the rest are tried on a tiny VW.
+_USER_VW_OPTION = re.compile(
+    r"--(search_[a-z_]+|loss_function|power_t|initial_t|decay_learning_rate|l1|l2|adaptive|normalized|invariant|"
+    r"sgd|noconstant|quadratic|cubic|interactions|ngram|skips|ftrl|ftrl_alpha|ftrl_beta|coin|pistol)|-q")
+
+
+def vw_options_usable(options: str) -> bool:
+    """Whether Vowpal Wabbit accepts ``options`` next to this learner's own."""
+    if not isinstance(options, str):
+        return False
+    for token in options.split():
+        if token.startswith("-") and not _USER_VW_OPTION.fullmatch(token):
+            try:
+                float(token)  # a negative value, not an option
+            except ValueError:
+                return False
+    if not options.strip():
+        return True
+    from vowpalwabbit import Workspace
+
+    try:
+        Workspace(f"--search 2 --search_task sequence -b 2 --quiet {options}").finish()
+    except Exception:  # VW's RuntimeError for an unknown option or value
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _vw_model_file(what: str) -> Iterator[Path]:
+    """A path for VW's model file in a new temporary folder. VW reports a
+    failed write or read (a full TMPDIR) as a bare RuntimeError: it becomes an
+    error naming the file and the likely cause."""
+    path = Path(tempfile.gettempdir()) / "edeid-searn-*" / "model.vw"
+    try:
+        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
+            path = Path(tmp) / "model.vw"
+            yield path
+    except (OSError, RuntimeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "Vowpal Wabbit could not write or read it"
+        raise FileWriteError(path, f"{why} while the model was {what}; is the disk full? Free space there "
+                                   "or point TMPDIR elsewhere, then rerun") from exc
 
 
 class StackedSEARN(TokenMetaLearner):
@@ -44,9 +96,12 @@ class StackedSEARN(TokenMetaLearner):
     description = "token-level Vowpal Wabbit learning-to-search over members' tags (+-2 window, tag trigrams)"
 
     _parameter_constraints = {
-        "passes": [Interval(int, 1, None)], "learning_rate": [Interval(float, 0, None, closed="neither")],
-        "window": [Interval(int, 0, None)], "history": [Interval(int, 0, None)], "bits": [Interval(int, 1, 30)],
-        "max_length": [Interval(int, 1, None)], "vw_options": [str],
+        "passes": [Interval(int, 1, MAX_COUNT)], "learning_rate": [Interval(float, 0, None, closed="neither")],
+        "window": [Interval(int, 0, 50)], "history": [Interval(int, 0, 50)], "bits": [Interval(int, 1, 30)],
+        "max_length": [Interval(int, 1, MAX_COUNT)],
+        "vw_options": [Check(vw_options_usable, "Vowpal Wabbit search or learning options it accepts, e.g. "
+                                                "'--search_rollin policy' (no file, port, -b, --passes or seed options: "
+                                                "those have their own parameters or are not allowed)")],
     }
 
     def __init__(self, passes=20, learning_rate=0.025, window=2, history=2, bits=22, max_length=50, vw_options="",
@@ -59,6 +114,26 @@ class StackedSEARN(TokenMetaLearner):
         self.max_length = max_length
         self.vw_options = vw_options
         self.random_state = random_state
+
+    # VW options the method sets from its own parameters (see _workspace): set
+    # again in vw_options, VW would use one of the two values without saying which.
+    _OWN_VW_OPTIONS = {"--search": None, "--search_task": None, "--search_history_length": "history",
+                       "-b": "bits", "--bit_precision": "bits", "-l": "learning_rate", "--learning_rate": "learning_rate",
+                       "--random_seed": "random_state", "--passes": "passes"}
+
+    def check_params(self) -> None:
+        import shlex
+
+        try:
+            words = shlex.split(self.vw_options)
+        except ValueError as exc:
+            raise ValueError(f"{self.name}: vw_options {self.vw_options!r}: {exc}") from None
+        for word in words:
+            option = word.split("=", 1)[0]
+            if option in self._OWN_VW_OPTIONS:
+                owner = self._OWN_VW_OPTIONS[option]
+                raise ValueError(f"{self.name}: vw_options sets {option}, which the method sets itself"
+                                 + (f" from its parameter {owner} (set that instead)" if owner else ""))
 
     def _features(self, table: TokenTable) -> list[np.ndarray]:
         """Per document, an array of feature strings (one per token)."""
@@ -114,27 +189,19 @@ class StackedSEARN(TokenMetaLearner):
 
     # Saving: VW's own model file; loading starts a VW on it (same options).
     def _fitted_state(self) -> dict:
-        import tempfile
-        from pathlib import Path
-
         state = super()._fitted_state()
-        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
-            path = Path(tmp) / "model.vw"
+        with _vw_model_file("write") as path:
             state.pop("vw_").save(str(path))
             state["vw_"] = path.read_bytes()
         return state
 
     def _restore_state(self, state: dict) -> None:
-        import tempfile
-        from pathlib import Path
-
         from vowpalwabbit import Workspace
 
         state = dict(state)
         model = state.pop("vw_")
         super()._restore_state(state)
-        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
-            path = Path(tmp) / "model.vw"
+        with _vw_model_file("read back") as path:
             path.write_bytes(model)
             self.vw_ = Workspace(f"-i {path} --quiet")  # VW reads the model (and its options) at start
 

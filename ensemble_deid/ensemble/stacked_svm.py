@@ -33,7 +33,7 @@ import numpy as np
 
 from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
-from ..taggers.constraints import Interval, Options
+from ..taggers.constraints import MAX_COUNT, Interval, Options
 
 CONJ_PREP = frozenset("""
 and or but nor of in at on for to from with by into onto near via per
@@ -138,7 +138,7 @@ class StackedSVM(SpanMetaLearner):
     description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
 
     _parameter_constraints = {"C": [Interval(float, 0, None, closed="neither")], "class_weight": [None, Options("balanced"), dict],
-                              "confidences": [bool], "max_iter": [Interval(int, 1, None)],
+                              "confidences": [bool], "max_iter": [Interval(int, 1, MAX_COUNT)],
                               "operating_point": [OPERATING_POINT]}
     scored = True
     sweeps_base = True

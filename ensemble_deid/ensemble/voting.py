@@ -39,15 +39,9 @@ import numpy as np
 
 from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
-from ..taggers.constraints import Interval, Options
+from ..taggers.constraints import MAX_COUNT, Interval, Options
 
 OVERLAP_RULES = ("greedy", "chain")
-
-
-def check_overlap(overlap, who: str) -> str:
-    if overlap not in OVERLAP_RULES:
-        raise ValueError(f"{who}: overlap must be one of {', '.join(OVERLAP_RULES)}, not {overlap!r}")
-    return overlap
 
 
 def resolve_chain(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, primary: np.ndarray) -> np.ndarray:
@@ -114,12 +108,6 @@ def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
     return resolve(table, keep, priority, overlap, count)
 
 
-def check_threshold(threshold, who: str) -> int:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, np.integer)) or threshold < 1:
-        raise ValueError(f"{who}: threshold must be an integer >= 1, not {threshold!r}")
-    return int(threshold)
-
-
 class Voting(SpanMetaLearner):
     """Majority-style voting over member spans with the [KIM20] tie-breaks.
 
@@ -140,7 +128,7 @@ class Voting(SpanMetaLearner):
     description = "keep spans with >= t votes; overlaps: more votes, then the better member"
     scored = True
 
-    _parameter_constraints = {"threshold": [Interval(int, 1, None)], "overlap": [Options("greedy", "chain")],
+    _parameter_constraints = {"threshold": [Interval(int, 1, MAX_COUNT)], "overlap": [Options(*OVERLAP_RULES)],
                               "operating_point": [OPERATING_POINT]}
 
     def __init__(self, threshold=2, overlap="greedy", operating_point=None):

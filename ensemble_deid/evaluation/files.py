@@ -7,22 +7,17 @@ fatal problem reported at once, before any scoring starts.
 """
 from __future__ import annotations
 
-import os
+import dataclasses
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..corpus.formats.i2b2 import ScoringRecord, read_scoring_xml
+from ..corpus.formats.source import corpus_files
 from ..errors import ERROR, CorpusError, Problem
 from .align import EvaluationWarning
 from .criteria import ALL, Criterion
 from .options import EvalOptions
-
-
-def _xml_files(directory: Path) -> list[Path]:
-    # names sorted as strings: sorting Path objects costs more than parsing a file
-    names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".xml") and e.is_file())
-    return [directory / n for n in names]
 
 
 def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None) -> tuple[list[ScoringRecord], list[Problem]]:
@@ -34,7 +29,7 @@ def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None)
     directory = Path(directory)
     if not directory.is_dir():
         raise CorpusError(f"{directory}: not a directory")
-    xml_files = _xml_files(directory) if fmt in ("auto", "xml") else []
+    xml_files = corpus_files(directory, ".xml") if fmt in ("auto", "xml") else []
     if fmt == "auto":
         fmt = "xml" if xml_files else "brat"
     records: list[ScoringRecord] = []
@@ -101,4 +96,6 @@ def evaluate_folders(gold_dir: str | Path, system_dir: str | Path, *, fmt: str =
 
     with gc_paused():  # tens of thousands of small objects, none cyclic
         gold, system = read_pair(gold_dir, system_dir, fmt, label_map)
-        return evaluate(gold, system, criteria=criteria, options=options, lenient=True)
+        report = evaluate(gold, system, criteria=criteria, options=options, lenient=True)
+    # names the label map's author wrote are printed as they are; other unknown ones are masked
+    return dataclasses.replace(report, known_names=label_map.names()) if label_map is not None else report

@@ -29,8 +29,23 @@ def _num(x):
     return int(x) if float(x).is_integer() else float(x)
 
 
+class _FScores:
+    """F1 and F2 from a class's precision and recall (micro or macro)."""
+
+    precision: float
+    recall: float
+
+    @property
+    def f1(self) -> float:
+        return f_beta(self.precision, self.recall, 1.0)
+
+    @property
+    def f2(self) -> float:
+        return f_beta(self.precision, self.recall, 2.0)
+
+
 @dataclass(frozen=True)
-class Scores:
+class Scores(_FScores):
     """Pooled counts and their precision, recall, F1 and F2."""
 
     tp: float
@@ -49,34 +64,18 @@ class Scores:
     def recall(self) -> float:
         return _ratio(self.tp, self.tp + self.fn)
 
-    @property
-    def f1(self) -> float:
-        return f_beta(self.precision, self.recall, 1.0)
-
-    @property
-    def f2(self) -> float:
-        return f_beta(self.precision, self.recall, 2.0)
-
     def to_dict(self) -> dict:
         return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "precision": self.precision,
                 "recall": self.recall, "f1": self.f1, "f2": self.f2}
 
 
 @dataclass(frozen=True)
-class MacroScores:
+class MacroScores(_FScores):
     precision: float
     precision_sd: float
     recall: float
     recall_sd: float
     n_documents: int
-
-    @property
-    def f1(self) -> float:
-        return f_beta(self.precision, self.recall, 1.0)
-
-    @property
-    def f2(self) -> float:
-        return f_beta(self.precision, self.recall, 2.0)
 
     def to_dict(self) -> dict:
         return {"precision": self.precision, "precision_sd": self.precision_sd, "recall": self.recall,

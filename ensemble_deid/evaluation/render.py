@@ -70,10 +70,11 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
         for name, res in semeval.items():
             o = res.outcomes
             lines.append(f"{name:<22}" + "".join(f"{_count(o[k]):>9}" for k in ("correct", "incorrect", "partial", "missed", "spurious")))
+    shown = report.shown_names()
     if report.leak is not None:
         lines += ["", f"{'leak (gold PHI uncovered)':<28}{'tokens':>16}{'rate':>9}{'characters':>18}{'rate':>9}"]
         rows = [("all", report.leak.overall), ("HIPAA", report.leak.hipaa)] + [
-            (k, v) for k, v in report.leak.by_category.items() if v.tokens or v.chars
+            (shown.get(k, k), v) for k, v in report.leak.by_category.items() if v.tokens or v.chars
         ]
         for name, r in rows:
             lines.append(f"{name:<28}{f'{r.leaked_tokens}/{r.tokens}':>16}{_f(r.token_rate):>9}{f'{r.leaked_chars}/{r.chars}':>18}{_f(r.char_rate):>9}")
@@ -94,7 +95,7 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
             for g, s in groups.items():
                 if s.tp + s.fp + s.fn == 0:
                     continue
-                row = f"{g:<26}{_count(s.tp):>8}{_count(s.fp):>8}{_count(s.fn):>8}  {_f(s.precision):>7}{_f(s.recall):>8}{_f(s.f1):>8}"
+                row = f"{shown.get(g, g):<26}{_count(s.tp):>8}{_count(s.fp):>8}{_count(s.fn):>8}  {_f(s.precision):>7}{_f(s.recall):>8}{_f(s.f1):>8}"
                 M = macros.get(g)
                 if M is not None:
                     row += f"  | {f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>8}"
@@ -148,6 +149,7 @@ def render_csv(report: EvaluationReport) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["section", "criterion", "group", "measure", "value"])
+    shown = report.shown_names()
     for name, res in report.results.items():
         for measure, value in res.micro.to_dict().items():
             w.writerow(["micro", name, "all", measure, value])
@@ -157,7 +159,7 @@ def render_csv(report: EvaluationReport) -> str:
                                 ("subtype", res.by_subtype)):
             for g, s in groups.items():
                 for measure, value in s.to_dict().items():
-                    w.writerow([section, name, g, measure, value])
+                    w.writerow([section, name, shown.get(g, g), measure, value])
         if res.outcomes is not None:
             for measure, value in res.outcomes.items():
                 w.writerow(["semeval", name, "all", measure, value])
@@ -165,5 +167,5 @@ def render_csv(report: EvaluationReport) -> str:
         rows = [("all", report.leak.overall), ("HIPAA", report.leak.hipaa), *report.leak.by_category.items()]
         for g, r in rows:
             for measure, value in r.to_dict().items():
-                w.writerow(["leak", "", g, measure, value])
+                w.writerow(["leak", "", shown.get(g, g), measure, value])
     return buf.getvalue()

@@ -403,7 +403,8 @@ def published_folders(root: Path) -> list[Path]:
 
 
 class Problem(NamedTuple):
-    """Something ``verify`` found: ``kind`` is corrupt, incomplete, empty, leftover or published."""
+    """Something ``verify`` found: ``kind`` is corrupt, incomplete, entry (a
+    damaged entry manifest), empty, leftover or published."""
 
     path: Path
     why: str
@@ -480,11 +481,31 @@ class PredictionCache:
         base = self.root / part.relpath
         if base.with_suffix(".json").exists():
             try:
-                self.read_part_files(base)
+                self._read_workspace_part(part)
                 return base
             except CorruptPart:
                 pass
         return self._published_base(part)
+
+    @classmethod
+    def entry_problem(cls, entry_dir: Path) -> str | None:
+        """Why an entry's ``entry.json`` cannot vouch for its parts (missing,
+        unreadable, checksum mismatch, or another entry's record), else None."""
+        record = cls._read_json(entry_dir / "entry.json", strict=False)
+        if record is None:
+            return "missing or corrupt entry manifest (entry.json): its parts are not used"
+        tagger, version_hash, train = entry_dir.parts[-3:]
+        if (record.get("tagger"), f"{record.get('version')}-{record.get('param_hash')}", record.get("train_fingerprint")) \
+                != (tagger, version_hash, train):
+            return "entry manifest (entry.json) describes another entry: its parts are not used"
+        return None
+
+    def _read_workspace_part(self, part: PartKey) -> tuple[dict[str, DocumentPrediction], dict]:
+        """The workspace copy of a part; CorruptPart when it or its entry's manifest is damaged."""
+        why = self.entry_problem(self.root / part.entry.relpath)
+        if why is not None:
+            raise CorruptPart(f"{self.root / part.entry.relpath}: {why}")
+        return self.read_part_files(self.root / part.relpath)
 
     # --- writing ---------------------------------------------------------------------
     def _mkdir(self, path: Path) -> None:
@@ -557,7 +578,7 @@ class PredictionCache:
         status = "missing"
         if base.with_suffix(".json").exists():
             try:
-                self.read_part_files(base)
+                self._read_workspace_part(part)
                 return "valid"
             except CorruptPart as exc:
                 status = f"corrupt: {exc}"
@@ -566,7 +587,7 @@ class PredictionCache:
     def read_part(self, part: PartKey) -> tuple[dict[str, DocumentPrediction], dict]:
         """The workspace copy, else a valid published one; CorruptPart when neither serves."""
         try:
-            return self.read_part_files(self.root / part.relpath)
+            return self._read_workspace_part(part)
         except CorruptPart:
             published = self._published_base(part)
             if published is None:
@@ -617,9 +638,12 @@ class PredictionCache:
         problems: list[Problem] = []
         top = self.root / SCHEMA
         for entry_dir in sorted(p for p in top.glob("*/*/*") if p.is_dir()) if top.is_dir() else []:
-            if self._read_json(entry_dir / "entry.json", strict=False) is None:
-                problems.append(Problem(entry_dir / "entry.json", "missing or corrupt entry manifest"))
             bases = self.part_files(entry_dir)
+            why = self.entry_problem(entry_dir)
+            if why is not None and (bases or not self._busy(entry_dir)):
+                # the whole entry goes: parts its manifest cannot vouch for are never used
+                problems.append(Problem(entry_dir, why, "entry"))
+                continue
             if not bases and not self._busy(entry_dir):
                 problems.append(Problem(entry_dir, "empty entry (no part: a failed or interrupted run)", "empty"))
             for base in bases:
@@ -647,6 +671,9 @@ class PredictionCache:
         path = problem.path
         if problem.kind == "published":
             return f"kept {path} (a published folder is never changed here: republish or restore it from git)"
+        if problem.kind == "entry":
+            self._remove_inside(path)
+            return f"removed damaged entry {path} with all its parts (recomputed by the next cv run)"
         if problem.kind in ("corrupt", "incomplete") and path.name != "entry.json":
             removed = [p for p in (path.with_suffix(".json"), path.with_suffix(".npz")) if p.exists()]
             for p in removed:

@@ -26,7 +26,7 @@ from ..corpus.document import Document
 from ..errors import EnsembleDeidError, ParameterError
 from ..corpus.fingerprint import corpus_fingerprint
 from ..corpus.folds import FoldAssignment, assign_folds
-from ..taggers.constraints import Interval, InvalidParameter, Options, validate_params
+from ..taggers.constraints import MAX_COUNT, Interval, InvalidParameter, Options, validate_params
 from ..taggers.prediction import DocumentPrediction, check_predictions
 from .shipping import ShippedDocuments
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 BACKENDS = ("loky", "threading", "dask", "ray")
 # Parallel jobs: a positive count, or -1 for every core (joblib's other
 # negative values are a surprise more than a feature).
-JOBS = [Interval(int, 1, None), Options(-1)]
+JOBS = [Interval(int, 1, MAX_COUNT), Options(-1)]
 
 
 def check_jobs(jobs: Any, owner: str = "cv") -> int:

@@ -49,7 +49,7 @@ from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError, did_you_mean
 from ..files import private_dir, write_private
-from ..taggers.constraints import Interval, Options
+from ..taggers.constraints import MAX_COUNT, Interval, Options
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
 
@@ -99,7 +99,7 @@ class StudyConfig:
             raise EnsembleDeidError(f"unknown ensemble method(s) {bad}; known: {', '.join(METHODS)}"
                                     + did_you_mean(bad[0], METHODS))
         constraints = {
-            "name": [str], "folds": [Interval(int, 2, None)], "seed": [int], "jobs": JOBS,
+            "name": [str], "folds": [Interval(int, 2, MAX_COUNT)], "seed": [int], "jobs": JOBS,
             "objective": [Check(check_objective, "an objective such as 'f1' or 'binary-token:recall>=0.99' "
                                 "(see docs/ensembles.md)")], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
             "union": [bool], "significance_level": [Interval(float, 0, 1, closed="neither")],

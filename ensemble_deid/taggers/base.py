@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Sequence
 
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError
-from .constraints import InvalidParameter, validate_params
+from .constraints import SEED, InvalidParameter, validate_params
 from .prediction import DocumentPrediction
 
 
@@ -54,7 +54,7 @@ class Tagger:
     # name -> accepted values (see ``constraints``); a subclass's declarations
     # extend and override its bases'. Checked by ``validate_params``.
     # Parameters many adapters share, declared once here.
-    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, int], "features": [None, dict]}
+    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED], "features": [None, dict]}
 
     # --- parameters (as scikit-learn's BaseEstimator) -------------------
     @classmethod

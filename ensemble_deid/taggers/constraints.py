@@ -5,7 +5,7 @@ constraint passing accepts the value:
 
     _parameter_constraints = {
         "c1": [Interval(float, 0, None)],                  # a number >= 0, not NaN
-        "max_iterations": [Interval(int, 1, None)],
+        "max_iterations": [Interval(int, 1, MAX_COUNT)],
         "sequence": [Options("document", "sentence")],
         "features": [None, dict],                          # None, or any dict
         "label_map": [None, Check(resolvable, "a label map file or shipped name")],
@@ -14,6 +14,12 @@ constraint passing accepts the value:
 :func:`validate_params` checks them when a tagger is made from a spec, before
 any fold runs, so a bad value is one error naming the tagger, the parameter
 and the value instead of a traceback mid-run (and an empty cache entry).
+
+A value that passes must also be one the run can live with: no number is
+infinite or NaN, and every count and size is bounded (``MAX_COUNT``,
+``MAX_SIZE``, ``SEED``), so that ``epochs=10**20`` or ``hidden_size=10**20``
+is refused here instead of running for ever or exhausting memory later. The
+tagger contract checks that every integer parameter declares such a bound.
 """
 from __future__ import annotations
 
@@ -25,6 +31,13 @@ from typing import Any, Callable, Mapping
 
 class InvalidParameter(ValueError):
     """A parameter value outside its declared constraints."""
+
+
+# Ceilings of the absurd: above them a value is a typo (1e20) that would run
+# for ever or exhaust memory, never a setting anyone means.
+MAX_COUNT = 1_000_000  # epochs, iterations, passes, patience, lengths, thresholds
+MAX_SIZE = 10_000  # a layer, embedding or feature dimension (word vectors have <= 1,000)
+MAX_SEED = 2**32 - 1  # numpy, torch and Vowpal Wabbit take seeds in [0, 2**32)
 
 
 @dataclass(frozen=True)
@@ -60,8 +73,9 @@ class Interval:
             return word
         left = "[" if self.closed in ("both", "left") and self.low is not None else "("
         right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
+        number = (lambda x: f"{x:,}") if self.kind is int else (lambda x: f"{x:g}")
+        low = "-inf" if self.low is None else number(self.low)
+        high = "inf" if self.high is None else number(self.high)
         return f"{word} in {left}{low}, {high}{right}"
 
 
@@ -101,6 +115,35 @@ class Check:
         return self.description
 
 
+SEED = Interval(int, 0, MAX_SEED)
+
+
+def existing_file(value: Any) -> bool:
+    """Whether ``value`` names a readable regular file (an embeddings file...)."""
+    import os
+
+    return isinstance(value, str) and os.path.isfile(value) and os.access(value, os.R_OK)
+
+
+def device_usable(value: Any) -> bool:
+    """Whether torch can run on ``value`` here: "auto" and "cpu" always;
+    "cuda", "cuda:N" and "mps" only when this machine has that device."""
+    if value in ("auto", "cpu"):
+        return True
+    if not isinstance(value, str) or not (value in ("cuda", "mps") or value.startswith("cuda:") and value[5:].isdigit()):
+        return False
+    import torch  # only asked about a GPU when one is named
+
+    if value == "mps":
+        return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    index = int(value[5:]) if ":" in value else 0
+    return torch.cuda.is_available() and index < torch.cuda.device_count()
+
+
+DEVICE = Check(device_usable, "'auto', 'cpu', or a device this machine has ('cuda', 'cuda:N', 'mps')")
+EXISTING_FILE = Check(existing_file, "an existing, readable file")
+
+
 def _accepts(constraint: Any, value: Any) -> bool:
     if constraint is None:
         return value is None
@@ -128,11 +171,11 @@ def refused_examples(constraints: list) -> list:
             if c.high is not None:
                 candidates.append(c.high + step)
             if c.kind is int:
-                candidates.append(1.5)
+                candidates += [1.5, 10**20, -(10**20)]  # absurd counts and sizes
             else:
-                candidates.append(float("nan"))
+                candidates += [float("nan"), float("inf"), float("-inf")]
         elif c is int or c is float:
-            candidates.append(float("nan"))
+            candidates += [float("nan"), float("inf")]
     return [v for v in candidates if not accepts(constraints, v)]
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import gc
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -57,10 +57,34 @@ from .gazetteers import GAZETTEER_NAMES, Gazetteers, default_gazetteers, normali
 FEATURES_VERSION = "2"
 _WORD_CACHE_LIMIT = 400_000  # word types; the cache is emptied beyond this
 
+class _RunStartPattern:
+    """``finditer`` of a pattern that starts with a run of ``run`` characters,
+    with the same matches in linear time.
+
+    ``re`` retries a failed match from every position: in a long run with no
+    "@" after it (a base64 blob in a note) each retry rescans the rest of the
+    run, quadratic time (80k characters: a minute). A match can only start
+    where such a run starts or where the previous match ended; from any other
+    position it would reach the same end of the run, and fail the same way.
+    """
+
+    def __init__(self, pattern: str, run: str):
+        self.pattern = pattern
+        self._anywhere = re.compile(pattern)
+        self._run_start = re.compile(rf"(?<!{run}){pattern}")
+
+    def finditer(self, text: str) -> Iterator[re.Match]:
+        match = self._run_start.search(text)
+        while match is not None:
+            yield match
+            end = match.end()  # a match never is empty
+            match = self._anywhere.match(text, end) or self._run_start.search(text, end)
+
+
 # Coarse shape regexes for the ``re=`` features and the dense flags. They mark
 # tokens whose characters lie inside a match; the rule tagger has its own,
 # label-aware patterns.
-REGEX_FEATURES: dict[str, re.Pattern] = {
+REGEX_FEATURES: dict[str, "re.Pattern | _RunStartPattern"] = {
     "date": re.compile(
         r"\b\d{1,4}[/\-.]\d{1,2}[/\-.]\d{2,4}\b"
         r"|\b\d{4}-\d{2}-\d{2}\b"
@@ -71,7 +95,7 @@ REGEX_FEATURES: dict[str, re.Pattern] = {
         r"(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)\s*|\b\d{2,4}[\s.-])\d{2,4}[\s.-]\d{2,4}(?:[\s.-]\d{2,4})?\b"
         r"|\b[6-9]\d{8}\b"
     ),
-    "email": re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    "email": _RunStartPattern(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", r"[\w.+-]"),
     "url": re.compile(r"\b(?:https?://|www\.)[^\s<>\"']+", re.I),
     "ipaddr": re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b"),
     "longnum": re.compile(r"\b\d{5,}\b"),

@@ -31,7 +31,7 @@ import re
 import tempfile
 from contextlib import contextmanager
 from itertools import chain
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -456,6 +456,15 @@ class LinearTagger(Tagger):
         if not documents or not any(len(d.tokens) for d in documents):
             raise ValueError(f"{who}: no training tokens (got {len(documents)} documents)")
 
+    def _training_features(self, documents: Sequence[Document], **overrides: Any) -> list:
+        """The start of every fit: the library is there and there are tokens
+        to learn from; then the extractor (``overrides`` on the tagger's
+        features) and each training document's token features."""
+        self._require()
+        self._check_training(documents, self.name)
+        self.extractor_ = self._extractor(**overrides)
+        return self._extract(documents)
+
 
 _PIP_NAMES = {"sklearn": "scikit-learn", "pycrfsuite": "python-crfsuite", "vowpalwabbit": "vowpalwabbit"}
 
@@ -641,6 +650,27 @@ class VowpalTagger(LinearTagger):
         if n_gram > 1:
             args += ["--ngram", f"w{n_gram}"]
         return args
+
+    def _fit_vw(self, documents, args_for: Callable[[LabelIndex, int], list[str]], sequence_end: str = "\n"):
+        """Train VW on the documents' training chunks, in a seeded order:
+        ``args_for(labels, n_gram)`` gives the learner's whole command line
+        and ``sequence_end`` ends each chunk's lines (a blank line between
+        search sequences). Keeps the model, the labels and the window size."""
+        overrides, n_gram, n_window = self._vw_features()
+        feats = self._training_features(documents, **overrides)
+        labels = LabelIndex.from_documents(documents)
+        seqs = self._sequences(documents, feats, labels)
+
+        def write(fh):
+            for f, ids in seqs:
+                fh.write("\n".join(vw_lines(f, ids, n_window)))
+                fh.write(sequence_end)
+
+        with scratch_dir() as tmp:
+            self.model_ = vw_train(args_for(labels, n_gram), write, tmp)
+        self.labels_ = labels
+        self.n_window_ = n_window
+        return self
 
     def _sequences(self, documents, feats, labels: LabelIndex):
         """(features, VW label ids 1..K) per training chunk, in a seeded random order."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -11,6 +12,7 @@ from ...errors import ERROR, CorpusError, ParameterError, Problem, printable
 from ..labelmap import LabelMap
 from .brat import read_brat
 from .i2b2 import read_i2b2_xml, to_i2b2_xml, write_i2b2_xml
+from .source import corpus_files
 
 __all__ = [
     "I2B2_GROUP_PATTERN", "compile_group_pattern", "detect_format", "group_ids", "load_directory", "read_directory",
@@ -22,9 +24,9 @@ I2B2_GROUP_PATTERN = r"^(\d{3})-\d{2}$"
 
 
 def detect_format(directory: Path) -> str:
-    if any(directory.glob("*.xml")):
+    if corpus_files(directory, ".xml"):
         return "xml"
-    if any(directory.glob("*.txt")) or any(directory.glob("*.ann")):
+    if corpus_files(directory, ".txt") or corpus_files(directory, ".ann"):
         return "brat"
     raise CorpusError(f"{printable(directory)}: no .xml or .txt/.ann files found")
 
@@ -44,27 +46,28 @@ def read_directory(
     if not directory.is_dir():
         raise CorpusError(f"{printable(directory)}: not a directory")
     fmt = detect_format(directory) if fmt == "auto" else fmt
-    pattern = {"xml": "*.xml", "brat": "*.txt"}.get(fmt)
-    if pattern is not None and not any(directory.glob(pattern)):
+    suffix = {"xml": ".xml", "brat": ".txt"}.get(fmt)
+    files = corpus_files(directory, suffix) if suffix else []
+    if suffix is not None and not files:
         # e.g. --format brat on a folder of XML: refuse rather than load 0 documents.
-        raise CorpusError(f"{printable(directory)}: no {pattern[1:]} files for format {fmt}")
+        raise CorpusError(f"{printable(directory)}: no {suffix} files for format {fmt}")
     problems: list[Problem] = []
     docs: list[Document] = []
     if fmt == "xml":
-        for path in sorted(directory.glob("*.xml")):
+        for path in files:
             doc, found = read_i2b2_xml(path)
             problems += found
             if doc is not None:
                 docs.append(doc)
     elif fmt == "brat":
         parents = label_map.parents() if label_map else None
-        for path in sorted(directory.glob("*.txt")):
+        for path in files:
             doc, found = read_brat(path, parents)
             problems += found
             if doc is not None:
                 docs.append(doc)
-        for ann in sorted(directory.glob("*.ann")):
-            if not ann.with_suffix(".txt").exists():
+        for ann in corpus_files(directory, ".ann"):
+            if not os.path.lexists(ann.with_suffix(".txt")):
                 problems.append(Problem(ERROR, str(ann), "no .txt file beside this .ann file"))
     else:
         raise CorpusError(f"unknown format {fmt!r}; expected xml, brat or auto")

@@ -18,9 +18,9 @@ from typing import Mapping
 
 from ..document import Annotation, Document
 from ...errors import ERROR, WARNING, Problem
-from .i2b2 import overlap_problems
+from .i2b2 import capped, overlap_problems
 from .schemes import KNOWN_PARENTS
-from .source import read_source
+from .source import MAX_NOTE_BYTES, read_source
 
 # Ids and types are shown in messages only when shaped like one: a malformed
 # line may start with note text (a line without tabs is quoted whole otherwise).
@@ -28,6 +28,9 @@ _ID_SHAPE = re.compile(r"T\d{1,12}")
 _TYPE_SHAPE = re.compile(r"[A-Za-z0-9_:.-]{1,60}")
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\t]")
 _FRAGMENT = re.compile(r"(\d+) (\d+)")
+# An offset longer than this is out of range of any text (and int() refuses
+# strings of over 4,300 digits with a ValueError): refused before converting.
+_MAX_OFFSET_DIGITS = 18
 _ANN_LINE = re.compile(r"[TRAENM*#]\d*\t")  # a line that starts an annotation, not a text's continuation
 
 
@@ -38,7 +41,7 @@ def read_brat(
     txt_path = Path(txt_path)
     ann_path = txt_path.with_suffix(".ann")
     parents = {**KNOWN_PARENTS, **(parents or {})}
-    raw, problems = read_source(txt_path)
+    raw, problems = read_source(txt_path, MAX_NOTE_BYTES, "note")
     if raw is None:
         return None, problems
     try:
@@ -56,10 +59,15 @@ def read_brat(
         if ann_raw is None:
             return None, problems + found
         try:
-            ann_text = ann_raw.decode("utf-8")
+            # utf-8-sig: a byte order mark (Windows editors write one) would
+            # otherwise glue onto the first line's id and drop its annotation.
+            ann_text = ann_raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             return None, problems + [Problem(ERROR, str(ann_path), f"not valid UTF-8 (bad byte at offset {exc.start})")]
-        seen: set[str] = set()
+        ids: set[str] = set()
+        keys: set[tuple] = set()
+        repeated: list[str] = []  # ids of lines repeating an annotation already read (dropped)
+        reused: list[str] = []  # ids given to a second, different annotation (kept)
         # Only "\n" (or "\r\n") ends a line: str.splitlines() would also break
         # at U+2028, U+0085, form feeds... that can sit inside a covered text.
         lines = ann_text.split("\n")
@@ -78,11 +86,22 @@ def read_brat(
                 if not matched:
                     continue
             for ann in fragments:
-                if ann.id in seen:
-                    problems.append(Problem(WARNING, str(ann_path), "duplicate annotation id", tag=ann.id, field="id"))
-                seen.add(ann.id)
+                if ann.key in keys:  # the same span and type again: scored once, reported once
+                    repeated.append(ann.id)
+                    continue
+                if ann.id in ids:
+                    reused.append(ann.id)
+                ids.add(ann.id)
+                keys.add(ann.key)
                 annotations.append(ann)
+        if repeated:
+            problems.append(Problem(WARNING, str(ann_path), f"{len(repeated)} annotation(s) repeating an earlier one "
+                                    "(same span and type) dropped", tag=repeated[0], field="id"))
+        if reused:
+            problems.append(Problem(WARNING, str(ann_path), f"{len(reused)} duplicate annotation id(s)", tag=reused[0], field="id"))
+    problems.extend(_unknown_type_problems(annotations, parents, str(ann_path)))
     problems.extend(overlap_problems(annotations, str(ann_path)))
+    problems = capped(problems)
     if any(p.severity == ERROR for p in problems):
         return None, problems
     meta = {"source": str(txt_path), "format": "brat"}
@@ -107,6 +126,10 @@ def _parse_line(line, lineno, text, file, parents, problems) -> tuple[list[Annot
             message = "offsets are not integers" if len(fragment.split(" ")) == 2 else "expected START END for each fragment"
             problems.append(Problem(ERROR, file, f"line {lineno}: {message}", tag=tag_id, field="offsets"))
             return None
+        if max(len(match.group(1)), len(match.group(2))) > _MAX_OFFSET_DIGITS:
+            problems.append(Problem(ERROR, file, f"line {lineno}: offset of over {_MAX_OFFSET_DIGITS} digits: out of range",
+                                    tag=tag_id, field="offsets"))
+            return None
         start, end = int(match.group(1)), int(match.group(2))
         if not (0 <= start < end <= len(text)):
             problems.append(Problem(
@@ -119,10 +142,7 @@ def _parse_line(line, lineno, text, file, parents, problems) -> tuple[list[Annot
             return None
         spans.append((start, end))
     type_ = type_.upper()
-    category = parents.get(type_)
-    if category is None:
-        category = "OTHER"
-        problems.append(Problem(WARNING, file, f"line {lineno}: type {type_} has no known parent category; using OTHER (give a label map)", tag=tag_id, field="type"))
+    category = parents.get(type_, "OTHER")  # an unknown type: counted and reported by read_brat
     covered = parts[2] if len(parts) > 2 else None
     fragments = [
         Annotation(start, end, category, type_, text[start:end] if covered is not None else None,
@@ -130,6 +150,19 @@ def _parse_line(line, lineno, text, file, parents, problems) -> tuple[list[Annot
         for k, (start, end) in enumerate(spans)
     ]
     return fragments, covered
+
+
+def _unknown_type_problems(annotations, parents, file) -> list[Problem]:
+    """One warning per file for the types no scheme or label map gives a
+    parent: counts and the first tag id, never the type names (a word in
+    the type column may be PHI typed in the wrong place)."""
+    unknown = [a for a in annotations if a.type not in parents]
+    if not unknown:
+        return []
+    types = len({a.type for a in unknown})
+    return [Problem(WARNING, file, f"{len(unknown)} annotation(s) of {types} type(s) with no known parent category "
+                                   "(names not shown); filed under OTHER (give a label map)",
+                    tag=unknown[0].id, field="type")]
 
 
 def _check_text(fragments, covered, lines, index, text, lineno, file, problems) -> tuple[int, bool]:

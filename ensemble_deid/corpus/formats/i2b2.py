@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree.ElementTree import ParseError, TreeBuilder
@@ -17,7 +18,8 @@ import defusedxml.ElementTree as SafeET
 from ..document import PARENT_CATEGORIES, Annotation, Document
 from ...errors import ERROR, WARNING, Problem
 from ...files import write_private
-from .source import read_source
+from .schemes import PHI_ELEMENTS, is_known_name, shown_id
+from .source import read_source, too_large
 
 ROOTS = ("deIdi2b2", "MEDDOCAN")
 _ENCODING_DECL = re.compile(rb"^<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
@@ -26,9 +28,6 @@ _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-# An id or element name is shown in messages only when it looks like one:
-# a value with spaces or odd characters may be note text put where it does not belong.
-_NAME_SHAPE = re.compile(r"[A-Za-z0-9_.:#/-]{1,40}")
 # Characters XML 1.0 cannot carry at all.
 _ATTR_WS = re.compile(r"\r\n|[\t\n\r]")
 _INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -66,9 +65,12 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
         line, col = getattr(exc, "position", (None, None))
         return None, [Problem(ERROR, name, f"malformed XML at line {line}, column {col}")]
 
-    text_el = root.find("TEXT")
-    if text_el is None:
-        return None, [Problem(ERROR, name, "no TEXT element", field="TEXT")]
+    text_el, problem = _single(root, "TEXT", name)
+    if problem is not None:
+        return None, [problem]
+    too_long = too_large(len(text_el.text or ""), name, "TEXT")
+    if too_long is not None:
+        return None, [too_long]
     if len(text_el):
         # ElementTree would keep only the text before the first child: the
         # note would be cut silently. Element names are not shown (note text).
@@ -77,33 +79,63 @@ def read_i2b2_xml(path: str | Path, doc_id: str | None = None) -> tuple[Document
     text = text_el.text or ""
     if not text.strip():
         problems.append(Problem(WARNING, name, "TEXT is empty", field="TEXT"))
-    for child in root:
-        if child.tag not in ("TEXT", "TAGS"):
-            problems.append(Problem(WARNING, name, f"unknown element <{_shown(child.tag)}> ignored", field=_shown(child.tag)))
+    ignored = [child.tag for child in root if child.tag not in ("TEXT", "TAGS")]
+    if ignored:
+        problems.append(Problem(WARNING, name, f"{_counted(ignored)} ignored (a record holds TEXT and TAGS)"))
 
     annotations: list[Annotation] = []
-    tags_el = root.find("TAGS")
+    all_tags = root.findall("TAGS")
+    if len(all_tags) > 1:
+        return None, problems + [Problem(ERROR, name, f"{len(all_tags)} TAGS elements: a record holds one "
+                                                      "(the others would be ignored)", field="TAGS")]
+    tags_el = all_tags[0] if all_tags else None
     if tags_el is None:
         problems.append(Problem(WARNING, name, "no TAGS element: document has no annotations", field="TAGS"))
     seen_ids: set[str] = set()
+    duplicates: list[str] = []
     for i, el in enumerate(tags_el if tags_el is not None else ()):
-        tag_id = _shown(el.get("id"), f"#{i}")
+        tag_id = shown_id(el.get("id"), f"#{i}")
         if tag_id in seen_ids:
-            problems.append(Problem(WARNING, name, "duplicate tag id", tag=tag_id, field="id"))
+            duplicates.append(tag_id)
         seen_ids.add(tag_id)
         if el.tag not in PARENT_CATEGORIES:
-            problems.append(Problem(WARNING, name, f"unknown category element <{_shown(el.tag)}>", tag=tag_id))
+            problems.append(Problem(WARNING, name, f"unknown category element {_element(el.tag)}", tag=tag_id))
         ann = _annotation(el, tag_id, text, name, problems)
         if ann is not None:
             annotations.append(ann)
+    if duplicates:
+        problems.append(Problem(WARNING, name, f"{len(duplicates)} duplicate tag id(s)", tag=duplicates[0], field="id"))
     problems.extend(overlap_problems(annotations, name))
+    problems = capped(problems)
     if any(p.severity == ERROR for p in problems):
         return None, problems
     return Document(doc_id, text, annotations, {"source": name, "format": "i2b2-xml", "root": root.tag}), problems
 
 
-def _shown(value: str | None, fallback: str = "?") -> str:
-    return value if value is not None and _NAME_SHAPE.fullmatch(value) else fallback
+def _single(root, element: str, name: str) -> tuple:
+    """The one ``element`` child of the root, or the problem: none, or several
+    (ElementTree's find would keep the first and drop the others' text silently)."""
+    found = root.findall(element)
+    if not found:
+        return None, Problem(ERROR, name, f"no {element} element", field=element)
+    if len(found) > 1:
+        return None, Problem(ERROR, name, f"{len(found)} {element} elements: a record holds one note "
+                                          "(the others would be ignored)", field=element)
+    return found[0], None
+
+
+def _element(tag: str) -> str:
+    """An element name as a message prints it: a known one as ``<NAME>``, any
+    other (a word typed as an element name may be PHI) without its name."""
+    return f"<{tag}>" if is_known_name(tag) else "(name not shown: not a known element)"
+
+
+def _counted(elements: list[str]) -> str:
+    """``"2 <NAME> element(s), 1 element(s) of another name"``: known names, counts for the rest."""
+    known = Counter(e for e in elements if is_known_name(e))
+    others = len(elements) - sum(known.values())
+    parts = [f"{n} <{e}> element(s)" for e, n in sorted(known.items())]
+    return ", ".join(parts + ([f"{others} element(s) of another name"] if others else []))
 
 
 def _decode(raw: bytes, name: str) -> tuple[str, Problem | None]:
@@ -143,9 +175,9 @@ def _refuse_external_dtd(name, sysid, pubid, has_internal_subset):
         raise _ExternalDTD
 
 
-def _parse(source: str):
-    """Parse decoded text with the hardened parser; an external DTD is refused
-    too (defusedxml only refuses all DTDs or none)."""
+def _parse(source: str | bytes):
+    """Parse with the hardened parser; an external DTD is refused too
+    (defusedxml only refuses all DTDs or none)."""
     parser = SafeET.DefusedXMLParser(target=TreeBuilder(), forbid_dtd=False, forbid_entities=True, forbid_external=True)
     parser.parser.StartDoctypeDeclHandler = _refuse_external_dtd
     parser.feed(source)
@@ -183,6 +215,27 @@ def _annotation(el, tag_id: str, text: str, file: str, problems: list[Problem]) 
         problems.append(Problem(ERROR, file, "text attribute differs from the TEXT slice at its offsets", tag=tag_id, field="text"))
         return None
     return Annotation(start, end, el.tag.upper(), type_.upper(), covered, tag_id, el.get("comment") or "")
+
+
+MAX_LISTED_PROBLEMS = 50  # per file and severity; the rest are counted in one line
+
+
+def capped(problems: list[Problem]) -> list[Problem]:
+    """At most ``MAX_LISTED_PROBLEMS`` problems of each severity and file,
+    then one that counts the rest: a file of a million bad or overlapping
+    lines gives a readable report, not a million lines."""
+    counts: Counter = Counter((p.file, p.severity) for p in problems)
+    if all(n <= MAX_LISTED_PROBLEMS for n in counts.values()):
+        return problems
+    out, listed = [], Counter()
+    for p in problems:
+        listed[p.file, p.severity] += 1
+        if listed[p.file, p.severity] <= MAX_LISTED_PROBLEMS:
+            out.append(p)
+    for (file, severity), n in counts.items():
+        if n > MAX_LISTED_PROBLEMS:
+            out.append(Problem(severity, file, f"... and {n - MAX_LISTED_PROBLEMS} more {severity}(s) in this file, not listed"))
+    return out
 
 
 def overlap_problems(annotations: list[Annotation], file: str) -> list[Problem]:
@@ -251,7 +304,6 @@ def write_i2b2_xml(document: Document, path: str | Path, root: str = "deIdi2b2")
 # `text` attribute that disagrees with TEXT, no TYPE). `evaluate` reads files
 # this way and warns about each of those.
 
-PHI_ELEMENTS = ("NAME", "PROFESSION", "LOCATION", "AGE", "DATE", "CONTACT", "ID", "OTHER", "PHI")
 _PHI_ELEMENT_SET = frozenset(PHI_ELEMENTS)
 _SHOWN_IDS = 5
 
@@ -293,11 +345,10 @@ def _parse_for_scoring(raw: bytes):
             import xml.etree.ElementTree as ET
 
             return ET.fromstring(raw), None
-        import defusedxml
-        import defusedxml.ElementTree as SafeET
-
         try:
-            return SafeET.fromstring(raw, forbid_dtd=False, forbid_entities=True, forbid_external=True), None
+            return _parse(raw), None
+        except _ExternalDTD:
+            return None, "refused: the file names an external DTD (document type declaration)"
         except defusedxml.DefusedXmlException as exc:
             return None, f"refused: unsafe XML ({type(exc).__name__}: entity declarations or external references)"
     except ParseError as exc:
@@ -328,13 +379,16 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
     root, reason = _parse_for_scoring(raw)
     if root is None:
         return None, [Problem(ERROR, name, reason)]
-    text_el = root.find("TEXT")
-    if text_el is None:
-        return None, [Problem(ERROR, name, "no TEXT element", field="TEXT")]
+    text_el, problem = _single(root, "TEXT", name)
+    if problem is not None:
+        return None, [problem]
     text = text_el.text or ""
+    too_long = too_large(len(text), name, "TEXT")
+    if too_long is not None:
+        return None, [too_long]
     n = len(text)
     tags: list[tuple[int, int, str, str]] = []
-    ignored: dict[str, int] = {}
+    ignored: list[str] = []
     odd: dict[str, list[str]] = {"zero": [], "past": [], "text": [], "type": []}
     tags_el = root.find("TAGS")
     known = _PHI_ELEMENT_SET
@@ -342,23 +396,23 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
     for i, el in enumerate(tags_el if tags_el is not None else ()):
         element = el.tag
         if element not in known:
-            ignored[element] = ignored.get(element, 0) + 1
+            ignored.append(element)
             continue
         attrib = el.attrib
         try:
             start, end = int(attrib["start"]), int(attrib["end"])
         except KeyError as exc:
-            problems.append(Problem(ERROR, name, "missing attribute", tag=attrib.get("id") or f"#{i}", field=exc.args[0]))
+            problems.append(Problem(ERROR, name, "missing attribute", tag=shown_id(attrib.get("id"), f"#{i}"), field=exc.args[0]))
             continue
         except ValueError:
-            problems.append(Problem(ERROR, name, "offset is not an integer", tag=attrib.get("id") or f"#{i}", field="start/end"))
+            problems.append(Problem(ERROR, name, "offset is not an integer", tag=shown_id(attrib.get("id"), f"#{i}"), field="start/end"))
             continue
         type_ = attrib.get("TYPE")
         covered = attrib.get("text")
         if 0 <= start < end <= n and type_ is not None and (covered is None or covered == text[start:end]):
             append((start, end, element, type_))  # the common case, checked at once
             continue
-        tag_id = attrib.get("id") or f"#{i}"
+        tag_id = shown_id(attrib.get("id"), f"#{i}")
         if start < 0 or end < start:
             problems.append(Problem(ERROR, name, f"offsets [{start}, {end}) negative or reversed", tag=tag_id, field="start/end"))
             continue
@@ -372,9 +426,9 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
         if covered is not None and covered != text[start:end] and covered != _ATTR_WS.sub(" ", text[start:end]):
             odd["text"].append(tag_id)
         append((start, end, element, type_))
-    for element, count in sorted(ignored.items()):
-        problems.append(Problem(WARNING, name, f"{count} <{element}> element(s) ignored: not a PHI element the official "
-                                f"program reads ({', '.join(PHI_ELEMENTS)}, exact spelling)", field=element))
+    if ignored:
+        problems.append(Problem(WARNING, name, f"{_counted(ignored)} ignored: not a PHI element the official "
+                                f"program reads ({', '.join(PHI_ELEMENTS)}, exact spelling)", field="TAGS"))
     what = {
         "zero": ("zero-length tag(s)", "start/end"),
         "past": (f"tag(s) ending past the end of TEXT ({n} characters)", "end"),
@@ -386,6 +440,7 @@ def read_scoring_xml(path: str | Path, doc_id: str | None = None) -> tuple[Scori
             message, attr = what[kind]
             problems.append(Problem(WARNING, name, f"{len(ids)} {message}; scored as the official program does",
                                     tag=_ids(ids), field=attr))
+    problems = capped(problems)
     if any(p.severity == ERROR for p in problems):
         return None, problems
     return ScoringRecord(doc_id or path.stem, text, tuple(tags), name), problems

@@ -22,7 +22,7 @@ from ...corpus.bio import OUTSIDE, gold_tags
 from ...corpus.document import Document
 from ..prediction import DocumentPrediction
 from ..base import Tagger
-from ..constraints import Check, Interval, Options
+from ..constraints import DEVICE, EXISTING_FILE, MAX_COUNT, MAX_SIZE, Interval, Options
 from .vocab import Vocab
 
 log = logging.getLogger("ensemble_deid.taggers.neural")
@@ -103,20 +103,19 @@ class NeuralTagger(Tagger):
     uses_features: ClassVar[bool] = False
     # Checked before any fold runs (Tagger.validate_params; _check_params follows).
     _parameter_constraints: ClassVar[dict[str, list]] = {
-        "epochs": [Interval(int, 1, None)], "patience": [Interval(int, 0, None)],
-        "batch_size": [Interval(int, 1, None)], "lr": [Interval(float, 0, None, closed="neither")],
+        "epochs": [Interval(int, 1, MAX_COUNT)], "patience": [Interval(int, 0, MAX_COUNT)],
+        "batch_size": [Interval(int, 1, MAX_COUNT)], "lr": [Interval(float, 0, None, closed="neither")],
         "optimizer": [str], "lr_decay": [Interval(float, 0, None)], "anneal": [Interval(float, 0, 1, closed="right")],
-        "anneal_patience": [Interval(int, 0, None)], "ema_decay": [Interval(float, 0, 1, closed="left")],
+        "anneal_patience": [Interval(int, 0, MAX_COUNT)], "ema_decay": [Interval(float, 0, 1, closed="left")],
         "clip": [Interval(float, 0, None)], "dropout": [Interval(float, 0, 1, closed="left")],
-        "output_dropout": [bool], "bio_constraints": [bool], "char_dim": [Interval(int, 1, None)],
-        "char_lstm_dim": [Interval(int, 1, None)], "word_dim": [Interval(int, 1, None)],
-        "word_lstm_dim": [Interval(int, 1, None)], "shape_dim": [Interval(int, 0, None)],
-        "embeddings_path": [None, str], "corpus_vectors": [bool], "unk_prob": [Interval(float, 0, 1)],
-        "context": [Options(*CONTEXTS)], "max_length": [Interval(int, 0, None)],
-        "device": [Check(lambda d: d in ("auto", "cpu", "cuda", "mps") or str(d).startswith("cuda:") and str(d)[5:].isdigit(),
-                         "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")],
+        "output_dropout": [bool], "bio_constraints": [bool], "char_dim": [Interval(int, 1, MAX_SIZE)],
+        "char_lstm_dim": [Interval(int, 1, MAX_SIZE)], "word_dim": [Interval(int, 1, MAX_SIZE)],
+        "word_lstm_dim": [Interval(int, 1, MAX_SIZE)], "shape_dim": [Interval(int, 0, MAX_SIZE)],
+        "embeddings_path": [None, EXISTING_FILE], "corpus_vectors": [bool], "unk_prob": [Interval(float, 0, 1)],
+        "context": [Options(*CONTEXTS)], "max_length": [Interval(int, 0, MAX_COUNT)],
+        "device": [DEVICE],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
-        "num_threads": [None, Interval(int, 1, None)], "verbose": [bool],
+        "num_threads": [None, Interval(int, 1, MAX_COUNT)], "verbose": [bool],
     }
 
     def __init__(
