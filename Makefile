@@ -12,9 +12,10 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# The CPU wheel first, so nothing later pulls CUDA builds of torch.
+	# The CPU wheel first, so nothing later pulls CUDA builds of torch
+	# (the transformer extra needs no other torch: its tests run on the CPU).
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,dask,external]'
+	$(PY) -m pip install -q -e '.[test,dask,external,transformer]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -250,7 +250,7 @@ def test_published_files_are_owner_only_whatever_the_umask(tiny_registered, tmp_
 
 def test_cache_ls_lists_published_entries_with_the_corpus_name(published):
     clone, _ = published
-    out = _cli("cache", "ls", ws=clone).output
+    out = _cli("cache", "ls", "--wide", ws=clone).output
     assert "published tiny" in out and "| tiny " in out
 
 

@@ -147,7 +147,7 @@ def test_verify_does_not_call_ensemble_entries_stale(two_votings):
 
 
 def test_ls_names_corpora_and_shows_ensemble_members(two_votings):
-    out = _run("cache", "ls").output
+    out = _run("cache", "ls", "--wide").output
     voting = [line for line in out.splitlines() if "ensemble.voting" in line]
     assert len(voting) == 2
     for line in voting:

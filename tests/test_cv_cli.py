@@ -57,8 +57,11 @@ def test_taggers_lists_plugins():
 
 def test_compare_two_systems(tiny_registered):
     out = _run("compare", "memorize", "memorize:max_len=1", "--corpus", tiny_registered, "--folds", "5",
-               "--trials", "500", "--test", "randomization", "--test", "bootstrap").output
-    assert "(ref)" in out and "p randomization (Holm)" in out and "95% CI" in out
+               "--trials", "500", "--test", "randomization", "--test", "bootstrap").stdout
+    assert "(ref)" in out and "p (Holm)" in out and "95% CI" in out
+    tests = [[c.strip() for c in x.strip("|").split("|")] for x in out.splitlines() if x.startswith("| memorize")]
+    assert {r[1] for r in tests} >= {"randomization", "bootstrap"}  # one row a (system, test)
+    assert max(len(line) for line in out.splitlines()) <= 80, out  # issue 34 item 8: fits a terminal
 
 
 def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered, workspace, tmp_path):
@@ -69,3 +72,20 @@ def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered
     test_fp = Workspace(workspace).load(tiny_registered).fingerprint("test")
     assert f"predict-{test_fp}-all: 10 document(s) of the test split" in out
     assert "fold-00: " in out and "of the train split" in out
+
+
+def test_cv_tells_cached_seconds_from_seconds_spent(tiny_registered):
+    # issue 34 item 8: a fully cached rerun showed the original fit seconds as if just spent
+    def row(out):
+        header = next(x for x in out.splitlines() if x.startswith("| tagger "))
+        line = next(x for x in out.splitlines() if x.startswith("| memorize "))
+        cells = dict(zip([c.strip() for c in header.strip("|").split("|")], [c.strip() for c in line.strip("|").split("|")]))
+        return cells["fit s"], cells["predict s"]
+
+    first = _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress").output
+    assert all(not c.startswith("cached") for c in row(first)) and "spent when the cached parts were made" not in first
+    again = _run("cv", "--corpus", tiny_registered, "--taggers", "memorize", "--folds", "5", "--no-progress").output
+    fit, predict = row(again)
+    assert fit.startswith("cached ") and predict.startswith("cached ")
+    assert float(fit.split()[1]) == float(row(first)[0])  # the seconds the parts took when made, said so
+    assert "spent when the cached parts were made" in again

@@ -189,7 +189,7 @@ def test_the_search_functions_refuse_what_the_method_refuses_in_its_words():
         assert str(function.value) == str(method.value)
     for t in (0, True, 1.5):  # one threshold searched: an integer of at least 1
         with pytest.raises(ValueError, match=rf"^ensemble method 'voting-pruned': invalid value threshold={t}; "
-                                             r"expected an integer in \[1, inf\)$"):
+                                             r"expected an integer in \[1, 1,000,000\]$"):
             pruning_search(table, table.member_rank(), [t])
 
 

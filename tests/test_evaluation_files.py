@@ -173,10 +173,10 @@ def test_macro_figures_per_category():
 
 def test_official_blocks_ngrid_and_i2b2_layout():
     out = CliRunner().invoke(main, ["evaluate", "--gold", str(DATA / "category_macro" / "gold"),
-                                    "--system", str(DATA / "category_macro" / "system"), "--format", "ngrid"])
+                                    "--system", str(DATA / "category_macro" / "system"), "--format", "i2b2"])
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
-    # the figures of the test above, as the program prints them ({:.4} and {:.2})
+    # the figures of the test above, as the 2014 program prints them ({:.4} and {:.2})
     i = next(k for k, line in enumerate(lines) if line.startswith("NAME Strict (2) "))
     assert lines[i].split() == ["NAME", "Strict", "(2)", "Measure", "Macro", "(SD)", "Micro", "(Primary)"]
     assert lines[i + 2].split() == ["Total", "Precision", "0.5", "(0.5)", "1.0"]
@@ -186,14 +186,43 @@ def test_official_blocks_ngrid_and_i2b2_layout():
     assert lines[j + 2].split() == ["Total", "Precision", "0.75", "(0.25)", "0.6667"]
     assert lines[j + 3].split() == ["Recall", "0.5", "(0.0)", "0.5"]
     assert lines[j + 4].split() == ["F1", "0.6", "0.5714"]
-    # N-GRID spellings
-    assert any(line.startswith("HIPPA Token (2)") for line in lines)
-    assert any(line.startswith("DATE Binary HIPAA Strict (2)") for line in lines)
-    i2b2 = CliRunner().invoke(main, ["evaluate", "--gold", str(DATA / "category_macro" / "gold"),
-                                     "--system", str(DATA / "category_macro" / "system"), "--format", "i2b2"])
-    assert i2b2.exit_code == 0
-    assert "HIPAA Token (2)" in i2b2.output and "HIPPA" not in i2b2.output
-    assert "DATE HIPAA Strict (2)" in i2b2.output
+    # NAME/DOCTOR is not HIPAA: nothing in scope, macro P = R = 0 (numpy floats) -> F1 0/0 = nan;
+    # the micro F1 (Python floats) hits the program's ZeroDivisionError guard -> 0.0
+    k = next(k for k, line in enumerate(lines) if line.startswith("NAME Binary HIPAA Strict (2)"))
+    assert lines[k + 4].split() == ["F1", "nan", "0.0"]
+    # the programs' own spellings
+    assert any(line.startswith("HIPPA Token (2) ") for line in lines)
+    assert any(line.startswith("Binary HIPPA Token (2) ") for line in lines)
+    assert any(line.startswith("DATE HIPPA Token (2) ") for line in lines)
+    # 2016: micro column only, 35-character label column
+    ngrid = CliRunner().invoke(main, ["evaluate", "--gold", str(DATA / "category_macro" / "gold"),
+                                      "--system", str(DATA / "category_macro" / "system"), "--format", "ngrid"])
+    assert ngrid.exit_code == 0
+    lines = ngrid.output.splitlines()
+    j = lines.index("Strict (2)".ljust(35) + "Measure".ljust(15) + "Micro (Primary)".ljust(20))
+    assert lines[j + 1] == "-" * 70
+    assert lines[j + 2].split() == ["Total", "Precision", "0.6667"]
+    assert "Macro" not in ngrid.output
+
+
+# Outputs of the real programs (i2b2 2014 ``evaluate.py phi SYSTEM GOLD``, N-GRID 2016
+# ``evaluate.py track1 GOLD SYSTEM``; kotfic/i2b2_evaluation_scripts and
+# filannim/2016_CEGS_N-GRID_evaluation_scripts, Python 2.7.18, numpy 1.16.6), run on
+# these folders; their "WARNING:" lines (printed to standard output) left out.
+OFFICIAL_OUTPUTS = sorted((p.parent.name, p.name) for p in DATA.glob("*/official-*.txt"))
+
+
+@pytest.mark.parametrize("case,name", OFFICIAL_OUTPUTS)
+def test_official_format_prints_what_the_official_program_prints(case, name):
+    fmt = {"official-2014.txt": "i2b2", "official-2016.txt": "ngrid"}[name]
+    out = CliRunner().invoke(main, ["evaluate", "--gold", str(DATA / case / "gold"),
+                                    "--system", str(DATA / case / "system"), "--format", fmt])
+    assert out.exit_code == 0, out.output
+    assert out.stdout == (DATA / case / name).read_text(encoding="utf-8")
+
+
+def test_official_outputs_are_present():
+    assert len(OFFICIAL_OUTPUTS) == 18
 
 
 def test_label_map_scores_exported_predictions_against_brat_gold():

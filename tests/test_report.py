@@ -140,8 +140,20 @@ def test_threshold_axis_keeps_the_informative_thresholds():
     # 10 members: F1 collapses after 4 votes on both curves; max 0.9, half = 0.45
     all_ = [(1, 0.6), (2, 0.8), (3, 0.9), (4, 0.5), (5, 0.44)] + [(t, 0.1) for t in range(6, 11)]
     pruned = [(1, 0.7), (2, 0.85), (3, 0.88), (4, 0.3)] + [(t, 0.0) for t in range(5, 11)]
-    assert plots.informative_thresholds({"all": all_, "pruned": pruned}) == 4
+    # kept: thresholds within 10 points of the best (0.8 and up): 1-3 (and at least 3)
+    assert plots.informative_thresholds({"all": all_, "pruned": pruned}) == 3
     assert plots.informative_thresholds({"all": [(1, 0.0), (2, 0.0)]}) == 2  # nothing to cut
+    # issue 34 item 7, MEDDOCAN-like: 12 members within 95-98% up to t = 9, then 86, 80, 70 at t = 10-12:
+    # t = 12 (over half the best) no longer squashes the 95-98% range
+    meddocan = [(t, 0.95 + 0.003 * t) for t in range(1, 10)] + [(10, 0.86), (11, 0.80), (12, 0.70)]
+    assert plots.informative_thresholds({"all": meddocan}) == 9
+
+
+def test_threshold_and_category_axes_come_from_the_data(monkeypatch):
+    meddocan = [(t, 0.95 + 0.003 * t) for t in range(1, 10)] + [(10, 0.86), (11, 0.80), (12, 0.70)]
+    fig = _figure_of(monkeypatch, lambda: plots.threshold_curve({"all": meddocan}, "x.png", best_single=0.964))
+    assert fig.axes[0].get_ylim() == (90.0, 100.0)  # 95.3-97.7 and the member's 96.4 with a margin, not 0-100
+    assert plots.data_range([2.0, 40.0]) == (0.0, 45.0) and plots.data_range([]) == (0.0, 100.0)
 
 
 def _figure_of(monkeypatch, draw):
@@ -159,7 +171,14 @@ def test_category_plot_shows_every_category_with_its_gold_count(monkeypatch):
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == ["AGE\nn=0", "DATE\nn=30", "LOCATION\nn=0", "NAME\nn=12"]
     assert sum(t.get_text() == "no gold" for t in ax.texts) == 2
-    assert ax.get_ylim() == (0.0, 100.0)
+    assert ax.get_ylim() == (85.0, 100.0)  # from the data (90 and 97), not a fixed 0-100
+    assert "axis from 85" in ax.get_ylabel()
+    # MEDDOCAN's 4 PROFESSION spans (F1 0 and 29%) do not pull the axis down: their values are written at the foot
+    fig = _figure_of(monkeypatch, lambda: plots.category_f1(
+        {"crf": {"NAME": 0.95, "PROFESSION": 0.0}, "vote": {"NAME": 0.98, "PROFESSION": 0.286}}, "x.png",
+        gold_counts={"NAME": 1000, "PROFESSION": 4}))
+    assert fig.axes[0].get_ylim() == (90.0, 100.0)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["0", "29"]
 
 
 def test_heatmap_orders_members_by_agreement_and_labels_the_colorbar(monkeypatch):

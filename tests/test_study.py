@@ -29,7 +29,12 @@ def two_corpora(workspace, tmp_path):
     return ws
 
 
-def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_path):
+def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_path, monkeypatch):
+    from ensemble_deid.studies import plots
+
+    heatmaps = []
+    draw = plots.agreement_heatmap
+    monkeypatch.setattr(plots, "agreement_heatmap", lambda names, *a, **k: heatmaps.append(list(names)) or draw(names, *a, **k))
     cfg = StudyConfig(corpora=["tinyA", "tinyB"], taggers=["memorize", "memorize:max_len=2", "rules"],
                       methods=["voting", "voting-pruned", "stacked-svm"], folds=3, trials=200, name="t")
     res = Study(two_corpora, cfg, log=lambda m: None, progress=False,
@@ -46,6 +51,13 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     ]
     methods = {label for label, _ in res.ensemble_table.rows}
     assert {"voting", "voting-pruned", "stacked-svm", "best single member"} <= methods
+    # issue 34 item 8: the oracle recall is a bound, not an F1: in the note, not a row of F1 columns
+    assert not any("oracle" in label for label in methods)
+    # issue 34 item 7: the agreement heatmaps show the members, not the union-trained models
+    assert len(heatmaps) == 2 and all(names for names in heatmaps)
+    assert not any("tinyA+tinyB" in n for names in heatmaps for n in names), heatmaps
+    note = res.ensemble_table.note
+    assert "Oracle recall (%)" in note and "not an F1" in note and note.count("A test / ") == 3
     names = {p.name for p in res.directory.iterdir()}
     for stem in ("base_taggers", "ensembles"):
         assert {f"{stem}.md", f"{stem}.csv", f"{stem}.json", f"{stem}.tex"} <= names

@@ -46,6 +46,29 @@ def _corpus_names(ws, pc) -> dict[str, str]:
     return names
 
 
+def _union_names(ws, unnamed: set[str]) -> dict[str, str]:
+    """Fingerprint -> "A train + B train" for the unions of two registered
+    corpora's training splits that ``study`` trains on, among ``unnamed``."""
+    from itertools import combinations
+
+    from ..studies.crosscorpus import union_corpus
+
+    names: dict[str, str] = {}
+    try:
+        corpora = [ws.load(name) for name in ws.corpus_specs()]
+    except Exception:  # an unreadable registry or corpus must not stop a listing
+        return names
+    for a, b in combinations(corpora, 2):
+        for first, second in ((a, b), (b, a)):  # the study's order is the user's
+            try:
+                fp = union_corpus(first, second).fingerprint("train")
+            except Exception:  # shared document ids: no union of these two
+                break
+            if fp in unnamed:
+                names[fp] = f"{a.name} train + {b.name} train"
+    return names
+
+
 def _installed_version(tagger: str) -> str:
     """The version a tagger (or an ensemble method) would make entries with now; raises if not installed."""
     if tagger.startswith("ensemble."):
@@ -58,26 +81,28 @@ def _installed_version(tagger: str) -> str:
 
 
 @cache.command("ls")
+@click.option("--wide", is_flag=True, help="One Markdown table, one line an entry, every column (for files and grep), "
+                                            "instead of a table fitted to the terminal.")
 @click.pass_context
-def ls(ctx):
+def ls(ctx, wide):
     """List cache entries: tagger, version, parameters, training corpus, parts, where.
 
-    Ensemble rows also show their members and parameters. Entries served from
-    published folders are listed with the folder as their source."""
+    Ensemble entries also show their members, parameters and date (below the
+    table, or in a last column with --wide). Entries served from published
+    folders are listed with the folder as their source."""
     from ..experiment.cache import entry_summary
-    from ..studies.table import render_table
+    from ..studies.table import render_table, terminal_table
 
     ws = workspace_of(ctx)
     pc = _cache(ctx)
     names = _corpus_names(ws, pc)
-    rows = []
+    rows, manifests = [], []
 
     def row(m, parts, size, source, path, entry_dir):
-        fp = m.get("train_fingerprint", "?")
         ensemble = str(m.get("tagger", "")).startswith("ensemble.")
         rows.append([
             m.get("tagger_label", m.get("tagger", "?")), m.get("version", "?"), m.get("param_hash", "?"),
-            names.get(fp, fp), parts, f"{size / 2**20:.1f}", source, path,
+            m.get("train_fingerprint", "?"), parts, f"{size / 2**20:.1f}", source, path,
             entry_summary(m, entry_dir) if ensemble else "",
         ])
 
@@ -91,10 +116,24 @@ def ls(ctx):
     if not rows:
         click.echo(f"cache {pc.root} is empty")
         return
+    unnamed = {r[3] for r in rows} - names.keys()
+    if unnamed:
+        names.update(_union_names(ws, unnamed))
+    for r in rows:
+        r[3] = names.get(r[3], r[3])
     headers = ["tagger", "version", "params", "trained on", "parts", "MB", "source", "path", "members; params; date"]
-    if not any(r[-1] for r in rows):
-        headers, rows = headers[:-1], [r[:-1] for r in rows]
-    click.echo(render_table(headers, rows))
+    if wide:
+        if not any(r[-1] for r in rows):
+            headers, rows = headers[:-1], [r[:-1] for r in rows]
+        click.echo(render_table(headers, rows))
+        return
+    # Fitted to the terminal: version and parameter hash in one short cell (the
+    # path holds them in full), source and path in one folding cell, and the
+    # ensembles' details as lines below.
+    fitted = [[r[0], f"{r[1]}-{str(r[2])[:8]}", r[3], r[4], r[5], f"{r[6]}: {r[7]}"] for r in rows]
+    notes = [f"{r[0]} {r[1]}-{str(r[2])[:8]}: {r[-1]}" for r in rows if r[-1]]
+    click.echo(terminal_table(["tagger", "entry", "trained on", "parts", "MB", "where"], fitted, align="lllrrl",
+                              wrap=(2, 5), notes=notes))
 
 
 @cache.command("verify")
@@ -191,6 +230,9 @@ def rm(ctx, paths):
             click.echo(f"removed {p}")
 
 
+EXTENSIONS = {"conll": ".conll", "jsonl": ".jsonl", "docbin": ".spacy"}
+
+
 def _check_output_parent(out: Path, option: str) -> None:
     if out.exists() and not out.is_dir():
         raise click.BadParameter(f"{out} exists and is not a folder", param_hint=option)
@@ -201,12 +243,15 @@ def _check_output_parent(out: Path, option: str) -> None:
 @cache.command("export")
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--corpus", "corpus_name", required=True, help="Corpus whose documents the predictions are on (texts come from it).")
-@click.option("--format", "fmt", type=click.Choice(["i2b2"]), default="i2b2", help="Output format (i2b2 XML, readable by the official scorer).")
+@click.option("--format", "fmt", type=click.Choice(["i2b2", "conll", "jsonl", "docbin"]), default="i2b2",
+              help="i2b2: XML files, one per document (readable by the official scorer and 'evaluate'); conll, jsonl, "
+                   "docbin: one file per part (see 'corpus export --help').")
 @click.pass_context
 def export(ctx, out, corpus_name, fmt):
     """Write cached predictions on a corpus's documents as XML.
 
-    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME/DOC.xml: one folder per
+    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME/DOC.xml (other formats:
+    OUT/LABEL/VERSION-PARAMHASH/TRAINFP/KIND-SCOPE-NAME.conll, .jsonl, .spacy): one folder per
     entry (two ensembles of one method, or two versions of a tool, never share
     one) and part. Included: out-of-fold parts of models trained on the
     corpus, and every model's predictions on one of its splits, including
@@ -214,6 +259,7 @@ def export(ctx, out, corpus_name, fmt):
     beside OUT first and moved in at the end: a failure leaves OUT as it was.
     """
     from ..corpus.formats import write_i2b2_xml
+    from ..corpus.formats.interchange import export_documents
     from ..experiment.cache import SCHEMA, CacheError, EntryKey, PartKey
     from ..files import private_dir
 
@@ -261,12 +307,21 @@ def export(ctx, out, corpus_name, fmt):
             rel = Path(label.replace("/", "_").replace(":", "_"), f"{e.version}-{e.param_hash}", e.train_fingerprint,
                        f"{part.kind}-{part.scope}-{part.name}")
             folder = staging / rel
-            private_dir(folder)
+            private_dir(folder if fmt == "i2b2" else folder.parent)
+            predicted = []
             for doc_id, pred in preds.items():
                 doc = by_id.get(doc_id)
                 if doc is None:
                     raise click.ClickException(f"{base}: document {doc_id!r} is not in the {split} split of {corpus_name!r}")
-                write_i2b2_xml(doc.with_annotations(pred.spans(doc)), folder / f"{doc_id}.xml")
+                predicted.append(doc.with_annotations(pred.spans(doc)))
+            if fmt == "i2b2":
+                for doc in predicted:
+                    write_i2b2_xml(doc, folder / f"{doc.id}.xml")
+                    written += 1
+            else:
+                rel = rel.with_name(rel.name + EXTENSIONS[fmt])
+                with fail_on_error():
+                    export_documents(predicted, fmt, staging / rel)
                 written += 1
             trained = names.get(e.train_fingerprint, e.train_fingerprint)
             lines.append(f"{rel.as_posix()}: {len(preds)} document(s) of the {split} split (trained on {trained})")
@@ -285,16 +340,16 @@ def export(ctx, out, corpus_name, fmt):
 
 
 def _move_leaves(staging: Path, out: Path) -> None:
-    """Move each finished part folder into OUT, replacing an older export of the same part."""
+    """Move each finished part (folder or file) into OUT, replacing an older export of the same part."""
     from ..experiment.cache import DIR_MODE
     from ..files import private_dir
 
     private_dir(out)
     os.chmod(out, DIR_MODE)
-    for leaf in sorted(p for p in staging.glob("*/*/*/*") if p.is_dir()):
+    for leaf in sorted(staging.glob("*/*/*/*")):  # a part's folder (i2b2) or file (other formats)
         dest = out / leaf.relative_to(staging)
         private_dir(dest.parent)
-        if dest.exists():
+        if dest.is_dir() and not dest.is_symlink():
             shutil.rmtree(dest)
         os.replace(leaf, dest)
 

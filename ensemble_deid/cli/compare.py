@@ -32,7 +32,8 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     with fail_on_error():
         corpus, comp = compare_cached(workspace_of(ctx), corpus_name, systems, criterion=criterion, tests=tests,
                                       trials=trials, reference=reference, folds=k, seed=seed, jobs=jobs)
-    headers, rows = comparison_rows(comp, tests)
-    click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}; "
-               f"paired over documents against {comp.reference!r}")
-    click.echo(render_table(headers, rows))
+    (score_headers, scores), (test_headers, test_rows) = comparison_rows(comp, tests)
+    click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}")
+    click.echo(render_table(score_headers, scores))
+    click.echo(f"\npaired tests over documents against {comp.reference!r}; Holm: corrected across them")
+    click.echo(render_table(test_headers, test_rows, align="llrrl"))

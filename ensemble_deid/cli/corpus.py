@@ -149,3 +149,75 @@ def check(directory, fmt, label_map, max_shown):
 from .synth import synth  # noqa: E402
 
 corpus.add_command(synth)
+
+
+def _split_of(corpus, split: str, corpus_name: str):
+    if split not in corpus.splits:
+        raise click.BadParameter(f"corpus {corpus_name!r} has no {split!r} split (it has {', '.join(corpus.splits)})",
+                                 param_hint="--split")
+    return corpus.splits[split]
+
+
+def _check_parent(path: Path, option: str) -> None:
+    if not path.parent.is_dir():
+        raise click.BadParameter(f"{path.parent}: no such folder (create it first)", param_hint=option)
+
+
+@corpus.command("export")
+@click.argument("name")
+@click.option("--split", default="test", show_default=True, help="Split to write (train, test, or dev when registered).")
+@click.option("--format", "fmt", type=click.Choice(["conll", "jsonl", "docbin"]), required=True,
+              help="conll: TOKEN<TAB>BIO-tag lines, a -DOCSTART- ID line per document; jsonl: one document a line "
+                   "with its text and span offsets; docbin: a spaCy DocBin (needs spaCy).")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="File to write (owner-only).")
+@click.pass_context
+def export(ctx, name, split, fmt, out):
+    """Write a corpus split's gold annotations for other tools (CoNLL, JSONL, spaCy DocBin).
+
+    Predictions are written the same way by 'cache export --format'."""
+    from ..corpus.formats.interchange import export_documents
+
+    out_path = Path(out)
+    _check_parent(out_path, "--out")
+    with fail_on_error():
+        corpus = workspace_of(ctx).load(name)
+        docs = _split_of(corpus, split, name)
+        export_documents(docs, fmt, out_path)
+    click.echo(f"wrote {len(docs)} document(s) of {name!r} {split} to {out_path} ({fmt})")
+
+
+@corpus.command("import-predictions")
+@click.argument("name")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--split", default="test", show_default=True, help="Split the predictions are on.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="New folder for the predictions as i2b2 XML, one file per document: what 'evaluate --system' "
+                   "and the precomputed tagger read.")
+@click.pass_context
+def import_predictions(ctx, name, file, split, out):
+    """Turn another tool's predictions (CoNLL: token and BIO tag per line, a
+    -DOCSTART- ID line per document; or JSONL, .jsonl) on a corpus split into
+    system output: i2b2 XML files with the corpus's texts.
+
+    CoNLL tokens are found in the document text in order, so any tokenization
+    imports; tags are O, B-LABEL, I-LABEL with LABEL a CATEGORY:TYPE (or a
+    category alone)."""
+    from ..corpus.formats import write_i2b2_xml
+    from ..corpus.formats.interchange import import_spans
+    from ..files import private_dir
+
+    out_path = Path(out)
+    if out_path.exists():
+        raise click.BadParameter(f"{out_path} exists: give a new folder", param_hint="--out")
+    _check_parent(out_path, "--out")
+    with fail_on_error():
+        corpus = workspace_of(ctx).load(name)
+        docs = _split_of(corpus, split, name)
+        spans = import_spans(file, docs)  # every problem before anything is written
+        private_dir(out_path)
+        for doc in docs:
+            if doc.id in spans:
+                write_i2b2_xml(doc.with_annotations(spans[doc.id]), out_path / f"{doc.id}.xml")
+    missing = len(docs) - len(spans)
+    click.echo(f"wrote {len(spans)} document(s) to {out_path}"
+               + (f"; {missing} document(s) of the split have no predictions in {file}" if missing else ""))

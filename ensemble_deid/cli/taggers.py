@@ -16,17 +16,27 @@ def taggers(name):
     if name:
         click.echo(describe_parameters(name))
         return
-    rows = [
-        [i.name, "yes" if i.available else "no", "external" if i.external else "trained", i.distribution, i.reason or i.description]
-        for i in describe_taggers()
-    ]
-    click.echo(render_table(["tagger", "available", "kind", "package", "notes"], rows) if rows else "no taggers registered")
+    import shutil
+    import textwrap
+
+    infos = describe_taggers()
+    if not infos:
+        click.echo("no taggers registered")
+        return
+    rows = [[i.name, "yes" if i.available else "no", "external" if i.external else "trained", i.distribution] for i in infos]
+    click.echo(render_table(["tagger", "available", "kind", "package"], rows))
+    # the notes (what a tagger is, or why it is unavailable) below, wrapped to the terminal
+    width = min(shutil.get_terminal_size((80, 24)).columns, 100)
+    click.echo("")
+    for i in infos:
+        click.echo(textwrap.fill(i.reason or i.description or "-", width=width, initial_indent=f"{i.name}: ",
+                                 subsequent_indent="    "))
 
 
 def describe_parameters(name: str) -> str:
     """One tagger's description, availability and parameter table."""
     from ..errors import EnsembleDeidError
-    from ..studies.table import render_table
+    from ..studies.table import terminal_table
     from ..taggers.constraints import describe
     from ..taggers.registry import tagger_class
 
@@ -42,6 +52,11 @@ def describe_parameters(name: str) -> str:
     lines = [f"{name}: {cls.description or cls.__name__}",
              f"{'external system' if cls.external else 'trained tagger'}, version {cls.version}; "
              f"available: {'yes' if ok else 'no (' + reason + ')'}",
-             render_table(["parameter", "default", "accepts"], rows) if rows else "no parameters",
+             terminal_table(["parameter", "default", "accepts"], rows, align="lll", wrap=(1, 2)) if rows else "no parameters",
              f"set them as {name}:{next(iter(defaults), 'key')}=VALUE,... in --taggers or a study's taggers list"]
-    return "\n".join(lines)
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    return "\n".join(line if k == 2 else textwrap.fill(line, width=width, subsequent_indent="    ")
+                     for k, line in enumerate(lines))

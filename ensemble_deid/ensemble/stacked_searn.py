@@ -31,10 +31,20 @@ _USER_VW_OPTION = re.compile(
     r"sgd|noconstant|quadratic|cubic|interactions|ngram|skips|ftrl|ftrl_alpha|ftrl_beta|coin|pistol)|-q")
 
 
+# VW options the method sets from its own parameters (see _workspace): set
+# again in vw_options, VW would use one of the two values without saying which.
+# StackedSearn.check_params refuses them naming the parameter to set instead.
+OWN_VW_OPTIONS = {"--search": None, "--search_task": None, "--search_history_length": "history",
+                  "-b": "bits", "--bit_precision": "bits", "-l": "learning_rate", "--learning_rate": "learning_rate",
+                  "--random_seed": "random_state", "--passes": "passes"}
+
+
 def vw_options_usable(options: str) -> bool:
     """Whether Vowpal Wabbit accepts ``options`` next to this learner's own."""
     if not isinstance(options, str):
         return False
+    if any(token.split("=", 1)[0] in OWN_VW_OPTIONS for token in options.split()):
+        return True  # refused by check_params (run next), which names the parameter to set instead
     for token in options.split():
         if token.startswith("-") and not _USER_VW_OPTION.fullmatch(token):
             try:
@@ -115,12 +125,6 @@ class StackedSEARN(TokenMetaLearner):
         self.vw_options = vw_options
         self.random_state = random_state
 
-    # VW options the method sets from its own parameters (see _workspace): set
-    # again in vw_options, VW would use one of the two values without saying which.
-    _OWN_VW_OPTIONS = {"--search": None, "--search_task": None, "--search_history_length": "history",
-                       "-b": "bits", "--bit_precision": "bits", "-l": "learning_rate", "--learning_rate": "learning_rate",
-                       "--random_seed": "random_state", "--passes": "passes"}
-
     def check_params(self) -> None:
         import shlex
 
@@ -130,8 +134,8 @@ class StackedSEARN(TokenMetaLearner):
             raise ValueError(f"{self.name}: vw_options {self.vw_options!r}: {exc}") from None
         for word in words:
             option = word.split("=", 1)[0]
-            if option in self._OWN_VW_OPTIONS:
-                owner = self._OWN_VW_OPTIONS[option]
+            if option in OWN_VW_OPTIONS:
+                owner = OWN_VW_OPTIONS[option]
                 raise ValueError(f"{self.name}: vw_options sets {option}, which the method sets itself"
                                  + (f" from its parameter {owner} (set that instead)" if owner else ""))
 

@@ -1,13 +1,15 @@
 """``evaluate``: every criterion, micro and macro, breakdowns and leak rates."""
 from __future__ import annotations
 
+import warnings
 from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..corpus.document import PARENT_CATEGORIES, Annotation, Document
-from .align import align, check_gold
+from .align import EvaluationWarning, align, check_gold
 from .criteria import ALL, Criterion, parse_criteria
 from .engine import Engine
+from .hipaa import coverage_warning
 from .leak import leak_rates
 from .metrics import DocumentCounts
 from .options import EvalOptions
@@ -58,6 +60,10 @@ def evaluate(
     engine.freeze()  # after both sides: every label has its id
     ids = tuple(engine.doc_ids)
 
+    if any(c.hipaa for c in chosen):
+        message = coverage_warning(engine.gold, engine.vocab, engine.hipaa(engine.gold))
+        if message:
+            warnings.warn(message, EvaluationWarning, stacklevel=2)
     results: dict[str, CriterionResult] = {}
     prepared_gold: dict[tuple, Any] = {}
     for c in chosen:

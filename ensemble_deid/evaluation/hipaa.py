@@ -69,3 +69,33 @@ def hipaa_mask(table: SpanTable, vocab: LabelVocab, corpus: CorpusText, options:
             text = corpus.texts[int(table.doc[i])][int(table.start[i]):int(table.end[i])]
             mask[i] = age_over_limit(text)
     return mask
+
+
+# Categories that hold HIPAA types under the i2b2 2014 scheme besides the all-TYPE ones (DATE, AGE).
+_TYPED_CATEGORIES = ("NAME", "LOCATION", "CONTACT", "ID")
+
+
+def coverage_warning(table: SpanTable, vocab: LabelVocab, kept: np.ndarray) -> str | None:
+    """A warning when the gold labels barely fit the HIPAA filter: it keeps
+    under half of the gold spans and none of at least one category that holds
+    HIPAA types in the i2b2 scheme (NAME, LOCATION, CONTACT, ID). That is
+    another label scheme (MEDDOCAN's NOMBRE_SUJETO_ASISTENCIA is no PATIENT),
+    and the hipaa_* figures then cover only the categories named."""
+    total = len(table)
+    if not total or 2 * int(kept.sum()) >= total:
+        return None
+    category = np.array([c for c, _ in vocab.pairs] or [""], dtype=object)[table.label]
+    spans: dict[str, int] = {}
+    passed: dict[str, int] = {}
+    for cat, keep in zip(category.tolist(), kept.tolist()):
+        spans[cat] = spans.get(cat, 0) + 1
+        passed[cat] = passed.get(cat, 0) + keep
+    missed = [c for c in _TYPED_CATEGORIES if spans.get(c) and not passed.get(c)]
+    if not missed:
+        return None
+    covered = sorted(c for c, n in passed.items() if n)
+    return (f"the HIPAA filter keeps {int(kept.sum()):,} of {total:,} gold spans ({100 * kept.sum() / total:.0f}%): "
+            f"no {', '.join(missed)} span has a TYPE it knows (it knows the i2b2 2014 types, e.g. NAME/PATIENT, "
+            f"CONTACT/EMAIL, ID/MEDICALRECORD), so the hipaa_* figures cover "
+            f"{'only ' + ', '.join(covered) if covered else 'none of the gold spans'}; "
+            f"map the labels (--label-map) to score HIPAA PHI")

@@ -11,22 +11,24 @@ if TYPE_CHECKING:  # report.py imports this module lazily; a type name only here
 FORMATS = ("table", "json", "csv", "i2b2", "ngrid")
 
 # The official programs' blocks: (criterion, label); per category, labels with
-# "{}" for the element name. The N-GRID 2016 program spells some labels
-# differently ("HIPPA"), and names its per-category HIPAA strict block
-# "Binary HIPAA Strict" although it is not binary.
-_I2B2_2014_BLOCKS = (
+# "{}" for the element name. Both programs (2014 i2b2 and 2016 N-GRID share
+# this code) print these labels as written here, misspellings included:
+# "HIPPA Token", "Binary HIPPA Token", "{} HIPPA Token", and "{} Binary HIPAA
+# Strict" for the per-category HIPAA strict block, which is not binary.
+_OFFICIAL_BLOCKS = (
     ("token", "Token"), ("strict", "Strict"), ("relaxed", "Relaxed"),
-    ("hipaa_token", "HIPAA Token"), ("hipaa_strict", "HIPAA Strict"), ("hipaa_relaxed", "HIPAA Relaxed"),
+    ("hipaa_token", "HIPPA Token"), ("hipaa_strict", "HIPAA Strict"), ("hipaa_relaxed", "HIPAA Relaxed"),
     ("binary_token", "Binary Token"), ("binary_strict", "Binary Strict"),
-    ("hipaa_binary_token", "Binary HIPAA Token"), ("hipaa_binary_strict", "Binary HIPAA Strict"),
+    ("hipaa_binary_token", "Binary HIPPA Token"), ("hipaa_binary_strict", "Binary HIPAA Strict"),
 )
-_I2B2_2014_CATEGORY_BLOCKS = (
-    ("token", "{} Token"), ("strict", "{} Strict"), ("hipaa_token", "{} HIPAA Token"), ("hipaa_strict", "{} HIPAA Strict"),
+_OFFICIAL_CATEGORY_BLOCKS = (
+    ("token", "{} Token"), ("strict", "{} Strict"), ("hipaa_token", "{} HIPPA Token"),
+    ("hipaa_strict", "{} Binary HIPAA Strict"),
 )
-_NGRID_2016_LABELS = {"HIPAA Token": "HIPPA Token", "Binary HIPAA Token": "Binary HIPPA Token",
-                      "{} HIPAA Token": "{} HIPPA Token", "{} HIPAA Strict": "{} Binary HIPAA Strict"}
-# The elements of the per-category blocks (every PHI element but <PHI>).
-OFFICIAL_CATEGORIES = ("NAME", "PROFESSION", "LOCATION", "AGE", "DATE", "CONTACT", "ID", "OTHER")
+# The elements of the per-category blocks (every PHI element but <PHI>), in
+# the order both programs print them: that of their Python 2 dict of tag
+# classes (fixed, as Python 2 does not randomise string hashes).
+OFFICIAL_CATEGORIES = ("CONTACT", "NAME", "DATE", "AGE", "PROFESSION", "ID", "OTHER", "LOCATION")
 
 
 def render(report: EvaluationReport, fmt: str = "table", **kwargs) -> str:
@@ -103,16 +105,48 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
     return "\n".join(lines) + "\n"
 
 
-def _official_block(label: str, n_docs: int, micro, macro) -> list[str]:
+def _official_f1(p: float, r: float) -> float:
+    """The programs' F_beta(p, r) = 2 * ((p * r) / (p + r)). Their macro
+    figures are numpy floats, so 0/0 gives nan instead of raising, and the
+    program's ZeroDivisionError guard (0.0) only fires for the micro figures,
+    which are Python floats."""
+    if p + r == 0:
+        return float("nan")
+    return 2 * ((p * r) / (p + r))
+
+
+def _micro_f1(p: float, r: float) -> float:
+    return _official_f1(r, p) if p + r else 0.0
+
+
+def _official_block(label: str, n_docs: int, micro, macro, with_macro: bool) -> list[str]:
     """One summary block, laid out and rounded as the official program prints
-    it ("{:.4}" figures, "{:.2}" standard deviations, 25/15/15/20 columns)."""
+    it: "{:.4}" figures, "{:.2}" standard deviations. The 2014 program has
+    25/15/15/20 columns (Measure, Macro (SD), Micro (Primary)); the 2016 one
+    35/15/20 columns without the macro one."""
+    mp, mr = micro.precision, micro.recall
+    if not with_macro:
+        row = "{:<35}{:<15}{:<20}"
+        return [
+            row.format(f"{label} ({n_docs})", "Measure", "Micro (Primary)"),
+            "{:-<35}{:-<15}{:-<20}".format("", "", ""),
+            row.format("Total", "Precision", f"{mp:.4}"),
+            row.format("", "Recall", f"{mr:.4}"),
+            row.format("", "F1", f"{_micro_f1(mp, mr):.4}"),
+            "",
+            "",
+        ]
+    # numpy's mean and std of no documents are nan
+    nan = float("nan")
+    Mp, Mp_sd, Mr, Mr_sd = ((macro.precision, macro.precision_sd, macro.recall, macro.recall_sd)
+                            if n_docs else (nan, nan, nan, nan))
     row = "{:<25}{:<15}{:<15}{:<20}"
     return [
         row.format(f"{label} ({n_docs})", "Measure", "Macro (SD)", "Micro (Primary)"),
         "{:-<25}{:-<15}{:-<15}{:-<20}".format("", "", "", ""),
-        row.format("Total", "Precision", f"{macro.precision:.4} ({macro.precision_sd:.2})", f"{micro.precision:.4}"),
-        row.format("", "Recall", f"{macro.recall:.4} ({macro.recall_sd:.2})", f"{micro.recall:.4}"),
-        row.format("", "F1", f"{macro.f1:.4}", f"{micro.f1:.4}"),
+        row.format("Total", "Precision", f"{Mp:.4} ({Mp_sd:.2})", f"{mp:.4}"),
+        row.format("", "Recall", f"{Mr:.4} ({Mr_sd:.2})", f"{mr:.4}"),
+        row.format("", "F1", f"{_official_f1(Mp, Mr):.4}", f"{_micro_f1(mp, mr):.4}"),
         "",
         "",
     ]
@@ -120,25 +154,25 @@ def _official_block(label: str, n_docs: int, micro, macro) -> list[str]:
 
 def render_official(report: EvaluationReport, program: str = "i2b2") -> str:
     """The blocks the official program prints: ``"i2b2"`` (2014 ``evaluate.py
-    phi``) or ``"ngrid"`` (2016 N-GRID ``evaluate.py track1``): the ten
-    criteria, then token, strict, HIPAA token and HIPAA strict per element,
-    each with macro (SD) and micro figures."""
-    rename = _NGRID_2016_LABELS if program == "ngrid" else {}
-    missing = [c for c, _ in _I2B2_2014_BLOCKS if c not in report.results]
+    phi``: macro (SD) and micro columns) or ``"ngrid"`` (2016 N-GRID
+    ``evaluate.py track1``: micro only): the ten criteria, then token, strict,
+    HIPAA token and HIPAA strict per element."""
+    with_macro = program == "i2b2"
+    missing = [c for c, _ in _OFFICIAL_BLOCKS if c not in report.results]
     if missing:
         raise ValueError(f"the official layout needs every official criterion; missing: {', '.join(missing)}")
     n = report.n_documents
     lines: list[str] = []
-    for criterion, label in _I2B2_2014_BLOCKS:
+    for criterion, label in _OFFICIAL_BLOCKS:
         res = report.results[criterion]
-        lines += _official_block(rename.get(label, label), n, res.micro, res.macro)
+        lines += _official_block(label, n, res.micro, res.macro, with_macro)
     for category in OFFICIAL_CATEGORIES:
-        for criterion, label in _I2B2_2014_CATEGORY_BLOCKS:
+        for criterion, label in _OFFICIAL_CATEGORY_BLOCKS:
             res = report.results[criterion]
             micro, macro = res.by_category.get(category), res.category_macro.get(category)
             if micro is None or macro is None:
                 raise ValueError(f"{criterion}: no per-category figures (evaluate with breakdowns=True)")
-            lines += _official_block(rename.get(label, label).format(category), n, micro, macro)
+            lines += _official_block(label.format(category), n, micro, macro, with_macro)
     return "\n".join(lines) + "\n"
 
 

@@ -158,6 +158,8 @@ class TaggerRun:
     records: list[dict] = field(default_factory=list)
     computed: int = 0
     reused: int = 0
+    parts: list[PartKey] = field(default_factory=list)  # of ``records``, in the same order
+    computed_parts: set[PartKey] = field(default_factory=set)  # computed by this run (the rest were cached)
 
     @property
     def fit_seconds(self) -> float:
@@ -166,6 +168,12 @@ class TaggerRun:
     @property
     def predict_seconds(self) -> float:
         return sum(r.get("predict_seconds", 0.0) for r in self.records)
+
+    def seconds(self, key: str, computed: bool) -> float:
+        """``key`` ("fit_seconds", "predict_seconds") summed over the parts this
+        run computed (``computed``) or over those it found cached, whose
+        seconds were spent when they were made."""
+        return sum(r.get(key, 0.0) for r, p in zip(self.records, self.parts) if (p in self.computed_parts) == computed)
 
     @property
     def peak_mb(self) -> float:
@@ -381,6 +389,7 @@ class CrossValidation:
             run = runs[res["task"].spec.label]
             if res["status"] == "computed":
                 run.computed += 1
+                run.computed_parts.add(res["task"].part)
             else:
                 run.reused += 1
         for run in runs.values():
@@ -456,6 +465,7 @@ class CrossValidation:
             for task in self.parts(spec):
                 preds, record = self.cache.read_part(task.part)
                 run.records.append(record)
+                run.parts.append(task.part)
                 if task.fold is not None or task.target == "__train__":
                     run.oof.update(preds)
                 else:

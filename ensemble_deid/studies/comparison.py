@@ -79,27 +79,24 @@ def compare_systems(
     return comp
 
 
-def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[list[str], list[list]]:
-    headers = ["system", "P", "R", "F1", "ΔF1 vs ref"]
-    for t in tests:
-        headers += [f"p {t}", f"p {t} (Holm)"]
-        if t == "bootstrap":
-            headers += ["95% CI of Δ"]
-    rows = []
+def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[tuple[list[str], list[list]], tuple[list[str], list[list]]]:
+    """Two narrow tables (each fits 80 columns): the scores of every system
+    and its F1 difference to the reference; then one row per (system, test):
+    p-value, Holm-corrected p-value and, for the bootstrap, the 95% CI of the
+    difference."""
     ref_f1 = comp.scores[comp.reference].f1
-    for name, s in comp.scores.items():
-        row = [name + (" (ref)" if name == comp.reference else ""), s.precision, s.recall, s.f1,
-               None if name == comp.reference else s.f1 - ref_f1]
+    scores = [[name + (" (ref)" if name == comp.reference else ""), s.precision, s.recall, s.f1,
+               None if name == comp.reference else s.f1 - ref_f1] for name, s in comp.scores.items()]
+    rows = []
+    for name in comp.scores:
+        if name == comp.reference:
+            continue
         for t in tests:
-            if name == comp.reference:
-                row += [None, None] + ([None] if t == "bootstrap" else [])
-                continue
             res = comp.tests[name][t]
-            row += [PValue(res.p_value), PValue(comp.adjusted[name][t])]
-            if t == "bootstrap":  # tests give ref - system; show system - ref
-                row += [f"[{-res.ci_high:+.4f}, {-res.ci_low:+.4f}]"]
-        rows.append(row)
-    return headers, rows
+            # tests give ref - system; show system - ref
+            ci = f"[{-res.ci_high:+.4f}, {-res.ci_low:+.4f}]" if t == "bootstrap" else ""
+            rows.append([name, t, PValue(res.p_value), PValue(comp.adjusted[name][t]), ci])
+    return (["system", "P", "R", "F1", "ΔF1 vs ref"], scores), (["system", "test", "p", "p (Holm)", "95% CI of ΔF1"], rows)
 
 
 def compare_cached(workspace, corpus_name: str, systems: Sequence[str], *, criterion: str = "strict",

@@ -43,16 +43,31 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def informative_thresholds(curves: Mapping[str, Sequence[tuple[int, float]]], share: float = 0.5) -> int:
+def informative_thresholds(curves: Mapping[str, Sequence[tuple[int, float]]], share: float = 0.5,
+                           within: float = 0.1) -> int:
     """The highest threshold worth plotting: beyond it every curve stays below
-    ``share`` of the best F1 reached (few spans get that many votes, F1 falls
-    towards 0 and says nothing more). At least 3 thresholds are kept."""
+    ``share`` of the best F1 reached, or more than ``within`` (10 F1 points)
+    under it (few spans get that many votes: F1 falls and says nothing more,
+    and would squash the range where the curves differ). At least 3
+    thresholds are kept."""
     points = [p for pts in curves.values() for p in pts]
     if not points:
         return 0
     top = max(f for _, f in points)
-    keep = [t for t, f in points if f >= share * top]
+    keep = [t for t, f in points if f >= share * top and f >= top - within]
     return min(max(t for t, _ in points), max(keep + [3]))
+
+
+def data_range(values, floor: float = 0.0, ceiling: float = 100.0, step: float = 5.0) -> tuple[float, float]:
+    """Axis limits around ``values`` (percentages): from a multiple of ``step``
+    below the lowest to one above the highest, within [floor, ceiling], so
+    that differences of a point or two stay visible."""
+    finite = [float(v) for v in values if v is not None and np.isfinite(v)]
+    if not finite:
+        return floor, ceiling
+    lo = max(floor, step * np.floor((min(finite) - step / 2) / step))
+    hi = min(ceiling, step * np.ceil((max(finite) + step / 2) / step))
+    return float(lo), float(hi)
 
 
 def threshold_curve(
@@ -75,10 +90,13 @@ def threshold_curve(
         name = f": {aliases([best_name])[0]}" if best_name else ""
         ax.axhline(100 * best_single, color="grey", linestyle="--", linewidth=1,
                    label=f"best single member{name} ({100 * best_single:.1f})")
+    shown_f1 = [100 * f for pts in curves.values() for t, f in pts if t <= last]
+    ax.set_ylim(*data_range(shown_f1 + ([100 * best_single] if best_single is not None else [])))
     cut = "" if last >= total else (f"{last + 1}" if last + 1 == total else f"{last + 1}-{total}")
     # Say what was cut, so that a reader does not wonder where thresholds went.
     ax.set_xlabel("voting threshold (votes needed)"
-                  + (f"\nnot shown: threshold{'s' if '-' in cut else ''} {cut} (F1 below half the best)" if cut else ""))
+                  + (f"\nnot shown: threshold{'s' if '-' in cut else ''} {cut} (F1 over 10 points below the best)"
+                     if cut else ""))
     ax.set_ylabel("strict micro F1 (%)")
     ax.set_title(title)
     ax.xaxis.get_major_locator().set_params(integer=True)
@@ -102,6 +120,12 @@ def category_f1(
     if categories is None:
         categories = sorted({c for s in scores.values() for c in s} | set(gold_counts))
     categories = list(categories)
+    # The axis from the non-zero F1s of the categories with enough gold spans to say something
+    # (a 0-100 axis, or 4 PROFESSION spans at 0-30%, flattens the 95-98% range where systems
+    # differ); a bar below the axis is written as its value at its foot, like "no gold".
+    total = sum(gold_counts.values())
+    enough = {c for c in categories if not gold_counts or gold_counts.get(c, 0) >= min(20, 0.01 * total)}
+    lo, hi = data_range([100 * v for s in scores.values() for c, v in s.items() if v and c in enough])
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(categories) + 2), 4.4))
     x = np.arange(len(categories))
@@ -109,19 +133,19 @@ def category_f1(
         vals = [scores[system].get(c) for c in categories]
         vals = [np.nan if v is None else 100 * v for v in vals]
         at = x + (i - (len(systems) - 1) / 2) * width
-        ax.bar(at, vals, width, label=labels[i])
+        ax.bar(at, [max(v - lo, 0) if v == v else v for v in vals], width, bottom=lo, label=labels[i])
         for xi, v in zip(at, vals):
-            if v == 0:  # a zero bar is invisible: say it is a zero, not a missing value
-                ax.text(xi, 0.5, "0", ha="center", va="bottom", fontsize=7)
+            if v == v and v < lo or v == 0:  # an invisible bar: say its value, not a missing one
+                ax.text(xi, lo + 0.005 * (hi - lo), f"{v:.0f}", ha="center", va="bottom", fontsize=7)
     for k, c in enumerate(categories):
         if gold_counts.get(c, 0) == 0:
-            ax.text(k, 3, "no gold", rotation=90, ha="center", va="bottom", fontsize=8, color="dimgrey")
+            ax.text(k, lo + 0.03 * (hi - lo), "no gold", rotation=90, ha="center", va="bottom", fontsize=8,
+                    color="dimgrey")
     ticks = [f"{c}\nn={gold_counts.get(c, 0)}" for c in categories] if gold_counts else categories
     ax.set_xticks(x, ticks, fontsize=8)
     ax.set_xlim(-0.5, len(categories) - 0.5)  # keep a category without bars at the edge in view
-    ax.set_ylabel("strict F1 (%)")
-    # The same 0-100 scale in every corpus, so that plots side by side compare.
-    ax.set_ylim(0, 100)
+    ax.set_ylabel("strict F1 (%)" + ("" if lo == 0 else f", axis from {lo:g}"))
+    ax.set_ylim(lo, hi)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small", ncol=min(3, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.18))

@@ -32,12 +32,24 @@ def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Do
         test_f = strict_prf(test, run.targets["test"])[2] if "test" in run.targets else None
         scores = [x for name, docs in targets.items() for x in strict_prf(docs, run.targets[name])]
         rows.append([
-            label, cv_p, cv_r, cv_f, test_f, *scores, f"{run.fit_seconds:.1f}", f"{run.predict_seconds:.1f}",
+            label, cv_p, cv_r, cv_f, test_f, *scores, _seconds(run, "fit_seconds"), _seconds(run, "predict_seconds"),
             round(run.peak_mb), f"{run.computed}/{run.computed + run.reused}",
         ])
     headers = ["tagger", "CV P", "CV R", "CV F1", "test F1", *(f"{name} {x}" for name in targets for x in ("P", "R", "F1")),
                "fit s", "predict s", "peak MB", "parts computed"]
-    return render_table(headers, rows)
+    note = ("fit s, predict s: spent by this run; \"cached N\": N seconds spent when the cached parts were made, "
+            "not now") if any(run.reused for run in runs.values()) else ""
+    return render_table(headers, rows) + (f"\n{note}" if note else "")
+
+
+def _seconds(run, key: str) -> str:
+    """Seconds this run spent, apart from those its cached parts took when made."""
+    now, cached = run.seconds(key, computed=True), run.seconds(key, computed=False)
+    if not run.reused:
+        return f"{now:.1f}"
+    if not run.computed:
+        return f"cached {cached:.1f}"
+    return f"{now:.1f} + cached {cached:.1f}"
 
 
 def study_summary(result, skipped: Mapping[str, str] = {}, width: int | None = None) -> str:

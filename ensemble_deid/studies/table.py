@@ -57,11 +57,13 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
 
 def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None,
                    title: str = "", notes: Sequence[str] = (), width: int | None = None,
-                   bold: set[tuple[int, int]] = frozenset(), styled: bool = False) -> str:
+                   bold: set[tuple[int, int]] = frozenset(), styled: bool = False, wrap: Sequence[int] = ()) -> str:
     """The rows as a rich table no wider than ``width`` (default: the
     terminal's, 80 when not a terminal), the title above and the notes below.
     ``bold`` holds (row, column) positions to emphasise (best of a column);
-    ``styled`` keeps the bold as terminal escapes. No Markdown escapes."""
+    ``styled`` keeps the bold as terminal escapes; the values of the columns
+    in ``wrap`` (long paths, lists) may fold over several lines. No Markdown
+    escapes."""
     import shutil
 
     from rich import box
@@ -78,7 +80,7 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
         # Row labels and values stay on one line; long headers wrap instead.
         widest = max((len(r[k]) for r in text), default=0)
         table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0,
-                         min_width=widest)
+                         min_width=min(widest, _FOLDED) if k in wrap else widest)
     for i, row in enumerate(rows):
         table.add_row(*[(f"[bold]{_escape(_cell(v))}[/bold]" if (i, j) in bold else _escape(_cell(v)))
                         for j, v in enumerate(row)])
@@ -86,7 +88,8 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
                       highlight=False, soft_wrap=False)
     # Narrower than the table can fold: overflow the terminal rather than let
     # rich squeeze columns away. Row labels and values never wrap, header words do.
-    least = [max([len(r[k]) for r in text] + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 else []))
+    least = [max([min(len(r[k]), _FOLDED) if k in wrap else len(r[k]) for r in text]
+                 + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 else []))
              for k in range(len(headers))]
     console.width = max(width, sum(least) + 2 * (len(headers) - 1))
     if title:  # above the table, not inside it: a title inside wraps to the table's width
@@ -95,6 +98,10 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     for note in notes:
         console.print(_escape(note), highlight=False)
     return "\n".join(line.rstrip() for line in console.export_text(styles=styled).splitlines())
+
+
+# the narrowest a folding column gets: a path or list still reads in pieces this long
+_FOLDED = 16
 
 
 def _escape(text: str) -> str:

@@ -7,7 +7,8 @@ in which every value is plain JSON or a tagged reference:
 - ``{"__array__": name}``: a numpy array in ``arrays.npz`` (numeric dtypes
   only: loaded with ``allow_pickle=False``);
 - ``{"__bytes__": file}``: raw bytes in their own file, e.g. a CRFsuite or
-  Vowpal Wabbit model file exactly as the library wrote it;
+  Vowpal Wabbit model file exactly as the library wrote it (named after the
+  field, or as a :class:`NamedBlob` asks: ``model.safetensors``);
 - ``{"__csr__": {...}}``: a scipy CSR matrix as its three arrays;
 - ``{"__object__": name, "state": ...}``: an instance of a class registered
   with :func:`register_state_class` (nothing else is ever constructed).
@@ -45,6 +46,19 @@ def register_state_class(cls: type) -> type:
     return cls
 
 
+class NamedBlob(bytes):
+    """Bytes saved in a file of the given name (``model.safetensors``,
+    ``config.json``) rather than one named after the field, so a saved model
+    reads like its library's own folder. Read back as plain bytes."""
+
+    def __new__(cls, data: bytes, filename: str) -> "NamedBlob":
+        if Path(filename).name != filename or filename in (STATE_FILE, ARRAYS_FILE) or filename.startswith("."):
+            raise StateError(f"{filename!r}: not a plain file name for saved state")
+        blob = super().__new__(cls, data)
+        blob.filename = filename
+        return blob
+
+
 class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
@@ -70,6 +84,8 @@ class _Encoder:
         if isinstance(value, (bytes, bytearray)):
             stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in where)
             name = f"{stem}.bin" if f"{stem}.bin" not in self.blobs else f"{stem}-{len(self.blobs)}.bin"
+            if isinstance(value, NamedBlob) and value.filename not in self.blobs:
+                name = value.filename
             self.blobs[name] = bytes(value)
             return {"__bytes__": name}
         import scipy.sparse as sp

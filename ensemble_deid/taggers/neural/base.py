@@ -413,19 +413,8 @@ class NeuralTagger(Tagger):
         probabilities (rows sum to 1): features for stacking."""
         return self._run(documents, marginals=True)[1]
 
-    @contextmanager
     def _threads(self):
-        if not self.num_threads:
-            yield
-            return
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(int(self.num_threads))
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+        return torch_threads(self.num_threads)
 
     # --- persistence ----------------------------------------------------------------------------
     def __getstate__(self):
@@ -497,6 +486,22 @@ class NeuralTagger(Tagger):
         tagger.train_info_ = ckpt["train_info"]
         tagger._load_extra_state(ckpt["extra"])
         return tagger
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """torch's CPU threads set to ``n`` for the block (None: left as they are)."""
+    if not n:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def split_held_out(
