@@ -48,7 +48,7 @@ def reference_predictions(corpus_name: str, method: str, members: str, folds: in
     from ensemble_deid.ensemble.run import run_method
 
     ws = Workspace(os.environ.get("ENSEMBLE_DEID_HOME", "."))
-    done = run_method(ws, corpus_name, method, members, folds=folds, seed=seed, metric=metric, oof=False,
+    done = run_method(ws, corpus_name, method, members, folds=folds, seed=seed, objective=metric, oof=False,
                       progress=False, log=progress)
     return done.corpus, ws.spec(done.corpus.name).splits["test"], done.test
 

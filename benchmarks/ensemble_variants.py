@@ -84,7 +84,7 @@ def run(corpus, runs, k: int, seed: int) -> dict:
     for method, params in CONFIGS:
         label = method + "".join(f" {key}={value}" for key, value in params.items())
         progress(f"{label}")
-        search = GridSearch(make_method(method, **params), folds=k, seed=seed, metric="f1")
+        search = GridSearch(make_method(method, **params), folds=k, seed=seed, objective="f1")
         t0 = time.perf_counter()
         search.fit(oof, corpus.train)
         preds = {p.doc_id: p for p in search.predict(test, corpus.test)}

@@ -296,9 +296,17 @@ def _spec_name(label: str) -> str:
     return label.split(":")[0]
 
 
-def summary_table(result: dict, rows: int = 6) -> str:
+def _leak(system: dict) -> str:
+    leak = (system.get("scores") or {}).get("leak") or {}
+    return f"{leak['token_rate']:.4f}" if "token_rate" in leak else ""
+
+
+def summary_table(result: dict, rows: int = 6, recall_first: dict | None = None) -> str:
     """The README's results (``-summary.md``): the best base taggers beside
-    every ensemble, by strict F1 on the test split, with what each ensemble chose."""
+    every ensemble, by strict F1 on the test split, with what each ensemble
+    chose and its token leak rate; then, from ``recall_first`` (the results
+    of benchmarks/recall_first.py), each method chosen for binary-token
+    recall >= 0.99 instead of F1."""
     taggers = sorted((s for s in result["systems"] if s["kind"] != "ensemble"), key=_f1, reverse=True)
     ensembles = sorted((s for s in result["systems"] if s["kind"] == "ensemble"), key=_f1, reverse=True)
     if not taggers or not ensembles:
@@ -318,21 +326,27 @@ def summary_table(result: dict, rows: int = 6) -> str:
             chosen["threshold"] = learned["threshold"]
         short = {"threshold": "t"}
         notes += [f"{short.get(k, k)} = {v:g}" if isinstance(v, float) else f"{short.get(k, k)} = {v}"
-                  for k, v in chosen.items()]
+                  for k, v in chosen.items() if v is not None]
         return s["system"].removeprefix("ensemble.") + (f" ({', '.join(notes)})" if notes else "")
 
-    lines = [f"| system | strict F1 | | ensemble ({n_members} members) | strict F1 |", "|---|---:|---|---|---:|"]
+    lines = [f"| system | strict F1 | token leak | | ensemble ({n_members} members) | strict F1 | token leak |",
+             "|---|---:|---:|---|---|---:|---:|"]
     best = ensembles[0]
-    for i in range(max(min(rows, len(taggers)), len(ensembles))):
-        left = f"{member(taggers[i])} | {_f1(taggers[i]):.4f}" if i < min(rows, len(taggers)) else " | "
-        if i < len(ensembles):
-            e = ensembles[i]
-            name, f1 = ensemble(e), f"{_f1(e):.4f}"
-            if e is best:
-                name, f1 = f"**{name}**", f"**{f1}**"
-            right = f"{name} | {f1}"
-        else:
-            right = " | "
+    first = [r for r in (recall_first or {}).get("rows", []) if r["objective"] == "binary-token:recall>=0.99"]
+    right_rows = []
+    for e in ensembles:
+        name, f1 = ensemble(e), f"{_f1(e):.4f}"
+        if e is best:
+            name, f1 = f"**{name}**", f"**{f1}**"
+        right_rows.append(f"{name} | {f1} | {_leak(e)}")
+    for r in first:
+        d = r["dev"]
+        right_rows.append(f"{r['method']}, recall-first (binary-token R {d['binary-token']['recall']:.4f}) | "
+                          f"{d['strict']['f1']:.4f} | {d['leak_token']['all']['rate']:.4f}")
+    n_left = min(rows, len(taggers))
+    for i in range(max(n_left, len(right_rows))):
+        left = f"{member(taggers[i])} | {_f1(taggers[i]):.4f} | {_leak(taggers[i])}" if i < n_left else " |  | "
+        right = right_rows[i] if i < len(right_rows) else " |  | "
         lines.append(f"| {left} | | {right} |")
     gains = [f"+{100 * (_f1(best) - _f1(taggers[0])):.2f} points over the best single member on this split "
              f"({_spec_name(taggers[0]['system'])})"]
@@ -340,6 +354,10 @@ def summary_table(result: dict, rows: int = 6) -> str:
         gains.append(f"+{100 * (_f1(best) - _f1(by_cv)):.2f} over the member a user would pick, the best by CV F1 "
                      f"({_spec_name(by_cv['system'])})")
     lines += ["", f"The best ensemble, {best['system'].removeprefix('ensemble.')}, is " + " and ".join(gains) + "."]
+    if first:
+        lines.append("Token leak: share of gold PHI tokens no predicted span covers. Recall-first rows: the same "
+                     "method with its parameters and decision threshold chosen by CV on train for binary-token "
+                     "recall >= 0.99 (benchmarks/recall_first.py).")
     return "\n".join(lines)
 
 
@@ -352,7 +370,9 @@ def write_tables(result: dict, stem: Path) -> None:
     """The Markdown files of a results file: the full table, and the summary
     the README copies (``benchmarks/sync_docs.py``)."""
     write_markdown(stem.with_suffix(".md"), markdown(result))
-    summary = summary_table(result)
+    first = stem.with_name(stem.name.replace("run_all-", "recall-first-", 1) + ".json")
+    summary = summary_table(result, recall_first=json.loads(first.read_text(encoding="utf-8")) if first.is_file()
+                            else None)
     if summary:
         write_markdown(stem.with_name(stem.name + "-summary.md"), summary)
 

@@ -100,10 +100,15 @@ def test_summary_table_from_a_results_file(scripts):
                learned={"threshold": 1, "subset": ["a", "b:x=1"]}),
         system("ensemble.stacked-svm", "ensemble", 0.94, members=members, chosen_params={"C": 10.0}),
     ]}
-    lines = run_all.summary_table(result, rows=2).splitlines()
-    assert lines[0] == "| system | strict F1 | | ensemble (3 members) | strict F1 |"
-    assert lines[2] == "| b | 0.9200 | | **stacked-svm (C = 10)** | **0.9400** |"
-    assert lines[3] == "| a (best by CV F1) | 0.9000 | | voting-pruned (2 of 3, t = 1) | 0.9350 |"
-    assert lines[4] == "|  |  | | voting (t = 2) | 0.9300 |"
-    assert lines[-1] == ("The best ensemble, stacked-svm, is +2.00 points over the best single member on this split (b) "
+    result["systems"][0]["scores"]["leak"] = {"token_rate": 0.02}
+    first = {"rows": [{"method": "voting-pruned", "objective": "binary-token:recall>=0.99",
+                       "dev": {"strict": {"f1": 0.91}, "binary-token": {"recall": 0.9911},
+                               "leak_token": {"all": {"rate": 0.008}}}}]}
+    lines = run_all.summary_table(result, rows=2, recall_first=first).splitlines()
+    assert lines[0] == "| system | strict F1 | token leak | | ensemble (3 members) | strict F1 | token leak |"
+    assert lines[2] == "| b | 0.9200 |  | | **stacked-svm (C = 10)** | **0.9400** |  |"
+    assert lines[3] == "| a (best by CV F1) | 0.9000 | 0.0200 | | voting-pruned (2 of 3, t = 1) | 0.9350 |  |"
+    assert lines[4] == "|  |  |  | | voting (t = 2) | 0.9300 |  |"
+    assert lines[5] == ("|  |  |  | | voting-pruned, recall-first (binary-token R 0.9911) | 0.9100 | 0.0080 |")
+    assert lines[-2] == ("The best ensemble, stacked-svm, is +2.00 points over the best single member on this split (b) "
                          "and +4.00 over the member a user would pick, the best by CV F1 (a).")

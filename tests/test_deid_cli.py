@@ -255,3 +255,37 @@ def test_fuzz_damaged_bundles_and_notes(tiny_bundle, tmp_path):
         except CorpusError as exc:
             assert str(notes / "note.txt") in str(exc)
     assert time.perf_counter() - t0 < 120
+
+
+def test_deidentify_prints_the_objective_and_can_be_repointed(tiny_bundle, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for xml in sorted((tiny_bundle / "test").glob("*.xml"))[:2]:
+        (notes / xml.name).write_bytes(xml.read_bytes())
+    plain = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "a", "--no-progress")
+    assert "chosen for objective f1; operating point the method’s own rule" in plain.stderr
+    # Re-pointed without retraining: no span gets 99 votes, so nothing is tagged.
+    none = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "b", "--no-progress",
+                "--operating-point", '{"*": 99}')
+    assert "operating point {'*': 99} (re-pointed; fitted for the method’s own rule)" in none.stderr
+    assert all("<PHI" not in p.read_text() and "TYPE=" not in p.read_text()
+               for p in (tmp_path / "b" / "spans").glob("*.xml"))
+    assert any("TYPE=" in p.read_text() for p in (tmp_path / "a" / "spans").glob("*.xml"))
+    bad = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "c", "--operating-point", "{*: 1}",
+               ok=False)
+    assert bad.exit_code == 2 and "is not JSON" in bad.output
+    # A resume into the plain run's folder at another operating point would mix two taggings.
+    mixed = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "a", "--no-progress",
+                 "--operating-point", '{"*": 99}', ok=False)
+    assert mixed.exit_code != 0 and "--operating-point" in mixed.output and "Traceback" not in mixed.output
+
+
+def test_fit_stores_the_objective_and_operating_point(tiny_bundle, tmp_path):
+    out = tmp_path / "svm"
+    _run("fit", "--corpus", "tiny", "--method", "stacked-svm", "--members", MEMBERS, "--folds", "3",
+         "--objective", "binary-token:recall>=0.9", "--out", out, "--no-progress", "--no-verify")
+    selection = read_manifest(out)["selection"]
+    assert selection["objective"] == "binary-token:recall>=0.9"
+    assert set(selection["targets_reached"]) == {"*"} and selection["curve"][0]["point"] is None
+    model = Deidentifier.load(out)
+    assert model.method.get_params()["operating_point"] == selection["operating_point"]

@@ -117,12 +117,12 @@ def test_grid_search_scores_are_pooled_held_out_counts():
     assert [p.tags for p in preds] == [p.tags for p in search.best_estimator_.predict(members, docs)]
 
 
-def test_grid_search_metric_recall_prefers_low_thresholds():
+def test_grid_search_objective_recall_prefers_low_thresholds():
     docs, members = random_case(4, n_docs=10, n_members=4)
-    search = GridSearch(Voting(), folds=5, metric="recall").fit(members, docs)
+    search = GridSearch(Voting(), folds=5, objective="recall").fit(members, docs)
     assert search.best_params_ == {"threshold": 1}
-    with pytest.raises(ValueError, match="metric=.accuracy."):
-        GridSearch(Voting(), metric="accuracy").fit(members, docs)
+    with pytest.raises(ValueError, match="objective=.accuracy."):
+        GridSearch(Voting(), objective="accuracy").fit(members, docs)
 
 
 def test_single_setting_needs_no_cv():

@@ -52,7 +52,7 @@ def test_prune_param_selects_the_variants(tiny):
     assert "variant: removal_ties=earliest, overlap=chain" in out
     assert re.search(r"chosen: t=\d, \d member\(s\): ", out)
     for param, message in (("overlap=sweep", "overlap='sweep'; expected one of 'greedy', 'chain'"),
-                           ("threshold=2", "the threshold and metric have their own options"),
+                           ("threshold=2", "the threshold and objective have their own options"),
                            ("removal_ties", "expected key=value")):
         bad = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--param", param, ok=False)
         assert bad.exit_code == 2 and message in bad.output, bad.output

@@ -66,7 +66,7 @@ def test_fixed_voting_threshold_is_the_one_used(threshold, expected_f1):
     assert chosen.best_params_ == {"threshold": 2}
     assert _f1(docs, chosen.predict(members, docs)) == 1.0
     fixed = GridSearch(Voting(threshold=threshold), folds=2, fixed=("threshold",)).fit(members, docs)
-    assert fixed.best_params_ == {} and fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold}
+    assert fixed.best_params_ == {} and fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold, "operating_point": None}
     assert math.isclose(_f1(docs, fixed.predict(members, docs)), expected_f1)
 
 
@@ -141,7 +141,7 @@ def test_cli_param_is_used_printed_and_recorded(tiny, workspace, tmp_path, comma
     fixed = _ensemble_or_fit(command, tmp_path / "fixed", "--corpus", tiny, "--method", "voting", "--members",
                              MEMBERS, "--folds", "3", "--param", f"threshold={threshold}").output
     params, names = _fixed_record(command, tmp_path / "fixed", workspace)
-    assert params == {"overlap": "greedy", "threshold": threshold} and names == ["threshold"]
+    assert params == {"overlap": "greedy", "threshold": threshold, "operating_point": None} and names == ["threshold"]
     if command == "ensemble":
         assert "chosen parameters: (none to choose: no values searched)" in fixed
         assert f"parameters used: overlap='greedy', threshold={threshold} (fixed)" in fixed
@@ -301,7 +301,7 @@ def test_jobs_must_be_positive_or_minus_one(tiny, jobs):
 
 @pytest.mark.parametrize("override, named", [
     ({"trials": 0}, "trials=0"), ({"significance_level": 2}, "significance_level=2"), ({"jobs": 0}, "jobs=0"),
-    ({"metric": "xx"}, "metric='xx'"), ({"folds": 1}, "folds=1"), ({"test": "z-test"}, "test='z-test'"),
+    ({"objective": "xx"}, "objective='xx'"), ({"folds": 1}, "folds=1"), ({"test": "z-test"}, "test='z-test'"),
     ({"taggers": ["crf:c1=nan"]}, "c1=nan"), ({"methods": ["votng"]}, "did you mean 'voting'"),
     ({"method_params": {"stacked-svm": {"C": "a"}}}, "C='a'"),
     ({"method_params": {"voting": {"thresold": 2}}}, "invalid parameter 'thresold'"),
@@ -315,7 +315,7 @@ def test_study_toml_with_a_bad_metric_fails_before_running(tmp_path, workspace):
     cfg = tmp_path / "study.toml"
     cfg.write_text('corpora = ["synthetic-2014"]\ntaggers = ["rules"]\nmethods = ["voting"]\nmetric = "xx"\n')
     res = _run("study", "--config", cfg, "--no-progress", ok=False)
-    assert res.exit_code == 2 and "metric='xx'" in res.output
+    assert res.exit_code == 2 and "objective='xx'" in res.output
     assert not (workspace / "results").exists()
 
 
@@ -328,7 +328,7 @@ def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
     result = Study(Workspace(workspace), cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
     chosen = [record for column in result.manifest["chosen"].values()
               for method, record in column.items() if method != "best single member"]
-    assert chosen and all(v["params"] == {"overlap": "greedy", "threshold": 1} and v["fixed"] == ["threshold"]
+    assert chosen and all(v["params"] == {"overlap": "greedy", "threshold": 1, "operating_point": None} and v["fixed"] == ["threshold"]
                           and v["chosen_by_cv"] == {} for v in chosen)
 
 

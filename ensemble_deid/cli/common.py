@@ -63,3 +63,26 @@ class SuggestingChoice(click.Choice):
             if not hint:
                 raise
             self.fail(f"{exc.message.rstrip('.')}{hint}", param, ctx)
+
+
+def _read_objective(ctx, param, value):
+    from ..ensemble.objective import ObjectiveError, check_objective
+
+    if value is None:
+        return None
+    try:
+        return check_objective(value)
+    except ObjectiveError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def objective_option(what: str = "selection", default: str | None = "f1"):
+    """``--objective`` (``--metric``, its older name, still works): what the
+    ensemble's choices maximise, checked before any work."""
+    return click.option(
+        "--objective", "--metric", "objective", default=default, show_default=default is not None,
+        callback=_read_objective,
+        metavar="OBJECTIVE",
+        help=f"What {what} maximises on the out-of-fold predictions: f1, f2, f<beta>, recall, recall>=R or "
+             "precision>=P, optionally on token: or binary-token: counts, with per-category clauses "
+             "(\"f1,NAME+ID=token:recall>=0.99\"); quote it in a shell. See docs/ensembles.md.")

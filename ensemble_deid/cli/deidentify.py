@@ -31,9 +31,13 @@ from .common import fail_on_error
 @click.option("--trust", "trusted", multiple=True, metavar="SHA256",
               help="Accept only a bundle whose manifest checksum is one of these (repeatable; 'fit' prints it: get it "
               "from the bundle's author over a channel you trust). The checksums alone show integrity, not origin.")
+@click.option("--operating-point", "operating_point", default=None, metavar="JSON",
+              help='Re-point the bundle\'s ensemble to another decision threshold without retraining, e.g. '
+                   '\'{"*": -0.8, "NAME": -1.2}\' (the held-out curve of the thresholds is in the bundle manifest; '
+                   '\'null\': the method\'s own rule).')
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
-               batch_size, allow_external, trusted, no_progress):
+               batch_size, allow_external, trusted, operating_point, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume);
@@ -54,6 +58,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         if not (sep and name.strip() and path.strip()):
             raise click.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--allow-external")
         programs[name.strip()] = path.strip()
+    point = _operating_point(operating_point)
     with fail_on_error():  # options that need no model are checked before it is loaded
         if group_pattern is not None:
             compile_group_pattern(group_pattern)
@@ -61,6 +66,13 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
         deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
+        if operating_point is not None:
+            try:
+                deid.method.repoint(point)
+            except (AttributeError, ValueError) as exc:
+                raise click.BadParameter(str(exc) if deid.method is not None else "the bundle holds no ensemble",
+                                         param_hint="--operating-point")
+        click.echo(selection_line(deid, operating_point is not None), err=True)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))
         from tqdm.auto import tqdm
@@ -74,6 +86,42 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     if run.has_gold:
         with fail_on_error():
             click.echo(score_report(input_dir, out, deid.labels))
+
+
+def _operating_point(text):
+    import json
+
+    if text is None:
+        return None
+    try:
+        point = json.loads(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not JSON (e.g. '{{\"*\": -0.8}}')", param_hint="--operating-point")
+    from ..ensemble.base import check_operating_point
+
+    if not check_operating_point(point):
+        raise click.BadParameter(f"{text!r}: expected null or an object of thresholds such as "
+                                 "'{\"*\": -0.8, \"NAME\": -1.2}'", param_hint="--operating-point")
+    return point
+
+
+def selection_line(deid, repointed: bool) -> str:
+    """What the bundle's ensemble was chosen for, and where it operates."""
+    sel = deid.manifest.get("selection") or {}
+    if deid.method is None or not sel:
+        return "bundle: a single tagger (no ensemble choice)"
+    objective = sel.get("objective", sel.get("metric", "f1"))
+    method = deid.method
+    point = getattr(method, "operating_point_", None) or method.get_params().get("operating_point")
+    reached = sel.get("targets_reached") or {}
+    missed = [k for k, ok in reached.items() if not ok]
+    line = (f"bundle: {sel.get('method', method.name)} chosen for objective {objective}; operating point "
+            f"{point if point else 'the method’s own rule'}")
+    if repointed:
+        line += f" (re-pointed; fitted for {sel.get('operating_point') or 'the method’s own rule'})"
+    elif missed:
+        line += f"; target not reached on the out-of-fold data for {', '.join(missed)}"
+    return line
 
 
 def score_report(input_dir, out, labels) -> str:

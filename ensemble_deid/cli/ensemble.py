@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import SuggestingChoice, fail_on_error, left_default, workspace_of
+from .common import SuggestingChoice, fail_on_error, left_default, objective_option, workspace_of
 
 METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
 
@@ -33,14 +33,14 @@ SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1
               "(repeatable; replaces the method's default grid).")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=SuggestingChoice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises (f2/recall: privacy first).")
+@objective_option()
 @click.option("--nested", is_flag=True, help="Also estimate the whole selection by nested CV (k times the cost); the ensemble's own OOF predictions then choose inside each fold.")
 @click.option("--no-oof", is_flag=True, help="Do not compute the ensemble's own out-of-fold predictions (it then cannot be a member).")
 @click.option("--refit", is_flag=True, help="Recompute even when the ensemble's predictions are cached.")
 @click.option("--diagnostics/--no-diagnostics", default=True, help="Print the oracle, pairwise agreement and marginal contributions (test split).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, nested, no_oof, refit, diagnostics, no_progress):
+def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, objective, nested, no_oof, refit, diagnostics, no_progress):
     """Fit an ensemble METHOD on the members' out-of-fold predictions over the
     training set (hyperparameters chosen by k-fold CV), predict the test
     split, score it (strict micro), and cache its predictions as
@@ -51,7 +51,7 @@ def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, metric, n
     say = lambda s: click.echo(s, err=True)  # noqa: E731
     with fail_on_error():
         done = run_method(workspace_of(ctx), corpus_name, method, members, parse_params(params), parse_grid(grid),
-                          folds=None if left_default(ctx, "k") else k, seed=seed, metric=metric, nested=nested,
+                          folds=None if left_default(ctx, "k") else k, seed=seed, objective=objective, nested=nested,
                           oof=not no_oof, refit=refit, progress=not no_progress, log=say,
                           warn=lambda msg: say(f"warning: {msg}"))
     report(done.corpus, done.engine, done.runs, done.result, method, done.learner, diagnostics)
@@ -74,27 +74,66 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     best_member = max(rows[:-1], key=lambda r: r[3])
     click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
                f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
+    objective = record.get("objective", record.get("metric", learner.objective))
     if record.get("best_params"):
-        click.echo(f"chosen parameters: {record['best_params']} by {learner.folds}-fold CV on "
-                   f"{record.get('metric', learner.metric)}")
+        click.echo(f"chosen parameters: {record['best_params']} by {learner.folds}-fold CV on {objective}")
     else:
         click.echo("chosen parameters: (none to choose: no values searched)")
     if record.get("params") is not None:
         fixed = set(record.get("fixed", ()))
         click.echo("parameters used: " + (", ".join(
-            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in record["params"].items()) or "(none)"))
+            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in record["params"].items()
+            if not (k == "operating_point" and v is None)) or "(none)"))  # None: the method's own rule
     if record.get("threshold") is not None:
-        click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}")
+        click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}"
+                   + (f"; per-category thresholds {record['category_thresholds']}"
+                      if record.get("category_thresholds") else "")
+                   + ("" if record.get("reached", True) else
+                      f"; the target of {objective} was NOT reached on the training out-of-fold data: "
+                      "the closest result was kept"))
     if record.get("cv_results"):
         cv_rows = [[", ".join(f"{k}={v}" for k, v in r["params"].items()), r["tp"], r["fp"], r["fn"], r["score"]]
                    for r in record["cv_results"]]
-        click.echo(render_table(["setting", "TP", "FP", "FN", learner.metric], cv_rows))
+        click.echo(render_table(["setting", "TP", "FP", "FN", objective], cv_rows))
+    point = record.get("operating_point")
+    missed = [k for k, ok in (record.get("targets_reached") or {}).items() if not ok]
+    if missed and not point:
+        click.echo(f"target of {objective} NOT reached on the out-of-fold data"
+                   + ("" if missed == ["*"] else f" for {', '.join(missed)}") + ": the closest setting was taken")
+    if point:
+        missed = [k if k != "*" else "the whole output" for k, ok in point["reached"].items() if not ok]
+        click.echo(f"operating point: {point['chosen'] or 'the method’s own rule'} by {learner.folds}-fold CV on "
+                   f"{objective}" + (f"; target NOT reached on the out-of-fold data for {', '.join(missed)}: "
+                                     "the closest point was taken" if missed else ""))
     if record.get("nested"):
         n = record["nested"]
-        click.echo(f"nested CV estimate ({learner.metric}): {n['score']:.4f} from {n['fits']} fits in "
+        click.echo(f"nested CV estimate ({objective}): {n['score']:.4f} from {n['fits']} fits in "
                    f"{n['seconds']} s; choices per outer fold: {n['chosen']}")
+    click.echo(leak_report(corpus, runs, result["test"]))
     if diagnostics:
         click.echo(diagnostics_report(runs, corpus))
+
+
+def leak_report(corpus, runs, ensemble_test, label: str = "ensemble") -> str:
+    """Leak-first view of the test split: token leak rates (95% document-bootstrap
+    intervals) of the ensemble and every member, per category, and the
+    members' union as the ceiling."""
+    from ..studies.leaks import OVERALL, leak_rates, oracle_token_recall
+    from ..studies.table import render_table
+
+    systems = {label: ensemble_test, **{name: run.test for name, run in runs.items()}}
+    rates = {name: leak_rates(corpus.test, preds) for name, preds in systems.items()}
+    cats = sorted({c for r in rates.values() for c in r if c != OVERALL})
+    rows = []
+    for name, r in rates.items():
+        a = r.get(OVERALL)
+        rows.append([name, "" if a is None else f"{a.rate:.4f}", "" if a is None else f"{a.low:.4f}-{a.high:.4f}",
+                     *(f"{r[c].rate:.4f}" if c in r else "" for c in cats)])
+    ceiling = oracle_token_recall(corpus.test, {name: run.test for name, run in runs.items()})
+    return ("\nleaks (test): share of gold PHI tokens no predicted span covers, with 95% document-bootstrap "
+            "intervals:\n" + render_table(["system", "token leak", "95% CI", *cats], rows)
+            + f"\nceiling: the members together cover {ceiling:.4f} of the PHI tokens (binary-token recall of "
+              f"any member; no ensemble of them leaks less than {1 - ceiling:.4f})")
 
 
 def diagnostics_report(runs, corpus) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error, left_default, workspace_of
+from .common import fail_on_error, left_default, objective_option, workspace_of
 from .ensemble import METHOD_NAMES
 
 
@@ -17,7 +17,7 @@ from .ensemble import METHOD_NAMES
 @click.option("--grid", "grid", multiple=True, metavar="KEY=V1|V2", help="Values cross-validation chooses from (repeatable).")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection.")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=click.Choice(["f1", "f2", "recall"]), default="f1", help="Strict micro score that selection maximises.")
+@objective_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New folder for the model bundle.")
 @click.option("--verify/--no-verify", default=True, help="Check that the bundle reproduces the cached test predictions "
               "of the 'ensemble' command (ensembles) and report its test scores.")
@@ -26,7 +26,7 @@ from .ensemble import METHOD_NAMES
               "holds none of them.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, metric, out, verify, shareable,
+def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, objective, out, verify, shareable,
         no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
@@ -49,6 +49,6 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, m
             done = fit_tagger(ws, corpus_name, tagger_spec, out, log=say, shareable=shareable)
         else:
             done = fit_ensemble(ws, corpus_name, method, members, out, parse_params(params), parse_grid(grid),
-                                folds=None if left_default(ctx, "k") else k, seed=seed, metric=metric, verify=verify,
+                                folds=None if left_default(ctx, "k") else k, seed=seed, objective=objective, verify=verify,
                                 progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"))
     click.echo(done.summary)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import SuggestingChoice, fail_on_error, left_default, workspace_of
+from .common import fail_on_error, left_default, objective_option, workspace_of
 
 
 def _threshold(value: str):
@@ -24,19 +24,19 @@ def _threshold(value: str):
 @click.option("--threshold", default="auto", help="Voting threshold N, or 'auto' to search every threshold 1..m.")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV (grouped by patient).")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
-@click.option("--metric", type=SuggestingChoice(["f1", "f2", "recall"]), default="f1", help="Strict micro score the elimination maximises.")
+@objective_option("the elimination")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A voting-pruned variant (repeatable): "
               "removal_ties=worse|earliest, overlap=greedy|chain (see docs/ensembles.md).")
 @click.option("--all-paths", is_flag=True, help="Print the elimination path of every threshold, not only the chosen one.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_paths, no_progress):
+def prune(ctx, corpus_name, members, threshold, k, seed, objective, params, all_paths, no_progress):
     """Voting pruned by greedy backward elimination [KIM20] on the members'
     out-of-fold predictions over the training set: for each threshold, drop
     the member whose removal most improves the training score until none
     does; print the path of eliminations and the chosen (threshold, subset),
     then score that choice on the test split."""
-    from ..ensemble.run import load_members, parse_params, prune_members, pruning_variant
+    from ..ensemble.run import load_members, parse_params, prune_members, pruning_objective, pruning_variant
     from ..studies.summary import strict_prf
     from ..studies.table import render_table
 
@@ -44,16 +44,18 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_pat
     say = lambda s: click.echo(s, err=True)  # noqa: E731
     with fail_on_error():
         variant = pruning_variant(parse_params(params, "--param"))
+        objective = pruning_objective(objective)
         corpus, engine, runs = load_members(workspace_of(ctx), corpus_name, members,
                                             None if left_default(ctx, "k") else k, seed, not no_progress, say,
                                             lambda msg: say(f"warning: {msg}"))
-        done = prune_members(corpus, runs, t, metric, variant)
+        done = prune_members(corpus, runs, t, objective, variant)
     names, table, rank, search = done.names, done.table, done.rank, done.search
     f1 = table.member_f1()
     if variant:
         click.echo("variant: " + ", ".join(f"{key}={value}" for key, value in variant.items()))
     click.echo(f"\n{len(names)} members, tie-break order by out-of-fold F1: "
                + ", ".join(f"{names[j]} ({f1[j]:.4f})" for j in sorted(range(len(names)), key=lambda j: rank[j])))
+    metric = search.metric  # the objective's canonical name
     rows = [[p.threshold, p.start_score, p.score, len(p.subset), ", ".join(p.subset)] for p in search.paths.values()]
     click.echo(render_table(["t", f"all members {metric}", f"pruned {metric}", "kept", "members kept"], rows))
     for p in search.paths.values():
@@ -62,7 +64,9 @@ def prune(ctx, corpus_name, members, threshold, k, seed, metric, params, all_pat
             steps = [[0, "(all members)", p.start_score]] + [[i + 1, name, score] for i, (name, score) in enumerate(p.steps)]
             click.echo(render_table(["step", "removed", metric], steps))
     click.echo(f"\nchosen: t={search.threshold}, {len(search.subset)} member(s): {', '.join(search.subset)} "
-               f"(training {metric} {search.score:.4f})")
+               f"(training {metric} {search.score:.4f})"
+               + ("" if search.reached else "; the target was NOT reached on the training out-of-fold data: "
+                  "this is the closest result"))
     click.echo(f"search: {search.evaluations} subset evaluations in {done.search_seconds:.2f} s "
                f"(candidate table of {len(table):,} spans built in {done.table_seconds:.2f} s)")
 

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from .common import SuggestingChoice, fail_on_error, workspace_of
+from .common import SuggestingChoice, fail_on_error, objective_option, workspace_of
 
 
 def _available(specs, log):
@@ -45,11 +45,13 @@ def _run_study(ctx, config, out, progress, skipped=None):
 @click.option("--seed", type=int, default=None, help="Seed of folds and resampling tests (config default 0).")
 @click.option("--test", type=SuggestingChoice(["t-test", "randomization", "bootstrap"]), default=None, help="Significance test behind the asterisks (config default randomization).")
 @click.option("--trials", type=int, default=None, help="Randomization swaps / bootstrap resamples (config default 10000).")
+@objective_option("every ensemble's selection", default=None)
 @click.option("--no-union", is_flag=True, help="Do not train on the union of two corpora.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/NAME-TIMESTAMP).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, trials, no_union, out, no_progress):
+def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, trials, objective, no_union, out,
+          no_progress):
     """Base-tagger and ensemble tables (with significance marks), plots and a
     manifest, for one corpus or a cross-corpus pair (A, B and A∪B models)."""
     from ..errors import EnsembleDeidError
@@ -63,7 +65,7 @@ def study(ctx, config_path, corpora, taggers, methods, folds, jobs, seed, test, 
         "corpora": list(corpora) or None,
         "taggers": split_specs(taggers) if taggers else None,
         "methods": _methods(methods),
-        "folds": folds, "jobs": jobs, "seed": seed, "test": test, "trials": trials,
+        "folds": folds, "jobs": jobs, "seed": seed, "test": test, "trials": trials, "objective": objective,
         "union": False if no_union else None,
     }
     try:

@@ -56,7 +56,8 @@ LOCK = ".lock"
 SCRATCH = ".scratch"
 # The command-line option behind each recorded setting (named in a mismatch).
 OPTION_NAMES = {"mode": "--mode", "spans": "--spans", "model": "MODEL (the bundle)", "group_pattern": "--group-pattern",
-                "seed": "--seed", "date_order": "--date-order", "locale": "--locale"}
+                "seed": "--seed", "date_order": "--date-order", "locale": "--locale",
+                "operating_point": "--operating-point"}
 
 
 class RunMismatch(EnsembleDeidError):
@@ -209,6 +210,10 @@ class FolderDeidentifier:
         manifest = getattr(self.model, "manifest", None) or {}
         opts = {"mode": self.mode, "spans": sorted(self.span_formats), "model": manifest.get("manifest_sha256"),
                 "group_pattern": self.group_pattern}
+        method = getattr(self.model, "method", None)
+        if getattr(method, "scored", False):  # a re-pointed bundle (--operating-point) tags differently
+            point = getattr(method, "operating_point_", getattr(method, "operating_point", None))
+            opts["operating_point"] = dict(point) if point else None
         if self.mode == "surrogate":
             s = self.surrogates
             opts.update(seed=_seed_hash(s.seed), date_order=s.date_order, locale=s.locale)

@@ -110,18 +110,20 @@ def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: S
 
 def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
                  params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
-                 folds: int | None = None, seed: int = 0, metric: str = "f1", verify: bool = True,
+                 folds: int | None = None, seed: int = 0, objective: str = "f1", verify: bool = True,
                  progress: bool = True, log: Say = _quiet, warn: Say = _quiet) -> FitResult:
     """Fit every member on the whole training split and the ensemble
     ``method`` on the members' out-of-fold predictions, chosen exactly as
     :func:`~ensemble_deid.ensemble.run.run_method` chooses it (members
     missing from the cache are cross-validated first), and save one
     bundle to ``out``. ``verify`` checks that the bundle reproduces the
-    ``ensemble`` step's cached test predictions and records its scores."""
+    ``ensemble`` step's cached test predictions and records its scores.
+    The manifest's ``selection`` records the objective, the chosen operating
+    point, whether its targets were met out of fold and the held-out curve."""
     import tempfile
 
     from ..ensemble.caching import jsonable
-    from ..ensemble.run import parse_members, run_method
+    from ..ensemble.run import operating_point_record, parse_members, run_method
 
     out = _new_folder(out)
     specs, ensembles, order = parse_members(members)
@@ -129,8 +131,8 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
         raise ParameterError("a bundle's members must be taggers, not cached ensembles", "--members")
     # The 'ensemble' step itself (every parameter checked before any member
     # is computed): its cached test predictions are the reference.
-    done = run_method(workspace, corpus_name, method, members, params, grid, folds=folds, seed=seed, metric=metric,
-                      oof=False, progress=progress, log=log, warn=warn)
+    done = run_method(workspace, corpus_name, method, members, params, grid, folds=folds, seed=seed,
+                      objective=objective, oof=False, progress=progress, log=log, warn=warn)
     corpus, engine, learner = done.corpus, done.engine, done.learner
     if not learner.is_fitted():  # reused from the cache: the same deterministic fit
         learner.fit({label: run.oof for label, run in done.runs.items()}, corpus.train)
@@ -149,8 +151,9 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     info = _info(corpus, engine.train_fingerprint)
     info["selection"] = jsonable({"method": method, "best_params": learner.best_params_,
                                   "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
-                                  "cv_best_score": learner.best_score_, "metric": learner.metric,
-                                  "folds": engine.k, "seed": seed, "members_given": order, "members_used": keep})
+                                  "cv_best_score": learner.best_score_, "objective": learner.objective,
+                                  "folds": engine.k, "seed": seed, "members_given": order, "members_used": keep,
+                                  **operating_point_record(learner)})
     lines = [f"{method} over {len(order)} members ({len(keep)} used: {', '.join(keep)}); "
              f"parameters {learner.best_params_ or '(none to choose)'}"
              + (f", fixed {dict((k, learner.estimator.get_params()[k]) for k in learner.fixed)}" if learner.fixed else "")

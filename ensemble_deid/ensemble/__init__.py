@@ -1,7 +1,7 @@
 """The ensemble methods of [KIM20], trained only on cached predictions.
 
     from ensemble_deid.ensemble import GridSearch, make_method
-    search = GridSearch(make_method("voting"), folds=10, metric="f1")
+    search = GridSearch(make_method("voting"), folds=10, objective="f1")
     search.fit(members_oof, train_documents)        # {name: {doc_id: DocumentPrediction}}
     predictions = search.predict(members_test, test_documents)
 

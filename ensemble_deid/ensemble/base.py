@@ -22,16 +22,27 @@ document, so model selection never re-decodes predictions:
     _predict_raw(prepared) -> raw                 (a candidate mask, tag arrays, ...)
     _raw_to_predictions(prepared, raw) -> [DocumentPrediction]
     _raw_counts(prepared, raw) -> (tp, fp, fn)    strict micro counts
+    _tally(prepared, raw) -> objective.Counts       every criterion, per category
+
+A learner with a *score to move along* (``scored = True``) also implements
+``_scores(prepared)`` (per candidate span or per token, higher = more
+likely PHI) and ``_select(prepared, scores, points)``: its output at decision
+thresholds given as operating points (``{"*": threshold, CATEGORY:
+threshold}``; None or a missing key: the learner's own rule). Its
+``operating_point`` parameter fixes one; ``GridSearch`` chooses it by
+cross-validation for objectives other than plain F1.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
+import numpy as np
+
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from ..taggers.prediction import DocumentPrediction
 from ..taggers.base import NotFittedError, Tagger
-from ..taggers.constraints import SEED, validate_params
+from ..taggers.constraints import SEED, Check, validate_params
 
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 
@@ -58,6 +69,15 @@ def metric_value(tp: int, fp: int, fn: int, metric: str = "f1") -> float:
     return (1 + beta2) * tp / denom if denom else 0.0
 
 
+def check_operating_point(point) -> bool:
+    """Whether ``point`` is None or {"*" or CATEGORY: number}."""
+    return point is None or (isinstance(point, dict) and all(
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in point.items()))
+
+
+OPERATING_POINT = Check(check_operating_point, 'None or a dict {"*": threshold, CATEGORY: threshold}')
+
+
 def check_metric(metric: str) -> str:
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
@@ -77,7 +97,16 @@ class MetaLearner:
     _param_names = Tagger.__dict__["_param_names"]
     get_params = Tagger.get_params
     clone = Tagger.clone
-    hashed_params = Tagger.hashed_params
+
+    def hashed_params(self) -> dict[str, Any]:
+        """The cache key's parameters. ``operating_point`` at None (the
+        learner's own rule, what every earlier version did) is left out, so
+        entries cached before it existed stay valid."""
+        params = Tagger.hashed_params(self)
+        if params.get("operating_point", 0) is None:
+            del params["operating_point"]
+        return params
+
     param_hash = Tagger.param_hash
     __repr__ = Tagger.__repr__
     is_fitted = Tagger.is_fitted
@@ -181,6 +210,59 @@ class MetaLearner:
     def _raw_counts(self, prepared, raw) -> tuple[int, int, int]:
         raise NotImplementedError
 
+    def _tally(self, prepared, raw):
+        """Counts of ``raw`` under every criterion (objective.Counts)."""
+        from .objective import tally_spans
+
+        preds = self._raw_to_predictions(prepared, raw)
+        return tally_spans(gold_keys_of(prepared), [p.spans(d) for p, d in zip(preds, prepared.documents)])
+
+    # --- a score to move along (``scored = True``) ------------------------------
+    scored: ClassVar[bool] = False
+    sweeps_base: ClassVar[bool] = False  # the whole output's threshold ("*") is searched, not only per category
+    chooses_operating_point: ClassVar[bool] = False  # fits its own objective (GridSearch hands it over)
+
+    def _scores(self, prepared):
+        raise NotImplementedError(f"{self.name} has no score to move along")
+
+    def _select(self, prepared, scores, points: Sequence[Mapping[str, float] | None]) -> list:
+        """One ``raw`` per operating point."""
+        raise NotImplementedError(f"{self.name} has no score to move along")
+
+    def _tallies(self, prepared, scores, points) -> list:
+        """Counts (objective.Counts) of the output at each operating point."""
+        return [self._tally(prepared, raw) for raw in self._select(prepared, scores, points)]
+
+    def threshold_candidates(self, pooled_scores: np.ndarray) -> list[float]:
+        """Decision thresholds worth trying, given the scores seen out of fold."""
+        return []
+
+    def repoint(self, point: Mapping[str, float] | None) -> "MetaLearner":
+        """Move a fitted learner to another operating point of its score
+        (``{"*": t, CATEGORY: t}``; None: its own rule) without refitting."""
+        if not self.scored:
+            raise ValueError(f"ensemble method {self.name!r} has no score to move along: it cannot be re-pointed")
+        if not check_operating_point(point):
+            raise ValueError(f"operating point {point!r}: expected {OPERATING_POINT}")
+        self.set_params(operating_point=dict(point) if point else None)
+        if hasattr(self, "operating_point_"):  # learners that choose it when fitting
+            self.operating_point_ = self.operating_point
+        return self
+
+    def _score_values(self, scores) -> np.ndarray:
+        """The scores of ``_scores`` as one flat array."""
+        return np.asarray(scores, dtype=np.float64)
+
+
+def gold_keys_of(prepared):
+    """The gold keys of a prepared table (computed once per table)."""
+    from .objective import GoldKeys
+
+    keys = prepared.__dict__.get("_gold_keys")
+    if keys is None:
+        keys = prepared.__dict__["_gold_keys"] = GoldKeys(prepared.documents)
+    return keys
+
 
 def ordered_members(
     members: Members, names: Sequence[str], documents: Sequence[Document], who: str
@@ -230,6 +312,43 @@ class SpanMetaLearner(MetaLearner):
 
     def _raw_counts(self, prepared, raw) -> tuple[int, int, int]:
         return prepared.counts(raw)
+
+    def _tally(self, table, raw):
+        from .objective import candidate_weights
+
+        return candidate_weights(table).counts(raw)[0]
+
+    def _tallies(self, table, scores, points) -> list:
+        from .objective import candidate_weights
+
+        return candidate_weights(table).counts(np.stack(self._select(table, scores, points), axis=1))
+
+    def _keep(self, table, scores, points, native: np.ndarray) -> np.ndarray:
+        """(n, k) kept candidates: score >= the point's threshold for the
+        candidate's category (or its ``"*"``), else the native rule."""
+        from .objective import category_of_labels
+
+        cats = np.array(category_of_labels(table.labels) + [""], dtype=object)[table.label] if len(table) \
+            else np.zeros(0, dtype=object)
+        keep = np.zeros((len(table), len(points)), dtype=bool)
+        for k, point in enumerate(points):
+            point = point or {}
+            col = native.copy()
+            if "*" in point:
+                col = scores >= point["*"]
+            for cat, tau in point.items():
+                if cat != "*":
+                    rows = cats == cat
+                    col[rows] = scores[rows] >= tau
+            keep[:, k] = col
+        return keep
+
+    def threshold_candidates(self, pooled_scores: np.ndarray) -> list[float]:
+        """At most 200 thresholds: the distinct out-of-fold scores, thinned to quantiles."""
+        values = np.unique(pooled_scores[np.isfinite(pooled_scores)])
+        if len(values) > 200:
+            values = np.unique(np.quantile(values, np.linspace(0, 1, 200), method="lower"))
+        return [float(v) for v in values]
 
     def _member_ranks(self, table) -> None:
         """Members' strict F1 on the fitting documents and their ranks: the

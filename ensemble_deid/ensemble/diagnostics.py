@@ -74,7 +74,7 @@ def best_threshold(table: CandidateTable, rank: np.ndarray | None = None, metric
     scorer = SubsetScorer(table, table.member_rank() if rank is None else rank, metric)
     full = scorer.subset_bits(range(table.n_members))
     scores = [scorer.scores(full, t)[0] for t in range(1, table.n_members + 1)]
-    return int(np.argmax(scores)) + 1
+    return max(range(len(scores)), key=lambda i: (scores[i], -i)) + 1
 
 
 def marginal_contributions(table: CandidateTable, threshold: int, rank: np.ndarray | None = None,
@@ -83,9 +83,9 @@ def marginal_contributions(table: CandidateTable, threshold: int, rank: np.ndarr
     scorer = SubsetScorer(table, rank, metric)
     m = table.n_members
     full = scorer.subset_bits(range(m))
-    base = scorer.scores(full, threshold)[0]
+    base = scorer.figures(full, threshold)[0]
     without = np.array([full & ~(ONE << np.uint64(rank[j])) for j in range(m)], dtype=np.uint64)
-    scores = scorer.scores(without, threshold)
+    scores = scorer.figures(without, threshold)
     only = table.votes & (table.votes.sum(axis=1) == 1)[:, None]
     out = []
     for j, (tp, fp, fn) in enumerate(table.member_counts().tolist()):

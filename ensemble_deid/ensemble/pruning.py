@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import METRICS, SpanMetaLearner, check_metric, metric_value
-from .candidates import CandidateTable, resolve_contested
-from .voting import OVERLAP_RULES, Voting, resolve_chain_contested, vote_select
-from ..taggers.constraints import MAX_COUNT, Interval, Options, validate_params
+from .base import OPERATING_POINT, SpanMetaLearner
+from .objective import CRITERIA, Target, candidate_weights, check_objective, parse_objective
+from .candidates import CandidateTable, best_voter_rank, resolve_contested, voting_priority
+from .voting import OVERLAP_RULES, Voting, resolve, resolve_chain_contested, vote_select
+from ..taggers.constraints import MAX_COUNT, Check, Interval, Options, validate_params
 
 ONE = np.uint64(1)
 REMOVAL_TIES = ("worse", "earliest")
@@ -64,8 +65,9 @@ def _check(**params) -> None:
 class SubsetScorer:
     """Scores of voting over member subsets at a threshold, many at once."""
 
-    def __init__(self, table: CandidateTable, rank: np.ndarray, metric: str = "f1", overlap: str = "greedy"):
-        self.metric = check_metric(metric)
+    def __init__(self, table: CandidateTable, rank: np.ndarray, objective="f1", overlap: str = "greedy"):
+        self.target: Target = parse_objective(objective).base
+        self.metric = str(self.target)
         _check(overlap=overlap)
         self.resolve = resolve_chain_contested if overlap == "chain" else _greedy_contested
         self.m = table.n_members
@@ -78,16 +80,23 @@ class SubsetScorer:
         contested[table.contested] = True
         # Uncontested candidates: grouped by mask (selected iff kept).
         free = ~contested
+        # What a candidate adds under the target's criterion: strict, one
+        # span (gold or not); token criteria, its tokens (candidate_weights).
+        if self.target.criterion == "strict":
+            tp_w, n_w, self.n_gold = table.gold.astype(np.int64), np.ones(len(table), np.int64), int(table.n_gold.sum())
+        else:
+            w, c = candidate_weights(table), CRITERIA.index(self.target.criterion)
+            tp_w, n_w, self.n_gold = w.tp[c], w.n[c], int(w.gold_overall[c])
         self.free_masks, inverse = np.unique(masks[free], return_inverse=True)
-        self.free_total = np.bincount(inverse, minlength=len(self.free_masks)).astype(np.int64)
-        self.free_gold = np.bincount(inverse, weights=table.gold[free], minlength=len(self.free_masks)).astype(np.int64)
+        self.free_total = np.bincount(inverse, weights=n_w[free], minlength=len(self.free_masks)).astype(np.int64)
+        self.free_gold = np.bincount(inverse, weights=tp_w[free], minlength=len(self.free_masks)).astype(np.int64)
         # Contested candidates: resolved per component at every evaluation.
         # Narrow masks when the priority key fits: less memory traffic per evaluation.
         self.dtype = np.uint32 if self.m <= 27 else np.uint64
         self.free_masks = self.free_masks.astype(self.dtype)
         self.c_masks = masks[table.contested].astype(self.dtype)
-        self.c_gold_rows = np.flatnonzero(table.gold[table.contested])
-        self.n_gold = int(table.n_gold.sum())
+        self.c_tp = tp_w[table.contested]
+        self.c_n = n_w[table.contested]
         self.evaluations = 0
 
     def subset_bits(self, columns) -> np.uint64:
@@ -106,8 +115,8 @@ class SubsetScorer:
             votes = np.bitwise_count(x)
             keep = votes >= threshold
             chosen = self.resolve(self.table, keep, self._priority(x, votes), votes)
-            tp = tp + np.count_nonzero(chosen[self.c_gold_rows], axis=0)
-            n_sel = n_sel + np.count_nonzero(chosen, axis=0)
+            tp = tp + self.c_tp @ chosen
+            n_sel = n_sel + self.c_n @ chosen
         tp = np.asarray(tp, dtype=np.int64)
         return np.stack([tp, n_sel - tp, self.n_gold - tp], axis=1)
 
@@ -121,8 +130,21 @@ class SubsetScorer:
         best = np.where(x > 0, np.log2(np.maximum(low, one).astype(np.float64)), self.m)
         return votes * (self.m + 1.0) + (self.m - best)
 
-    def scores(self, subsets: np.ndarray, threshold: int) -> np.ndarray:
-        return np.array([metric_value(*c, self.metric) for c in self.counts(subsets, threshold).tolist()])
+    def score(self, counts) -> tuple:
+        """The target's sortable score of (tp, fp, fn)."""
+        tp, fp, fn = (int(x) for x in counts)
+        return self.target.score((tp, tp + fp, tp, tp + fn))
+
+    def figure(self, counts) -> float:
+        """The figure the target maximises (F-beta, or the precision/recall it trades)."""
+        return self.target.figure(self.score(counts))
+
+    def scores(self, subsets: np.ndarray, threshold: int) -> list[tuple]:
+        return [self.score(c) for c in self.counts(subsets, threshold).tolist()]
+
+    def figures(self, subsets: np.ndarray, threshold: int) -> np.ndarray:
+        """The target's figure (F1, ...) of each subset."""
+        return np.array([self.figure(c) for c in self.counts(subsets, threshold).tolist()])
 
 
 @dataclass
@@ -136,6 +158,7 @@ class PruningPath:
     subset: tuple[str, ...] = ()
     score: float = 0.0
     counts: tuple[int, int, int] = (0, 0, 0)
+    key: tuple = ()  # the objective's sortable score (``score`` is its figure)
 
 
 @dataclass
@@ -146,11 +169,13 @@ class PruningSearch:
     score: float
     metric: str
     evaluations: int
+    reached: bool = True  # a constrained target was met (else the closest result was kept)
 
 
-def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, metric: str = "f1",
+def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, metric="f1",
                    removal_ties: str = "worse", overlap: str = "greedy") -> PruningSearch:
-    """Greedy backward elimination for each threshold (all of 1..m by default)."""
+    """Greedy backward elimination for each threshold (all of 1..m by default),
+    maximising the base clause of the objective ``metric``."""
     _check(removal_ties=removal_ties)
     earliest = removal_ties == "earliest"
     scorer = SubsetScorer(table, rank, metric, overlap)
@@ -165,13 +190,13 @@ def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, met
         current = list(range(m))  # member columns, in order
         bits = scorer.subset_bits(current)
         counts = scorer.counts(bits, t)[0]
-        score = metric_value(*counts.tolist(), metric)
-        path = PruningPath(t, score)
+        score = scorer.score(counts)
+        path = PruningPath(t, scorer.target.figure(score))
         while len(current) > 1:
             candidates = np.array([bits & ~(ONE << np.uint64(scorer.rank[c])) for c in current], dtype=np.uint64)
             all_counts = scorer.counts(candidates, t)
-            scores = np.array([metric_value(*c, metric) for c in all_counts.tolist()])
-            best = scores.max()
+            scores = [scorer.score(c) for c in all_counts.tolist()]
+            best = max(scores)
             if not best > score:
                 break
             # Ties: the earliest-listed member (``current`` is in column order)
@@ -180,14 +205,16 @@ def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, met
             pick = tied[0] if earliest else max(tied, key=lambda i: scorer.rank[current[i]])
             removed = current.pop(pick)
             bits = candidates[pick]
-            score, counts = float(best), all_counts[pick]
-            path.steps.append((names[removed], score))
+            score, counts = best, all_counts[pick]
+            path.steps.append((names[removed], scorer.target.figure(score)))
         path.subset = tuple(names[c] for c in current)
-        path.score = float(score)
+        path.score = scorer.target.figure(score)
+        path.key = score
         path.counts = tuple(int(x) for x in counts.tolist())
         paths[t] = path
-    best_t = max(paths, key=lambda t: (paths[t].score, -t))
-    return PruningSearch(paths, best_t, paths[best_t].subset, paths[best_t].score, metric, scorer.evaluations)
+    best_t = max(paths, key=lambda t: (paths[t].key, -t))
+    return PruningSearch(paths, best_t, paths[best_t].subset, paths[best_t].score, scorer.metric,
+                         scorer.evaluations, scorer.target.is_reached(paths[best_t].key))
 
 
 class PrunedVoting(SpanMetaLearner):
@@ -198,36 +225,65 @@ class PrunedVoting(SpanMetaLearner):
     ----------
     threshold : int or None
         Search only this threshold; None searches every threshold 1..m.
-    metric : {"f1", "f2", "recall"}
-        Strict micro score the elimination maximises.
+    objective : str
+        What the elimination maximises (``ensemble.objective``: "f1", "f2",
+        "binary-token:recall>=0.99", ...). Per-category clauses
+        ("f1,NAME+ID=token:recall>=0.99") then choose a vote threshold per
+        named category over the kept members, on the same documents.
+        ``GridSearch`` hands its own objective over.
     removal_ties : {"worse", "earliest"}
         Which of two equally good removals is made: the member with the worse
         cross-validated F1 (the project's rule) or the earliest-listed one
         (the authors' code).
     overlap : {"greedy", "chain"}
         Overlap resolution of the voting rule (see ``Voting``).
+    operating_point : None or dict
+        Per-category vote thresholds over the kept members (``{"NAME": 1}``);
+        None: chosen from the objective's category clauses when fitting.
     """
 
     name = "voting-pruned"
     description = "voting over the subset and threshold chosen by greedy backward elimination"
+    scored = True
+    chooses_operating_point = True
 
-    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, MAX_COUNT)], "metric": [Options(*METRICS)],
-                              "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)]}
+    _parameter_constraints = {"threshold": [None, Options("auto"), Interval(int, 1, MAX_COUNT)],
+                              "objective": [Check(check_objective, "an objective such as 'f1' or "
+                                                  "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
+                              "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)],
+                              "operating_point": [OPERATING_POINT]}
 
-    def __init__(self, threshold=None, metric="f1", removal_ties="worse", overlap="greedy"):
+    def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None):
         self.threshold = threshold
-        self.metric = metric
+        self.objective = objective
         self.removal_ties = removal_ties
         self.overlap = overlap
+        self.operating_point = operating_point
 
     def _fit_prepared(self, table: CandidateTable) -> None:
         thresholds = None if self.threshold in (None, "auto") else [int(self.threshold)]
         self._member_ranks(table)
-        search = pruning_search(table, self.member_rank_, thresholds, self.metric, self.removal_ties, self.overlap)
+        search = pruning_search(table, self.member_rank_, thresholds, self.objective, self.removal_ties, self.overlap)
         self.search_ = search
         self.threshold_ = search.threshold
         self.subset_ = tuple(search.subset)
         self.subset_columns_ = np.array([table.member_names.index(n) for n in search.subset], dtype=np.int64)
+        self.operating_point_ = self.operating_point or self._category_thresholds(table)
+
+    def _category_thresholds(self, table: CandidateTable) -> dict | None:
+        """Per named category, the vote threshold (over the kept members) that
+        its clause scores best on the fitting documents; ties: the lower one."""
+        from .selection import choose_category_points
+
+        objective = parse_objective(self.objective)
+        self.category_reached_ = {}
+        if not objective.categories:
+            return None
+        scores = self._scores(table)
+        candidates = [float(t) for t in range(1, len(self.subset_columns_) + 1)]
+        point, self.category_reached_ = choose_category_points(
+            objective, candidates, {}, lambda points: self._tallies(table, scores, points))
+        return point or None
 
     def _fitted_state(self) -> dict:
         state = super()._fitted_state()
@@ -235,7 +291,24 @@ class PrunedVoting(SpanMetaLearner):
         return state
 
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
+        point = getattr(self, "operating_point_", None)
+        if point:
+            return self._select(table, self._scores(table), [point])[0]
         return vote_select(table, self.threshold_, self.member_rank_, self.subset_columns_, self.overlap)
+
+    # The score: votes of the kept members.
+    def _scores(self, table: CandidateTable) -> np.ndarray:
+        return table.votes[:, self.subset_columns_].sum(axis=1).astype(np.float64)
+
+    def _select(self, table, scores, points):
+        keep = self._keep(table, scores, points, scores >= self.threshold_)
+        votes = table.votes[:, self.subset_columns_]
+        count = votes.sum(axis=1)
+        priority = voting_priority(count, best_voter_rank(votes, self.member_rank_[self.subset_columns_]),
+                                   table.n_members)
+        k = keep.shape[1]
+        chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), self.overlap, np.repeat(count[:, None], k, 1))
+        return [chosen[:, i] for i in range(k)]
 
     def _raw_to_predictions(self, table, raw):
         votes = table.votes[:, self.subset_columns_].sum(axis=1)

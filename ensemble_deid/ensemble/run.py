@@ -79,14 +79,21 @@ def parse_grid(items: Iterable[str], option: str = "--grid") -> dict[str, list] 
 
 
 def make_search(method: str, params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
-                folds: int = DEFAULT_FOLDS, seed: int = 0, metric: str = "f1", nested: bool = False,
+                folds: int = DEFAULT_FOLDS, seed: int = 0, objective: str = "f1", nested: bool = False,
                 n_members: int | None = None) -> GridSearch:
     """The method's grid search, checked before any work: ``params`` are
     fixed (never searched), ``grid`` replaces the method's default grid.
     An unknown name, a bad value, a name both fixed and searched, or a
     voting threshold above the number of members is a ParameterError
-    (option ``--param`` or ``--grid``)."""
+    (option ``--param`` or ``--grid``); so is an objective that cannot be
+    read (``--objective``)."""
+    from .objective import ObjectiveError, check_objective
     from .registry import make_method
+
+    try:
+        objective = check_objective(objective)
+    except ObjectiveError as exc:
+        raise ParameterError(str(exc), "--objective") from None
 
     params = dict(params or {})
     try:
@@ -94,7 +101,7 @@ def make_search(method: str, params: Mapping[str, Any] | None = None, grid: Mapp
     except ValueError as exc:
         raise ParameterError(str(exc), "--param") from None
     learner = GridSearch(estimator, None if grid is None else {k: list(v) for k, v in grid.items()},
-                         folds=folds, seed=seed, metric=metric, nested=nested, fixed=tuple(params))
+                         folds=folds, seed=seed, objective=objective, nested=nested, fixed=tuple(params))
     try:
         learner.validate_params()
     except ValueError as exc:
@@ -150,11 +157,15 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     record (``record``)."""
     from ..experiment.cv import PeakMemory
     from .caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
+    from .objective import parse_objective
     from .selection import fold_predictions
 
     train, test = engine.train, engine.targets["test"]
-    settings = {"params": learner.estimator.get_params(), "grid": learner.param_grid, "folds": learner.folds,
-                "seed": learner.seed, "metric": learner.metric, "nested": learner.nested}
+    # operating_point=None (the method's own rule, what every earlier version did) stays out of the
+    # key, and the objective keeps the key "metric" it had: entries cached before them stay valid.
+    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
+    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
+                "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
     if learner.fixed:  # only then: entries cached without fixed parameters keep their key
         settings["fixed"] = sorted(learner.fixed)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
@@ -178,8 +189,12 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
             "best_params": learner.best_params_, "best_score": learner.best_score_,
             "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
             "cv_results": [r.to_dict() for r in learner.cv_results_], "fits": learner.fits_,
-            "members": list(runs), "metric": learner.metric,
+            "members": list(runs), "objective": learner.objective, "targets_reached": learner.reached_,
         }
+        if learner.operating_search_ is not None:  # the held-out curve of the chosen setting
+            op = learner.operating_search_
+            record["operating_point"] = {"chosen": op.chosen, "reached": op.reached,
+                                         "curve": op.curve(parse_objective(learner.objective).base.criterion)}
         if learner.nested:
             n = learner.nested_
             record["nested"] = {"tp": n.tp, "fp": n.fp, "fn": n.fn, "score": n.score, "chosen": n.chosen,
@@ -201,7 +216,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
             best = dict(out["record"].get("best_params") or {})
             # Nested: choose inside each fold (honest); else refit the choice made on all folds.
             estimator = (learner.clone().set_params(nested=False) if learner.nested
-                         else learner.estimator.clone().set_params(**best))
+                         else learner.objective_estimator().clone().set_params(**best))
             echo(f"{method}: out-of-fold predictions ({engine.k} folds"
                  f"{', selection inside each fold' if learner.nested else ''})")
             t0 = time.perf_counter()
@@ -230,6 +245,29 @@ def learned(model) -> dict:
             out[attr.rstrip("_")] = getattr(model, attr)
     if hasattr(model, "search_"):
         out["elimination"] = {t: [list(s) for s in p.steps] for t, p in model.search_.paths.items()}
+        out["reached"] = model.search_.reached
+    if getattr(model, "operating_point_", None):
+        out["category_thresholds"] = model.operating_point_
+    return out
+
+
+def operating_point_record(learner: GridSearch) -> dict:
+    """The objective's chosen operating point, whether its targets were met on
+    the out-of-fold data, and the held-out curve of the other points (what a
+    bundle can be re-pointed to without retraining)."""
+    from .objective import parse_objective
+
+    model = learner.best_estimator_
+    point = getattr(model, "operating_point_", None) or model.get_params().get("operating_point")
+    out = {"operating_point": point}
+    op = getattr(learner, "operating_search_", None)
+    if op is not None:
+        out["targets_reached"] = op.reached
+        out["curve"] = op.curve(parse_objective(learner.objective).base.criterion)
+    elif learner.reached_:
+        out["targets_reached"] = learner.reached_
+    elif getattr(model, "search_", None) is not None:
+        out["targets_reached"] = {"*": model.search_.reached, **getattr(model, "category_reached_", {})}
     return out
 
 
@@ -253,7 +291,7 @@ class MethodRun:
 
 def run_method(workspace, corpus_name: str, method: str, members: str, params: Mapping[str, Any] | None = None,
                grid: Mapping[str, Sequence] | None = None, folds: int | None = None, seed: int = 0,
-               metric: str = "f1", nested: bool = False, oof: bool = True, refit: bool = False,
+               objective: str = "f1", nested: bool = False, oof: bool = True, refit: bool = False,
                progress: bool = True, log: Say = _quiet, warn: Say = _quiet) -> MethodRun:
     """The ``ensemble`` step: the members' CV (run or reused), the method's
     parameters chosen by k-fold CV over their out-of-fold predictions on
@@ -262,7 +300,7 @@ def run_method(workspace, corpus_name: str, method: str, members: str, params: M
     Every parameter is checked before any member is computed."""
     n_members = len(parse_members(members)[2])
     learner = make_search(method, params, grid, folds=DEFAULT_FOLDS if folds is None else folds, seed=seed,
-                          metric=metric, nested=nested, n_members=n_members)
+                          objective=objective, nested=nested, n_members=n_members)
     corpus, engine, runs = load_members(workspace, corpus_name, members, folds, seed, progress, log, warn)
     learner.set_params(folds=engine.k)  # the members' cached CV may have been reused
     result = run_ensemble(engine, learner, method, runs, refit=refit, oof=oof, echo=log)
@@ -279,12 +317,28 @@ def pruning_variant(params: Mapping[str, Any]) -> dict[str, Any]:
     other = sorted(set(params) - {"removal_ties", "overlap"})
     if other:
         raise ParameterError(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
-                             "(the threshold and metric have their own options)", "--param")
+                             "(the threshold and objective have their own options)", "--param")
     try:
         PrunedVoting(**params).validate_params()
     except ValueError as exc:
         raise ParameterError(str(exc), "--param") from None
     return dict(params)
+
+
+def pruning_objective(objective: str) -> str:
+    """The objective of ``prune``, checked before any work: per-category
+    clauses are refused (said, not silently dropped), since they choose
+    thresholds after the elimination (``ensemble --method voting-pruned``)."""
+    from .objective import ObjectiveError, parse_objective
+
+    try:
+        parsed = parse_objective(objective)
+    except ObjectiveError as exc:
+        raise ParameterError(str(exc), "--objective") from None
+    if parsed.categories:
+        raise ParameterError("per-category clauses choose thresholds after the elimination: use "
+                             "'ensemble --method voting-pruned --objective ...'", "--objective")
+    return str(parsed)
 
 
 @dataclass
@@ -298,12 +352,17 @@ class PruneResult:
     search_seconds: float
 
 
-def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None = None, metric: str = "f1",
+def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None = None, objective: str = "f1",
                   variant: Mapping[str, Any] | None = None) -> PruneResult:
     """Voting pruned by greedy backward elimination [KIM20] on the members'
     out-of-fold predictions over the training set (``threshold=None``: every
-    threshold 1..m), and the chosen (threshold, subset) applied to the test split."""
+    threshold 1..m), maximising the objective's base clause, and the chosen
+    (threshold, subset) applied to the test split. Per-category clauses are
+    refused: they choose thresholds after the elimination (``ensemble
+    --method voting-pruned``)."""
     from .candidates import build_candidates
+
+    objective = pruning_objective(objective)
     from .pruning import pruning_search
     from .voting import vote_select
 
@@ -315,7 +374,7 @@ def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None =
     table = build_candidates([runs[n].oof for n in names], names, corpus.train)
     t1 = time.perf_counter()
     rank = table.member_rank()
-    search = pruning_search(table, rank, None if threshold is None else [threshold], metric, **variant)
+    search = pruning_search(table, rank, None if threshold is None else [threshold], objective, **variant)
     t2 = time.perf_counter()
     test_table = build_candidates([runs[n].test for n in names], names, corpus.test)
     cols = [names.index(n) for n in search.subset]
@@ -325,6 +384,6 @@ def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None =
 
 
 __all__ = [
-    "DEFAULT_FOLDS", "MethodRun", "PruneResult", "learned", "load_members", "make_search",
+    "DEFAULT_FOLDS", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
     "parse_grid", "parse_members", "parse_params", "prune_members", "pruning_variant", "run_ensemble", "run_method",
 ]

@@ -5,8 +5,18 @@ out-of-fold predictions of the training set [KIM20].
 grouped by patient (``folds.assign_folds``), and for each setting fits the
 method on k-1 folds of the members' out-of-fold predictions and predicts the
 k-th; the pooled strict micro counts over the k held-out folds give the
-setting's score (F1 by default; F2 or recall for privacy-first use). The best
-setting (ties: the first in grid order) is refitted on every document.
+setting's score under the objective (``objective``: strict F1 by default;
+F-beta, recall-constrained targets, token criteria, per-category clauses).
+The best setting (ties: the first in grid order) is refitted on every document.
+
+Operating points: for an objective other than plain F1, a learner with a
+score to move along (``scored``) is also given the decision threshold that
+the objective prefers on the pooled held-out folds: the learner's own rule
+first, then every threshold the out-of-fold scores suggest, lowest first
+(ties go to the own rule, then to the lower threshold, which keeps more).
+Per-category clauses then choose one threshold per named category the same
+way, the others staying at the chosen point. A constrained target met by
+no threshold gets the closest one; ``reached_`` says so.
 
 Nested cross-validation (``nested=True``) wraps that whole procedure in an
 outer k-fold loop, so that the reported score did not help choose the
@@ -24,9 +34,10 @@ import numpy as np
 
 from ..corpus.document import Document
 from ..corpus.folds import FoldAssignment, assign_folds
-from ..taggers.constraints import MAX_COUNT, SEED, Interval, InvalidParameter, Options
+from ..taggers.constraints import MAX_COUNT, SEED, Check, Interval, InvalidParameter
 from ..taggers.prediction import DocumentPrediction
-from .base import METRICS, MetaLearner, Members, metric_value, ordered_members
+from .base import MetaLearner, Members, metric_value, ordered_members
+from .objective import Objective, add_counts, best_index, check_objective, parse_objective
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -82,6 +93,108 @@ def cv_scores(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
     return results
 
 
+def choose_category_points(objective: Objective, candidates: Sequence, base_point: dict | None, tallies_of):
+    """For each category clause of ``objective``, the candidate threshold whose
+    counts score best on that category, every other category at
+    ``base_point``; ties: the earlier candidate. ``tallies_of(points)`` gives
+    the (pooled) counts of a list of operating points. Returns the point and,
+    per category, whether its target was reached."""
+    point = dict(base_point or {})
+    reached = {}
+    for cat in sorted(objective.categories):
+        points = [{**(base_point or {}), cat: float(t)} for t in candidates]
+        scores = [objective.category_score(cat, t) for t in tallies_of(points)]
+        best = best_index(scores)
+        point[cat] = float(candidates[best])
+        reached[cat] = objective.categories[cat].is_reached(scores[best])
+    return point, reached
+
+
+@dataclass
+class OperatingPointSearch:
+    """The held-out curve of the chosen setting: one row per candidate point."""
+
+    points: list  # operating points tried (None: the learner's own rule)
+    counts: list  # pooled objective.Counts of each
+    chosen: dict | None
+    reached: dict  # "*" and each category clause -> target met on the held-out folds
+
+    def curve(self, criterion: str = "binary-token") -> list[dict]:
+        """precision/recall of every point under ``criterion`` (for plots)."""
+        out = []
+        for point, c in zip(self.points, self.counts):
+            tp_s, n_s, tp_g, n_g = c.overall[criterion]
+            out.append({"point": point, "precision": tp_s / n_s if n_s else 0.0, "recall": tp_g / n_g if n_g else 0.0})
+        return out
+
+
+def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAssignment, objective: Objective,
+              scored: bool):
+    """Objective scores of every setting on the pooled held-out folds and,
+    when ``scored``, the best setting's operating point (module docstring).
+    Returns (results, best index, OperatingPointSearch or None, whether each
+    target ("*" and each category clause) was met on the held-out folds)."""
+    results = [SettingResult(dict(p)) for p in grid]
+    fitted: list[list] = [[] for _ in grid]  # per setting: (model, held-out table, scores) per fold
+    pooled = [None] * len(grid)
+    for train_idx, test_idx in fold_indices(prepared.documents, folds):
+        if not len(test_idx) or not len(train_idx):
+            continue
+        train, test = prepared.subset(train_idx), prepared.subset(test_idx)
+        for i, res in enumerate(results):
+            model = estimator.clone().set_params(**res.params)
+            model._fit_prepared(train)
+            if scored:
+                fitted[i].append((model, test, model._scores(test)))
+            else:
+                pooled[i] = add_counts(pooled[i], model._tally(test, model._predict_raw(test)))
+    base = objective.base
+    search = None
+    if not scored:
+        keys = [objective.score(c) for c in pooled]
+        best = best_index(keys)
+        for res, c, key in zip(results, pooled, keys):
+            _fill(res, c, base.figure(key))
+        return results, best, None, {"*": base.is_reached(keys[best])}
+
+    def tallies(i, points):
+        total = [None] * len(points)
+        for model, test, scores in fitted[i]:
+            total = [add_counts(a, b) for a, b in zip(total, model._tallies(test, scores, points))]
+        return total
+
+    best_key, best, best_points, best_counts = None, 0, None, None
+    sweeps = estimator.sweeps_base and not objective.is_default
+    for i, res in enumerate(results):
+        points: list = [None]
+        if sweeps and fitted[i]:
+            all_scores = np.concatenate([estimator._score_values(sc) for _, _, sc in fitted[i]])
+            points += [{"*": t} for t in fitted[i][0][0].threshold_candidates(all_scores)]
+        counts = tallies(i, points)
+        keys = [objective.score(c) for c in counts]
+        j = best_index(keys)
+        _fill(res, counts[0], base.figure(keys[0]))  # the learner's own rule, as without a sweep
+        if best_key is None or keys[j] > best_key:
+            best_key, best, best_points, best_counts = keys[j], i, (points, j), counts
+    points, j = best_points
+    chosen = points[j]
+    reached = {"*": base.is_reached(best_key)}
+    if objective.categories:
+        all_scores = np.concatenate([estimator._score_values(sc) for _, _, sc in fitted[best]])
+        candidates = fitted[best][0][0].threshold_candidates(all_scores)
+        chosen, cat_reached = choose_category_points(objective, candidates, chosen,
+                                                     lambda pts: tallies(best, pts))
+        reached.update(cat_reached)
+    results[best].score = base.figure(best_key)
+    search = OperatingPointSearch(points, best_counts, chosen or None, reached)
+    return results, best, search, reached
+
+
+def _fill(res: SettingResult, counts, score: float) -> None:
+    tp, n_sys, _, n_gold = counts.overall["strict"]
+    res.tp, res.fp, res.fn, res.score = tp, n_sys - tp, n_gold - tp, score
+
+
 @dataclass
 class NestedResult:
     """The outer loop of nested cross-validation."""
@@ -112,22 +225,27 @@ class GridSearch(MetaLearner):
         Naming one in ``param_grid`` too is refused.
     folds, seed : int
         k and the seed of the patient-grouped fold assignment.
-    metric : {"f1", "f2", "recall"}
+    objective : str
+        What the choice maximises (``ensemble.objective``): "f1" (default),
+        "f2", "binary-token:recall>=0.99", "f1,NAME+ID=token:recall>=0.99", ...
+        A learner that fits its own objective (pruned voting) is given it.
     nested : bool
         Also estimate the whole procedure by nested cross-validation.
     """
 
     name = "grid-search"
     description = "cross-validated choice of a method's hyperparameters"
-    _parameter_constraints = {"folds": [Interval(int, 2, MAX_COUNT)], "seed": [SEED], "metric": [Options(*METRICS)],
+    _parameter_constraints = {"folds": [Interval(int, 2, MAX_COUNT)], "seed": [SEED],
+                              "objective": [Check(check_objective, "an objective such as 'f1' or "
+                                                  "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
                               "nested": [bool]}
 
-    def __init__(self, estimator, param_grid=None, folds=10, seed=0, metric="f1", nested=False, fixed=()):
+    def __init__(self, estimator, param_grid=None, folds=10, seed=0, objective="f1", nested=False, fixed=()):
         self.estimator = estimator
         self.param_grid = param_grid
         self.folds = folds
         self.seed = seed
-        self.metric = metric
+        self.objective = objective
         self.nested = nested
         self.fixed = tuple(fixed)
 
@@ -159,6 +277,28 @@ class GridSearch(MetaLearner):
             for value in values:
                 self.estimator.clone().set_params(**{key: value}).validate_params()
 
+    def objective_estimator(self) -> MetaLearner:
+        """The estimator as the search fits it: given the objective when it
+        fits its own (so that no learner keeps a private default that
+        overrides it). Refit ``objective_estimator().set_params(**best_params_)``
+        to reproduce the choice (e.g. on other folds)."""
+        objective = parse_objective(self.objective)
+        est = self.estimator
+        if not est.chooses_operating_point:
+            return est
+        own = parse_objective(est.get_params()["objective"])
+        if "objective" in self.fixed and own != objective:
+            raise InvalidParameter(f"ensemble method {est.name!r}: objective={str(own)!r} given to the method and "
+                                   f"{str(objective)!r} to the selection; give one")
+        return est.clone().set_params(objective=str(objective))
+
+    def _scored(self, est: MetaLearner, objective: Objective) -> bool:
+        """Whether an operating point is searched (see the module docstring)."""
+        if not est.scored or est.chooses_operating_point or "operating_point" in self.fixed \
+                or est.get_params().get("operating_point") is not None:
+            return False
+        return bool(objective.categories) or (est.sweeps_base and not objective.is_default)
+
     def chosen_params(self) -> dict[str, Any]:
         """Every parameter of the refitted model: fixed, chosen and defaults."""
         return self.best_estimator_.get_params()
@@ -168,12 +308,23 @@ class GridSearch(MetaLearner):
 
     def _fit_prepared(self, prepared) -> None:
         self.validate_params()
+        objective = parse_objective(self.objective)
+        estimator = self.objective_estimator()
+        scored = self._scored(estimator, objective)
         grid = self.grid(prepared.n_members)
         t0 = time.perf_counter()
-        if len(grid) > 1:
+        self.operating_search_ = None
+        self.reached_ = {}  # per target, met on the held-out folds (filled for objectives other than plain F1)
+        point = None
+        if len(grid) > 1 or scored:
             folds = make_folds(prepared.documents, self.folds, self.seed)
-            results = cv_scores(self.estimator, grid, prepared, folds, self.metric)
-            best = max(range(len(results)), key=lambda i: (results[i].score, -i))
+            if objective.is_default:  # today's strict F1 choice, counted as it always was
+                results = cv_scores(estimator, grid, prepared, folds, "f1")
+                best = max(range(len(results)), key=lambda i: (results[i].score, -i))
+            else:
+                results, best, self.operating_search_, self.reached_ = cv_choose(
+                    estimator, grid, prepared, folds, objective, scored)
+                point = self.operating_search_.chosen if self.operating_search_ else None
             self.cv_results_ = results
             self.best_score_ = results[best].score
             self.best_params_ = dict(results[best].params)
@@ -183,7 +334,9 @@ class GridSearch(MetaLearner):
             self.best_score_ = None
             self.best_params_ = dict(grid[0])
             self.fits_ = 1
-        model = self.estimator.clone().set_params(**self.best_params_)
+        if point is not None:
+            self.best_params_["operating_point"] = point
+        model = estimator.clone().set_params(**self.best_params_)
         model._fit_prepared(prepared)
         model.member_names_ = prepared.member_names
         self.best_estimator_ = model
@@ -195,18 +348,24 @@ class GridSearch(MetaLearner):
         t0 = time.perf_counter()
         outer = make_folds(prepared.documents, self.folds, self.seed)
         inner = self.clone().set_params(nested=False)
+        objective = parse_objective(self.objective)
         res = NestedResult(0, 0, 0, 0.0)
+        pooled = None
         for train_idx, test_idx in fold_indices(prepared.documents, outer):
             if not len(test_idx) or not len(train_idx):
                 continue
             model = inner.clone()
             train, test = prepared.subset(train_idx), prepared.subset(test_idx)
             model._fit_prepared(train)
-            tp, fp, fn = model._raw_counts(test, model._predict_raw(test))
+            raw = model._predict_raw(test)
+            tp, fp, fn = model._raw_counts(test, raw)
             res.tp, res.fp, res.fn = res.tp + tp, res.fp + fp, res.fn + fn
+            if not objective.is_default:
+                pooled = add_counts(pooled, model._tally(test, raw))
             res.chosen.append(model.best_params_)
             res.fits += model.fits_
-        res.score = metric_value(res.tp, res.fp, res.fn, self.metric)
+        res.score = metric_value(res.tp, res.fp, res.fn, "f1") if pooled is None \
+            else objective.base.figure(objective.score(pooled))
         res.seconds = time.perf_counter() - t0
         return res
 
@@ -218,6 +377,9 @@ class GridSearch(MetaLearner):
 
     def _raw_counts(self, prepared, raw):
         return self.best_estimator_._raw_counts(prepared, raw)
+
+    def _tally(self, prepared, raw):
+        return self.best_estimator_._tally(prepared, raw)
 
 
 def cross_val_predict(

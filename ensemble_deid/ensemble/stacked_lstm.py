@@ -18,6 +18,7 @@ import random
 
 import numpy as np
 
+from .base import OPERATING_POINT
 from .tokens import TokenMetaLearner, TokenTable
 from ..taggers.constraints import DEVICE, MAX_COUNT, MAX_SIZE, Interval
 
@@ -43,6 +44,10 @@ class StackedLSTM(TokenMetaLearner):
     threads : int or None
         CPU threads for torch (None: leave torch's setting).
     random_state : int
+    operating_point : None or dict
+        Thresholds on a token's CRF posterior probability of not being O,
+        ``{"*": t}`` and/or per category (None: the Viterbi path). Chosen by
+        ``GridSearch`` for objectives other than plain F1.
     """
 
     name = "stacked-lstm"
@@ -54,12 +59,14 @@ class StackedLSTM(TokenMetaLearner):
         "learning_rate": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, MAX_COUNT)],
         "batch_size": [Interval(int, 1, MAX_COUNT)], "max_length": [Interval(int, 1, MAX_COUNT)], "early_stopping": [bool],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "patience": [Interval(int, 0, MAX_COUNT)],
-        "device": [None, DEVICE], "threads": [None, Interval(int, 1, MAX_COUNT)],
+        "device": [None, DEVICE], "threads": [None, Interval(int, 1, MAX_COUNT)], "operating_point": [OPERATING_POINT],
     }
+    scored = True
+    sweeps_base = True
 
     def __init__(self, embedding_dim=10, hidden_size=100, num_layers=2, dropout=0.25, learning_rate=0.001,
                  epochs=25, batch_size=32, max_length=200, early_stopping=True, validation_fraction=0.1,
-                 patience=5, device=None, threads=None, random_state=0):
+                 patience=5, device=None, threads=None, random_state=0, operating_point=None):
         self.embedding_dim = embedding_dim
         self.hidden_size = hidden_size
         self.num_layers = num_layers
@@ -74,6 +81,7 @@ class StackedLSTM(TokenMetaLearner):
         self.device = device
         self.threads = threads
         self.random_state = random_state
+        self.operating_point = operating_point
 
     # --- data --------------------------------------------------------------------
     def _sequences(self, table: TokenTable, with_gold: bool):
@@ -119,7 +127,7 @@ class StackedLSTM(TokenMetaLearner):
         # step at a time, and their backward pass dominated a CPU epoch.
         from torchcrf import CRF
 
-        from ..taggers.neural.network import BiLSTM, UniformDropout, crf_log_likelihood, viterbi
+        from ..taggers.neural.network import BiLSTM, UniformDropout, crf_log_likelihood, crf_marginals, viterbi
 
         nn = torch.nn
         m, emb, hid = self.n_inputs_, int(self.embedding_dim), int(self.hidden_size)
@@ -147,6 +155,9 @@ class StackedLSTM(TokenMetaLearner):
 
             def loss(self, x, y, mask):
                 return -crf_log_likelihood(self.emissions(x, mask), y, mask, *self._crf()).mean()
+
+            def marginals(self, x, mask):
+                return crf_marginals(self.emissions(x, mask), mask, *self._crf())
 
             def decode(self, x, mask):
                 best = viterbi(self.emissions(x, mask), mask, *self._crf())
@@ -251,7 +262,7 @@ class StackedLSTM(TokenMetaLearner):
         net.load_state_dict(weights)
         self.network_ = net.to(self._device(torch)).eval()
 
-    def _predict_raw(self, table: TokenTable) -> list[np.ndarray]:
+    def _predict_native(self, table: TokenTable) -> list[np.ndarray]:
         import torch
 
         net = self.network_
@@ -264,4 +275,21 @@ class StackedLSTM(TokenMetaLearner):
                 for i, path in zip(batch, net.decode(x, mask)):
                     _, _, d, a = seqs[i]
                     out[d][a:a + len(path)] = path
+        return out
+
+    def _marginals(self, table: TokenTable) -> list[np.ndarray]:
+        import torch
+
+        net = self.network_
+        device = next(net.parameters()).device
+        seqs = self._sequences(table, False)
+        out = [np.zeros((len(d.tokens), len(self.tags_))) for d in table.documents]
+        with torch.no_grad():
+            for batch in self._batches(seqs, False):
+                x, _, mask = self._tensors(seqs, batch, torch, device)
+                probs = net.marginals(x, mask).double().cpu().numpy()
+                for r, i in enumerate(batch):
+                    _, _, d, a = seqs[i]
+                    n = len(seqs[i][0])
+                    out[d][a:a + n] = probs[r, :n]
         return out

@@ -209,7 +209,7 @@ class StackedSEARN(TokenMetaLearner):
             path.write_bytes(model)
             self.vw_ = Workspace(f"-i {path} --quiet")  # VW reads the model (and its options) at start
 
-    def _predict_raw(self, table: TokenTable) -> list[np.ndarray]:
+    def _predict_native(self, table: TokenTable) -> list[np.ndarray]:
         feats = self._features(table)
         out = [np.zeros(len(d.tokens), dtype=np.int64) for d in table.documents]
         vw = self.vw_

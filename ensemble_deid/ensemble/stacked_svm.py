@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import SpanMetaLearner
+from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 
@@ -128,20 +128,29 @@ class StackedSVM(SpanMetaLearner):
         they gave 0.9633 strict F1 on dev against 0.9640 without.
     max_iter : int
     random_state : int
+    operating_point : None or dict
+        Decision thresholds on the SVM's decision value, ``{"*": t}`` and/or
+        per category (None: keep a span when its value is > 0). Chosen by
+        ``GridSearch`` for objectives other than plain F1.
     """
 
     name = "stacked-svm"
     description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
 
     _parameter_constraints = {"C": [Interval(float, 0, None, closed="neither")], "class_weight": [None, Options("balanced"), dict],
-                              "confidences": [bool], "max_iter": [Interval(int, 1, MAX_COUNT)]}
+                              "confidences": [bool], "max_iter": [Interval(int, 1, MAX_COUNT)],
+                              "operating_point": [OPERATING_POINT]}
+    scored = True
+    sweeps_base = True
 
-    def __init__(self, C=0.1, class_weight=None, confidences=False, max_iter=5000, random_state=0):
+    def __init__(self, C=0.1, class_weight=None, confidences=False, max_iter=5000, random_state=0,
+                 operating_point=None):
         self.C = C
         self.class_weight = class_weight
         self.confidences = confidences
         self.max_iter = max_iter
         self.random_state = random_state
+        self.operating_point = operating_point
 
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"C": [0.01, 0.1, 1.0, 10.0]}
@@ -211,14 +220,21 @@ class StackedSVM(SpanMetaLearner):
         return self.svm_.decision_function(self._design(table))
 
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
-        score = self.decision_function(table)
-        keep = score > 0
+        return self._select(table, self._scores(table), [self.operating_point])[0]
+
+    # The score: the SVM's decision value.
+    def _scores(self, table: CandidateTable) -> np.ndarray:
+        return self.decision_function(table)
+
+    def _select(self, table, scores, points):
+        keep = self._keep(table, scores, points, scores > 0)
         count = table.vote_count
         best = best_voter_rank(table.votes, self.member_rank_)
-        order = np.lexsort((-best, count, score))  # ascending: last = highest priority
+        order = np.lexsort((-best, count, scores))  # ascending: last = highest priority
         priority = np.empty(len(table), dtype=np.int64)
         priority[order] = np.arange(len(table))
-        return resolve_overlaps(table, keep, priority)
+        chosen = resolve_overlaps(table, keep, np.repeat(priority[:, None], keep.shape[1], 1))
+        return [chosen[:, i] for i in range(keep.shape[1])]
 
     def _raw_to_predictions(self, table, raw):
         score = self.decision_function(table)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import SpanMetaLearner
+from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, gold_keys, voting_priority
 from .voting import resolve
 from ..taggers.constraints import Interval, Options
@@ -120,18 +120,36 @@ class DecisionTemplates(SpanMetaLearner):
         ``GridSearch`` (default grid 0.3-0.8).
     overlap : {"greedy", "chain"}
         Overlap resolution of the kept spans (see ``Voting``).
+    operating_point : None or dict
+        ``variant="paper"``: thresholds on the score "distance to the False
+        template minus distance to the True template" (None: keep when > 0),
+        ``{"*": t}`` and/or per category. (The authors' variant moves along
+        ``min_similarity``.)
     """
 
     name = "decision-templates"
     description = "nearest decision template per candidate span (paper: Hamming; authors: cosine, relabelled)"
 
     _parameter_constraints = {"variant": [Options(*VARIANTS)], "overlap": [Options("greedy", "chain")],
-                              "min_similarity": [Interval(float, 0, 1, closed="left")]}
+                              "min_similarity": [Interval(float, 0, 1, closed="left")],
+                              "operating_point": [OPERATING_POINT]}
 
-    def __init__(self, variant="paper", min_similarity=0.5, overlap="greedy"):
+    def __init__(self, variant="paper", min_similarity=0.5, overlap="greedy", operating_point=None):
         self.variant = variant
         self.min_similarity = min_similarity
         self.overlap = overlap
+        self.operating_point = operating_point
+
+    @property
+    def scored(self) -> bool:  # the authors' variant moves along its min_similarity parameter instead
+        return self.variant == "paper"
+
+    sweeps_base = True
+
+    def check_params(self) -> None:
+        if self.operating_point and self.variant != "paper":
+            raise ValueError("decision-templates: operating_point needs variant='paper' "
+                             "(the authors' variant moves along min_similarity)")
 
     def default_grid(self, n_members: int) -> dict[str, list]:
         if self.variant == "authors":
@@ -151,16 +169,39 @@ class DecisionTemplates(SpanMetaLearner):
         if self.variant == "authors":
             return self._predict_authors(table)
         d_true, d_false = self.distances(table)
+        if self.operating_point:
+            return self._select(table, self._scores(table), [self.operating_point])[0]
         keep = d_true < d_false
         count = table.vote_count
         priority = voting_priority(count, best_voter_rank(table.votes, self.member_rank_), table.n_members)
         return resolve(table, keep, priority, self.overlap, count)
+
+    # The score (paper variant): how much nearer the True template is.
+    def _scores(self, table: CandidateTable) -> np.ndarray:
+        d_true, d_false = self.distances(table)
+        with np.errstate(invalid="ignore"):
+            score = d_false - d_true
+        return np.where(np.isnan(score), -np.inf, score)
+
+    def _select(self, table, scores, points):
+        keep = self._keep(table, scores, points, scores > 0)
+        count = table.vote_count
+        priority = voting_priority(count, best_voter_rank(table.votes, self.member_rank_), table.n_members)
+        k = keep.shape[1]
+        chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), self.overlap, np.repeat(count[:, None], k, 1))
+        return [chosen[:, i] for i in range(k)]
 
     def _raw_to_predictions(self, table, raw):
         if self.variant == "authors":
             kept, selected, similarity = raw
             return kept.to_predictions(selected, np.clip(similarity, 0.0, 1.0))
         return table.to_predictions(raw)
+
+    def _tally(self, table, raw):
+        if self.variant == "authors":
+            kept, selected, _ = raw
+            return super()._tally(kept, selected)
+        return super()._tally(table, raw)
 
     def _raw_counts(self, table, raw):
         if self.variant == "authors":

@@ -88,6 +88,57 @@ class TokenMetaLearner(MetaLearner):
     def _raw_to_predictions(self, table, raw):
         return table.to_predictions(raw, self.tags_)
 
+    # --- a score to move along: the probability that a token is PHI -----------
+    def _marginals(self, table: TokenTable) -> list[np.ndarray]:
+        """Per document, (n_tokens, len(tags_)) posterior tag probabilities."""
+        raise NotImplementedError
+
+    def _scores(self, table: TokenTable):
+        """Per document: (P(not O), the most likely tag other than O, the own
+        rule's tags)."""
+        out = []
+        for probs, own in zip(self._marginals(table), self._predict_native(table)):
+            phi = 1.0 - probs[:, 0] if len(probs) else np.zeros(0)
+            best = probs[:, 1:].argmax(axis=1) + 1 if probs.shape[1] > 1 else np.zeros(len(probs), np.int64)
+            out.append((phi, best, own))
+        return out
+
+    def _select(self, table, scores, points):
+        """A token is tagged with its most likely PHI tag when P(not O) >= the
+        threshold of that tag's category (or ``"*"``), else O; tokens of
+        categories the point does not name keep the own rule's tag."""
+        cats = np.array([""] + [t[2:].split(":", 1)[0].upper() for t in self.tags_[1:]], dtype=object)
+        out = []
+        for point in points:
+            point = point or {}
+            raw = []
+            for phi, best, own in scores:
+                tags = own.copy()
+                cat = cats[best]
+                for key, tau in point.items():
+                    rows = np.ones(len(phi), bool) if key == "*" else cat == key
+                    if key == "*":  # categories named explicitly win over "*"
+                        rows &= ~np.isin(cat, [k for k in point if k != "*"])
+                    tags[rows] = np.where(phi[rows] >= tau, best[rows], 0)
+                raw.append(tags)
+            out.append(raw)
+        return out
+
+    def threshold_candidates(self, pooled_scores):
+        return [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45,
+                0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99]
+
+    def _score_values(self, scores) -> np.ndarray:
+        return np.concatenate([phi for phi, _, _ in scores]) if scores else np.zeros(0)
+
+    def _predict_native(self, table: TokenTable) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def _predict_raw(self, table: TokenTable) -> list[np.ndarray]:
+        if getattr(self, "operating_point", None):
+            return self._select(table, self._scores(table), [self.operating_point])[0]
+        return self._predict_native(table)
+
     def _raw_counts(self, table, raw):
         from ..evaluation import Scorer
 

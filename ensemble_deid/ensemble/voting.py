@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import SpanMetaLearner
+from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 
@@ -119,16 +119,22 @@ class Voting(SpanMetaLearner):
     overlap : {"greedy", "chain"}
         How overlapping kept spans are resolved: by decreasing priority (the
         project's rule) or the authors' (start, end, type) sweep.
+    operating_point : None or dict
+        Per-category vote thresholds, e.g. ``{"NAME": 1}`` (other categories:
+        ``threshold``); chosen by ``GridSearch`` for a per-category objective.
     """
 
     name = "voting"
     description = "keep spans with >= t votes; overlaps: more votes, then the better member"
+    scored = True
 
-    _parameter_constraints = {"threshold": [Interval(int, 1, MAX_COUNT)], "overlap": [Options(*OVERLAP_RULES)]}
+    _parameter_constraints = {"threshold": [Interval(int, 1, MAX_COUNT)], "overlap": [Options(*OVERLAP_RULES)],
+                              "operating_point": [OPERATING_POINT]}
 
-    def __init__(self, threshold=2, overlap="greedy"):
+    def __init__(self, threshold=2, overlap="greedy", operating_point=None):
         self.threshold = threshold
         self.overlap = overlap
+        self.operating_point = operating_point
 
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"threshold": list(range(1, n_members + 1))}
@@ -137,7 +143,21 @@ class Voting(SpanMetaLearner):
         self._member_ranks(table)
 
     def _predict_raw(self, table: CandidateTable) -> np.ndarray:
+        if self.operating_point:
+            return self._select(table, self._scores(table), [self.operating_point])[0]
         return vote_select(table, int(self.threshold), self.member_rank_, overlap=self.overlap)
+
+    # The score: a candidate's votes.
+    def _scores(self, table: CandidateTable) -> np.ndarray:
+        return table.vote_count.astype(np.float64)
+
+    def _select(self, table, scores, points):
+        keep = self._keep(table, scores, points, scores >= int(self.threshold))
+        count = table.vote_count
+        priority = voting_priority(count, best_voter_rank(table.votes, self.member_rank_), table.n_members)
+        k = keep.shape[1]
+        chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), self.overlap, np.repeat(count[:, None], k, 1))
+        return [chosen[:, i] for i in range(k)]
 
     def _raw_to_predictions(self, table, raw):
         return table.to_predictions(raw, table.vote_count / max(table.n_members, 1))

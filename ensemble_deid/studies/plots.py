@@ -6,6 +6,11 @@
   gold count per category, categories without gold labelled as such).
 - ``agreement_heatmap``: pairwise agreement between ensemble members, ordered
   so that similar members sit together.
+- ``operating_points``: precision against recall of each method's candidate
+  decision thresholds, on the out-of-fold data and on test, with the points
+  chosen by cross-validation marked, and the members as single points.
+- ``leak_vs_precision``: token leak rate against precision, one point per
+  system (lower left is better), with 95% intervals of the leak.
 """
 from __future__ import annotations
 
@@ -188,4 +193,90 @@ def agreement_heatmap(
     bar = fig.colorbar(im, ax=ax, fraction=0.046)
     bar.set_label(measure)
     ax.set_title(title + ("\n(members ordered by clustering)" if n > 2 else ""))
+    return _save(fig, path)
+
+
+def operating_points(curves: Mapping[str, Mapping[str, Sequence[dict]]], chosen: Mapping[str, Mapping[str, dict]],
+                     members: Mapping[str, tuple[float, float]], path: str | Path, target: float | None = None,
+                     title: str = "", systems: Mapping[str, tuple[float, float]] | None = None) -> Path:
+    """Two panels (out-of-fold, test) of precision against recall.
+    ``curves[method][panel]``: [{"precision", "recall"}] along the thresholds;
+    ``chosen[method][panel]``: the CV-chosen point ({"precision", "recall"});
+    ``members`` and ``systems`` (other ensembles): name -> (precision,
+    recall) on test. Axes follow the data: the region of the chosen points,
+    the systems and the members."""
+    plt = _pyplot()
+    panels = ["out-of-fold (train)", "test"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    xs, ys = [], []
+    for ax, panel in zip(axes, panels):
+        for i, (method, by_panel) in enumerate(curves.items()):
+            pts = sorted(by_panel.get(panel, []), key=lambda p: p["recall"])
+            if not pts:
+                continue
+            c = colours[i % len(colours)]
+            r = [p["recall"] for p in pts]
+            pr = [p["precision"] for p in pts]
+            xs += r
+            ys += pr
+            ax.plot(r, pr, "-", color=c, lw=1.2, alpha=0.8, label=method)
+            mark = chosen.get(method, {}).get(panel)
+            if mark:
+                ax.plot(mark["recall"], mark["precision"], "o", color=c, ms=8, mec="black", zorder=5)
+        if panel == "test":
+            for name, (p, r) in members.items():
+                ax.plot(r, p, "x", color="grey", ms=5)
+                ax.annotate(name, (r, p), fontsize=6, color="grey", xytext=(2, 2), textcoords="offset points")
+            for name, (p, r) in (systems or {}).items():
+                ax.plot(r, p, "s", color="black", ms=5, mfc="none")
+                ax.annotate(name, (r, p), fontsize=6, xytext=(3, -7), textcoords="offset points")
+        if target is not None:
+            ax.axvline(target, color="black", ls=":", lw=1)
+        ax.set_title(panel)
+        ax.set_xlabel("binary-token recall")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("binary-token precision")
+    # Axes from the data: the region of the chosen points, the systems and the members (the
+    # curves' low-recall tails, where no one operates, would flatten it).
+    marks = [m for by_panel in chosen.values() for m in by_panel.values() if m]
+    region = [(m["precision"], m["recall"]) for m in marks] + list(members.values()) + list((systems or {}).values())
+    if region:
+        lo_x = max(0.0, min(r for _, r in region) - 0.01)
+        lo_y = max(0.0, min(p for p, _ in region) - 0.005)
+        hi_x = min(1.0, max([r for _, r in region] + [target or 0]) + 0.003)
+        hi_y = min(1.0, max(p for p, _ in region) + 0.003)
+        for ax in axes:
+            ax.set_xlim(lo_x, hi_x)
+            ax.set_ylim(lo_y, hi_y)
+    axes[0].legend(fontsize=8, loc="lower left")
+    fig.suptitle(title or "precision-recall along each method's decision threshold (o: chosen by CV on train)",
+                 fontsize=10)
+    return _save(fig, path)
+
+
+def leak_vs_precision(points: Mapping[str, dict], path: str | Path, title: str = "") -> Path:
+    """``points[name]``: {"precision", "leak", "low", "high", "kind"} (kind:
+    "member", "F1-chosen" or "recall-first")."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    styles = {"member": ("x", "grey"), "F1-chosen": ("o", "tab:blue"), "recall-first": ("s", "tab:red")}
+    for kind, (marker, colour) in styles.items():
+        sel = {n: p for n, p in points.items() if p["kind"] == kind}
+        if not sel:
+            continue
+        x = [p["precision"] for p in sel.values()]
+        y = [100 * p["leak"] for p in sel.values()]
+        err = [[100 * (p["leak"] - p["low"]) for p in sel.values()], [100 * (p["high"] - p["leak"]) for p in sel.values()]]
+        ax.errorbar(x, y, yerr=err, fmt=marker, color=colour, label=kind, capsize=2, ms=6)
+        # Systems of one kind can sit on top of each other: their labels are stacked.
+        for i, (n, p) in enumerate(sorted(sel.items(), key=lambda kv: kv[1]["leak"])):
+            shift = (8, 10 * i - 5) if kind == "recall-first" else (3, 3)
+            ax.annotate(n, (p["precision"], 100 * p["leak"]), fontsize=6, xytext=shift, textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "grey"} if kind == "recall-first" else None)
+    ax.set_xlabel("binary-token precision (test)")
+    ax.set_ylabel("token leak (% of PHI tokens uncovered, test)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or "leak against precision (bars: 95% document bootstrap)", fontsize=10)
     return _save(fig, path)

@@ -22,7 +22,8 @@ Config (``study.toml``)::
     folds = 10
     seed = 0
     jobs = 2
-    metric = "f1"                             # what ensembles are tuned for
+    objective = "f1"                          # what ensembles are tuned for (docs/ensembles.md),
+                                              # e.g. "binary-token:recall>=0.99"
     test = "randomization"                    # or "t-test", "bootstrap"
     trials = 10000
     union = true                              # also train on A ∪ B
@@ -53,7 +54,7 @@ from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
 
 ALL_METHODS = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
-_CONFIG_KEYS = {"name", "corpora", "taggers", "methods", "folds", "seed", "jobs", "metric", "test", "trials",
+_CONFIG_KEYS = {"name", "corpora", "taggers", "methods", "folds", "seed", "jobs", "objective", "metric", "test", "trials",
                 "union", "method_params", "significance_level"}
 
 
@@ -66,7 +67,7 @@ class StudyConfig:
     folds: int = 10
     seed: int = 0
     jobs: int = 1
-    metric: str = "f1"
+    objective: str = "f1"
     test: str = "randomization"
     trials: int = 10_000
     union: bool = True
@@ -81,7 +82,8 @@ class StudyConfig:
         command line or code alike: every value, every tagger spec and every
         method parameter, before any work starts."""
         from ..ensemble import METHODS, GridSearch, make_method
-        from ..ensemble.base import METRICS
+        from ..ensemble.objective import check_objective
+        from ..taggers.constraints import Check
         from ..experiment.cv import JOBS
         from ..taggers.constraints import InvalidParameter, validate_params
         from .significance import TESTS
@@ -98,7 +100,8 @@ class StudyConfig:
                                     + did_you_mean(bad[0], METHODS))
         constraints = {
             "name": [str], "folds": [Interval(int, 2, MAX_COUNT)], "seed": [int], "jobs": JOBS,
-            "metric": [Options(*METRICS)], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
+            "objective": [Check(check_objective, "an objective such as 'f1' or 'binary-token:recall>=0.99' "
+                                "(see docs/ensembles.md)")], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
             "union": [bool], "significance_level": [Interval(float, 0, 1, closed="neither")],
             "method_params": [dict],
         }
@@ -112,7 +115,7 @@ class StudyConfig:
                                            + did_you_mean(method, METHODS))
                 if not isinstance(params, dict):
                     raise InvalidParameter(f"study config [method_params.{method}] must be a table of parameters")
-                GridSearch(make_method(method, **params), folds=self.folds, seed=self.seed, metric=self.metric,
+                GridSearch(make_method(method, **params), folds=self.folds, seed=self.seed, objective=self.objective,
                            fixed=tuple(params)).validate_params()
         except (ValueError, KeyError, EnsembleDeidError) as exc:
             raise EnsembleDeidError(str(exc)) from None
@@ -131,6 +134,10 @@ class StudyConfig:
         unknown = sorted(set(data) - _CONFIG_KEYS)
         if unknown:
             raise EnsembleDeidError(f"{path}: unknown key(s) {unknown}; known: {sorted(_CONFIG_KEYS)}")
+        if "metric" in data:  # the key before objectives: its values (f1, f2, recall) are objectives
+            if "objective" in data:
+                raise EnsembleDeidError(f"{path}: give 'objective' only ('metric' is its older name)")
+            data["objective"] = data.pop("metric")
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**data)
 
@@ -368,7 +375,7 @@ class Study:
                 where = f"{method} on {t.name} test, {set_name} ({len(members)} members)"
                 bar.set_postfix_str(where, refresh=True)
                 fixed = cfg.method_params.get(method, {})
-                search = GridSearch(make_method(method, **fixed), folds=cfg.folds, seed=cfg.seed, metric=cfg.metric,
+                search = GridSearch(make_method(method, **fixed), folds=cfg.folds, seed=cfg.seed, objective=cfg.objective,
                                     fixed=tuple(fixed))
                 t0 = time.perf_counter()
                 try:
