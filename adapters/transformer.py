@@ -90,6 +90,7 @@ class TransformerTagger(Tagger):
     """
 
     name = "transformer"
+    local_params = ("model_path",)  # read when fitting only; never named by a saved tagger or bundle
     version = "1"
     requires = ("torch", "transformers", "tokenizers", "safetensors")
     description = "fine-tuned local Hugging Face checkpoint (model_path=DIR; sub-word windows, BIO decoding)"
@@ -145,6 +146,18 @@ class TransformerTagger(Tagger):
         if digest is not None:
             params["model_path"] = digest
         return params
+
+    # --- saving -----------------------------------------------------------------------
+    def save(self, folder) -> Path:
+        """The saved tagger holds the weights, config and tokenizer, so it names
+        no checkpoint folder (``model_path`` is a local parameter: a bundle may
+        name nothing on the machine that loads it; the cache key keeps the
+        checkpoint's digest)."""
+        import copy
+
+        saved = copy.copy(self)
+        saved.model_path = None
+        return Tagger.save(saved, folder)
 
     # --- learning ---------------------------------------------------------------------
     def fit(self, documents: Sequence[Document]) -> "TransformerTagger":
