@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chromium import Chromium, find_chromium  # noqa: E402
-from common import ROOT, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
+from common import ROOT, console_script, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
 
 MEMBERS = ("crf,memm,searn,mira,svm,ogd,struct-svm,rules:label_map=i2b2-to-meddocan,lstm-crf-l,lstm-crf-n,lstm-l,"
            "lstm-crf-fea")
@@ -42,7 +42,7 @@ CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
 
 def build(args, page: Path) -> dict:
     """One run of the command in a fresh interpreter: wall and CPU seconds, peak memory."""
-    cmd = [sys.executable, "-c", "from ensemble_deid.cli import main; main()", "report", "--corpus", args.corpus,
+    cmd = [console_script(), "report", "--corpus", args.corpus,
            "--members", args.members, "--ensembles", args.ensembles, "-o", str(page)]
     if args.include_text:
         cmd.append("--include-text")

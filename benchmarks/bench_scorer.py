@@ -50,7 +50,7 @@ from ensemble_deid.corpus.document import Document
 from ensemble_deid.corpus.formats import load_directory, write_i2b2_xml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, ROOT, replace_between_markers  # noqa: E402
+from common import MEDDOCAN, ROOT, console_script, replace_between_markers  # noqa: E402
 
 
 def perturb(docs, seed=0):
@@ -162,8 +162,7 @@ def main() -> None:
     print(f"naive strict re-scoring (Python sets): median {n_med * 1e3:.2f} ms, CPU {n_cpu * 1e3:.2f} ms "
           f"-> {n_med / med:.1f}x slower (CPU {n_cpu / cpu:.1f}x)")
 
-    exe = Path(sys.executable).with_name("ensemble-deid")
-    cmd = [str(exe), "evaluate"] if exe.exists() else [sys.executable, "-m", "ensemble_deid.cli", "evaluate"]
+    cmd = [console_script(), "evaluate"]
     figures["cli_end_to_end_s"] = {}
     for label, folder in (("250", args.dev), ("500", args.corpus)):
         docs = load_directory(folder)
