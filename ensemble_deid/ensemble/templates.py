@@ -47,7 +47,7 @@ import numpy as np
 
 from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, gold_keys, voting_priority
-from .voting import resolve
+from .voting import resolve, select_kept_by_votes
 from ..taggers.constraints import Interval, Options
 
 VARIANTS = ("paper", "authors")
@@ -184,12 +184,7 @@ class DecisionTemplates(SpanMetaLearner):
         return np.where(np.isnan(score), -np.inf, score)
 
     def _select(self, table, scores, points):
-        keep = self._keep(table, scores, points, scores > 0)
-        count = table.vote_count
-        priority = voting_priority(count, best_voter_rank(table.votes, self.member_rank_), table.n_members)
-        k = keep.shape[1]
-        chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), self.overlap, np.repeat(count[:, None], k, 1))
-        return [chosen[:, i] for i in range(k)]
+        return select_kept_by_votes(table, self._keep(table, scores, points, scores > 0), self.member_rank_, self.overlap)
 
     def _raw_to_predictions(self, table, raw):
         if self.variant == "authors":

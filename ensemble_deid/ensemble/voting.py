@@ -108,6 +108,17 @@ def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
     return resolve(table, keep, priority, overlap, count)
 
 
+def select_kept_by_votes(table: CandidateTable, keep: np.ndarray, rank: np.ndarray, overlap: str = "greedy") -> list:
+    """Per operating point (a column of ``keep``), the kept candidates with
+    their overlaps resolved by voting's priority (more votes, then the better
+    member): one candidate mask a column."""
+    count = table.vote_count
+    priority = voting_priority(count, best_voter_rank(table.votes, rank), table.n_members)
+    k = keep.shape[1]
+    chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), overlap, np.repeat(count[:, None], k, 1))
+    return [chosen[:, i] for i in range(k)]
+
+
 class Voting(SpanMetaLearner):
     """Majority-style voting over member spans with the [KIM20] tie-breaks.
 
@@ -153,11 +164,7 @@ class Voting(SpanMetaLearner):
 
     def _select(self, table, scores, points):
         keep = self._keep(table, scores, points, scores >= int(self.threshold))
-        count = table.vote_count
-        priority = voting_priority(count, best_voter_rank(table.votes, self.member_rank_), table.n_members)
-        k = keep.shape[1]
-        chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), self.overlap, np.repeat(count[:, None], k, 1))
-        return [chosen[:, i] for i in range(k)]
+        return select_kept_by_votes(table, keep, self.member_rank_, self.overlap)
 
     def _raw_to_predictions(self, table, raw):
         return table.to_predictions(raw, table.vote_count / max(table.n_members, 1))
