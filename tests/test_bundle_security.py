@@ -182,6 +182,14 @@ def test_parameters_out_of_their_constraints_are_refused_at_load(bundle, tmp_pat
             Deidentifier.load(copy)
 
 
+def test_members_without_a_method_are_refused_at_load(bundle, tmp_path):
+    # Found by the bundle fuzzer: a resealed manifest without its method gave a ValueError traceback.
+    copy = _copy(bundle, tmp_path)
+    _edit_manifest(copy, lambda m: m.pop("method"))
+    with pytest.raises(BundleError, match="no ensemble method"):
+        Deidentifier.load(copy)
+
+
 def _crf_model(copy: Path) -> Path:
     return next((copy / "members" / "00-crf").glob("*.bin"))
 

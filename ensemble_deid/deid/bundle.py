@@ -282,6 +282,9 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
         raise BundleError(f"{mpath}: malformed (field {printable(str(exc))[:80]})") from None
     except RecursionError:
         raise BundleError(f"{mpath}: malformed (nested too deeply)") from None
+    if method is None and len(members) != 1:
+        raise BundleError(f"{mpath}: {len(members)} members and no ensemble method (a bundle without one holds "
+                          "exactly one tagger)")
     if method is not None and set(method.member_names_) != set(members) | set(manifest["method"].get("unused", ())):
         raise BundleError(f"{root / MANIFEST}: the method's members {list(method.member_names_)} "
                           f"are not the bundle's members {list(members)}")
