@@ -238,3 +238,22 @@ def test_unknown_member_tags_at_prediction_are_tolerated():
         learner.fit(m_train, train)
         assert len(learner.predict(m_test, test)) == len(test)
     assert spans_of(test[0], learner.predict(m_test, test)[0]) is not None
+
+
+def test_stacked_searn_features_by_hand():
+    """Per token, member j's input id at each offset of the window, in the
+    order offsets -w..w then members; -1 past the document edge, the
+    unknown id for a tag not seen in fit."""
+    from ensemble_deid.ensemble.tokens import build_token_table
+
+    d = Document("x", "a b c", [], {"group": "x"})
+    tags = {"A": ("B-NAME:P", "I-NAME:P", "O"), "B": ("O", "B-LOCATION:CITY", "O")}
+    table = build_token_table([{d.id: DocumentPrediction(d.id, t)} for t in tags.values()], tuple(tags), [d])
+    learner = StackedSEARN(window=1)
+    # ids in fit: O -> 0, B-NAME:P -> 1, I-NAME:P -> 2; B-LOCATION:CITY unseen -> 3 (unknown)
+    learner.input_tags_ = {"O": 0, "B-NAME:P": 1, "I-NAME:P": 2}
+    assert learner._features(table) == [[
+        "m0@-1=-1 m1@-1=-1 m0@0=1 m1@0=0 m0@1=2 m1@1=3",
+        "m0@-1=1 m1@-1=0 m0@0=2 m1@0=3 m0@1=0 m1@1=0",
+        "m0@-1=2 m1@-1=3 m0@0=0 m1@0=0 m0@1=-1 m1@1=-1",
+    ]]
