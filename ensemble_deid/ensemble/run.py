@@ -149,6 +149,19 @@ def load_members(workspace, corpus_name: str, members: str, folds: int | None = 
 
 # --- fitting ---------------------------------------------------------------------------
 
+def key_settings(learner: GridSearch) -> dict:
+    """What of a grid search enters its ensemble's cache key (with the members)."""
+    # operating_point=None (the method's own rule, what every earlier version did) stays out of the
+    # key, and the objective keeps the key "metric" it had: entries cached before them stay valid.
+    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
+    params.update((k, v) for k, v in type(learner.estimator).unkeyed_params.items() if k in params)
+    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
+                "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
+    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
+        settings["fixed"] = sorted(learner.fixed)
+    return settings
+
+
 def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],
                  refit: bool = False, oof: bool = True, echo: Say = print) -> dict:
     """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
@@ -161,13 +174,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     from .selection import fold_predictions
 
     train, test = engine.train, engine.targets["test"]
-    # operating_point=None (the method's own rule, what every earlier version did) stays out of the
-    # key, and the objective keeps the key "metric" it had: entries cached before them stay valid.
-    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
-    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
-                "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
-    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
-        settings["fixed"] = sorted(learner.fixed)
+    settings = key_settings(learner)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
     cache = engine.cache
     description = {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),

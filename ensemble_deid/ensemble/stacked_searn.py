@@ -143,7 +143,7 @@ class StackedSEARN(TokenMetaLearner):
         """Per document, the feature string of every token. Each (offset,
         member) column is looked up in a table of its strings by input id,
         and a token's columns are joined once: numpy's per-column string
-        concatenation took 40 times longer (ensemble version 4)."""
+        concatenation took 40 times longer."""
         index = self._input_index(table, self.input_tags_, len(self.input_tags_))
         w, m = int(self.window), table.n_members
         ids = range(-1, len(self.input_tags_) + 1)  # -1: beyond the document edge; the last: unknown
