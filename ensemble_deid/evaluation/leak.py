@@ -3,8 +3,10 @@
 The privacy figure. Any system span covers, whatever its type. A gold PHI
 token (the token criterion's tokens, empty ones excepted) leaks unless every
 one of its characters is covered; a gold PHI character (white space excepted)
-leaks unless covered. Overall, HIPAA (gold tags the HIPAA filter keeps) and
-per parent category; a token or character inside two gold tags counts once.
+leaks unless covered; a gold entity (tag) leaks when any of its tokens leaks
+(part of it is disclosed; tags without a token are not counted). Overall,
+HIPAA (gold tags the HIPAA filter keeps) and per parent category; a token or
+character inside two gold tags counts once, and so do two tags on one span.
 """
 from __future__ import annotations
 
@@ -22,6 +24,12 @@ class LeakRates:
     leaked_tokens: int
     chars: int
     leaked_chars: int
+    entities: int = 0
+    leaked_entities: int = 0
+
+    @property
+    def entity_rate(self) -> float:
+        return self.leaked_entities / self.entities if self.entities else 0.0
 
     @property
     def token_rate(self) -> float:
@@ -32,7 +40,8 @@ class LeakRates:
         return self.leaked_chars / self.chars if self.chars else 0.0
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "token_rate": self.token_rate, "char_rate": self.char_rate}
+        return {**asdict(self), "token_rate": self.token_rate, "char_rate": self.char_rate,
+                "entity_rate": self.entity_rate}
 
 
 @dataclass(frozen=True)
@@ -130,6 +139,11 @@ def leak_rates(
     tok = tok_index[tag_first[rows][member] + offsets]
     width = corpus.max_length + 2
     tok_total, tok_leaked = _unique_count(groups[member], ts[tok] * width + (te[tok] - ts[tok]), leaked[tok], n_groups)
+    # entities: tags with a token, leaked when one of their tokens is
+    tag_leaked = np.bincount(parent[leaked], minlength=len(gold)) > 0
+    has = by_tag[rows] > 0
+    ent_total, ent_leaked = _unique_count(groups[has], (gold.gstart * width + (gold.gend - gold.gstart))[rows][has],
+                                          tag_leaked[rows][has], n_groups)
 
     # characters past the end of a text (tags of lenient files) do not exist
     text_end = corpus.bases[gold.doc] + corpus.lengths[gold.doc]
@@ -141,6 +155,7 @@ def leak_rates(
     chr_total, chr_leaked = _unique_count(groups[owner], pos, ~cover.covers(pos), n_groups)
 
     def rates(i: int) -> LeakRates:
-        return LeakRates(int(tok_total[i]), int(tok_leaked[i]), int(chr_total[i]), int(chr_leaked[i]))
+        return LeakRates(int(tok_total[i]), int(tok_leaked[i]), int(chr_total[i]), int(chr_leaked[i]),
+                         int(ent_total[i]), int(ent_leaked[i]))
 
     return LeakReport(rates(k), rates(k + 1), {c: rates(i) for i, c in enumerate(categories)})
