@@ -62,3 +62,23 @@ def test_oracle_recall_per_category_by_hand():
                                                                     "LOCATION": 0.0})
     with pytest.raises(ValueError, match="criterion 'strict'"):
         oracle_recalls(docs, members, "strict")
+
+
+def test_compare_shows_f1_and_both_leaks_with_the_union_as_ceiling():
+    from ensemble_deid.studies.comparison import compare_systems, leak_rows
+
+    docs, a, b = _case()
+    systems = {name: {d.id: DocumentPrediction.from_spans(d, s[d.id]) for d in docs} for name, s in (("a", a), ("b", b))}
+    comp = compare_systems(docs, systems, tests=("randomization",), trials=100)
+    headers, rows = leak_rows(comp)
+    assert headers == ["system", "F1", "entity leak %", "token leak %"]
+    # a: strict tp 1 (CONTACT), fp 1, fn 3 -> F1 2/6; entity leak 3/4, token 3/6 (by hand above)
+    # b: tp 0 (DOCTOR is not PATIENT) -> F1 0; leaks everything but d2's Lopez: entities 3/4, tokens 5/6
+    # union: entities 2/4, tokens 2/6
+    by_name = {r[0]: r for r in rows}
+    assert by_name["a"][1] == pytest.approx(2 / 6) and by_name["b"][1] == 0.0
+    assert [by_name[n][2].split()[0] for n in ("a", "b", "union (ceiling)")] == ["75.00", "75.00", "50.00"]
+    assert [by_name[n][3].split()[0] for n in ("a", "b", "union (ceiling)")] == ["50.00", "83.33", "33.33"]
+    assert rows[-1][0] == "union (ceiling)" and rows[-1][1] is None
+    alone = compare_systems(docs, systems, tests=("randomization",), trials=100, members=["a"])
+    assert alone.ceiling is None  # one member: no union row
