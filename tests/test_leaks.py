@@ -82,3 +82,17 @@ def test_compare_shows_f1_and_both_leaks_with_the_union_as_ceiling():
     assert rows[-1][0] == "union (ceiling)" and rows[-1][1] is None
     alone = compare_systems(docs, systems, tests=("randomization",), trials=100, members=["a"])
     assert alone.ceiling is None  # one member: no union row
+
+
+def test_per_document_leaks_of_one_pass_equal_each_document_scored_alone():
+    from ensemble_deid.evaluation import evaluate
+
+    from .test_ensemble_fixtures import random_case
+
+    docs, members = random_case(3, n_docs=6, n_members=3)
+    spans = {d.id: members[next(iter(members))][d.id].spans(d) for d in docs}
+    whole = evaluate(docs, spans, criteria=["strict"], leak_documents=True).leak
+    assert len(whole.by_document) == len(docs)
+    for doc, rep in zip(docs, whole.by_document):
+        alone = evaluate([doc], {doc.id: spans[doc.id]}, criteria=["strict"]).leak
+        assert rep.overall == alone.overall and rep.by_category == alone.by_category and rep.hipaa == alone.hipaa

@@ -49,12 +49,13 @@ def per_document_leaks(documents: Sequence[Document], spans: Spans) -> list[dict
     """Per document, {"all" or CATEGORY: {unit: (gold units, leaked units)}}."""
     from ..evaluation import evaluate
 
-    out = []
-    for doc in documents:
-        rep = evaluate([doc], {doc.id: list(spans[doc.id])}, criteria=["strict"], breakdowns=False, leak=True).leak
-        out.append({key: {"entity": (r.entities, r.leaked_entities), "token": (r.tokens, r.leaked_tokens)}
-                    for key, r in ((OVERALL, rep.overall), *rep.by_category.items())})
-    return out
+    documents = list(documents)
+    if not documents:
+        return []
+    rep = evaluate(documents, {d.id: list(spans[d.id]) for d in documents}, criteria=["strict"], breakdowns=False,
+                   leak=True, leak_documents=True).leak
+    return [{key: {"entity": (r.entities, r.leaked_entities), "token": (r.tokens, r.leaked_tokens)}
+             for key, r in ((OVERALL, doc.overall), *doc.by_category.items())} for doc in rep.by_document]
 
 
 def leak_table(documents: Sequence[Document], spans: Spans, reps: int = 1000, seed: int = 0) -> dict[str, dict[str, Leak]]:
