@@ -114,19 +114,12 @@ def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[tuple[list[
 
 
 def leak_rows(comp: Comparison) -> tuple[list[str], list[list]]:
-    """A narrow table (fits 80 columns for names up to 29 characters): F1,
-    then the entity and token leak rates in percent with their 95%
-    document-bootstrap intervals; the last row is the members' union, the
-    ceiling."""
-    from .leaks import OVERALL
+    """A narrow table (``studies.leaks.leak_rows``): F1, then the entity and
+    token leak rates in percent with their 95% document-bootstrap intervals;
+    the last row is the members' union, the ceiling."""
+    from . import leaks
 
-    def cells(leaks):
-        return [leaks[u][OVERALL].percent() if OVERALL in leaks[u] else "" for u in ("entity", "token")]
-
-    rows = [[name, s.f1, *cells(comp.leaks[name])] for name, s in comp.scores.items()]
-    if comp.ceiling is not None:
-        rows.append(["union (ceiling)", None, *cells(comp.ceiling)])
-    return ["system", "F1", "entity leak %", "token leak %"], rows
+    return leaks.leak_rows(comp.leaks, {name: s.f1 for name, s in comp.scores.items()}, comp.ceiling)
 
 
 def compare_cached(workspace, corpus_name: str, systems: Sequence[str], *, criterion: str = "strict",

@@ -86,6 +86,28 @@ def leak_rates(documents: Sequence[Document], predictions: Mapping[str, Document
     return leak_table(documents, prediction_spans(documents, predictions), reps, seed)["token"]
 
 
+def leak_rows(leaks: Mapping[str, dict], f1: Mapping[str, float | None], ceiling: dict | None = None,
+              ceiling_label: str = "union (ceiling)") -> tuple[list[str], list[list]]:
+    """A narrow table (80 columns for names up to 29 characters): per system
+    its F1, then its entity and token leak rates in percent with their 95%
+    intervals (``leaks``: system -> :func:`leak_table`); the ceiling last."""
+    def cells(table):
+        return [table[u][OVERALL].percent() if OVERALL in table[u] else "" for u in ("entity", "token")]
+
+    rows = [[name, f1.get(name), *cells(table)] for name, table in leaks.items()]
+    if ceiling is not None:
+        rows.append([ceiling_label, None, *cells(ceiling)])
+    return ["system", "F1", "entity leak %", "token leak %"], rows
+
+
+def category_rows(leaks: Mapping[str, dict], unit: str = "token") -> tuple[list[str], list[list]]:
+    """Per category (rows), the ``unit`` leak in percent with its interval
+    of a few systems (columns: keep them few to stay narrow)."""
+    cats = sorted({c for table in leaks.values() for c in table[unit] if c != OVERALL})
+    rows = [[c, *(table[unit][c].percent() if c in table[unit] else "" for table in leaks.values())] for c in cats]
+    return ["category", *leaks], rows
+
+
 def union_spans(documents: Sequence[Document], systems: Mapping[str, Spans]) -> dict[str, list[Annotation]]:
     """Every span of every system, per document: the members' union, whose
     leak no selection of their spans goes below."""
