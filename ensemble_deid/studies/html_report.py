@@ -83,12 +83,12 @@ class ReportData:
         self.labels = _ordered_labels(docs, self.systems)
         nonspace = {d.id: nonspace_mask(d.text) for d in docs}
         for name, spans in self.systems.items():
-            self.reports[name] = evaluate(docs, spans, criteria="strict")
+            self.reports[name] = evaluate(docs, spans, criteria="strict", leak_documents=True)
             self.overlaps[name] = {d.id: document_overlap(d.annotations, spans[d.id], nonspace[d.id]) for d in docs}
             self.confusions[name] = confusion(docs, spans, self.overlaps[name], self.labels)
-        from .leaks import leak_table, union_spans
+        from .leaks import bootstrap_leaks, leak_table, union_spans
 
-        self.leaks = {name: leak_table(docs, spans) for name, spans in self.systems.items()}
+        self.leaks = {name: bootstrap_leaks(self.reports[name].leak) for name in self.systems}
         members = {n: s for n, s in self.systems.items() if n not in self.ensembles}
         if len(members) > 1:
             self.ceiling = leak_table(docs, union_spans(docs, members))

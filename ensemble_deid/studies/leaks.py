@@ -47,21 +47,34 @@ class Leak:
 
 def per_document_leaks(documents: Sequence[Document], spans: Spans) -> list[dict]:
     """Per document, {"all" or CATEGORY: {unit: (gold units, leaked units)}}."""
+    return _per_document(_evaluated(documents, spans))
+
+
+def _evaluated(documents: Sequence[Document], spans: Spans):
     from ..evaluation import evaluate
 
     documents = list(documents)
-    if not documents:
+    return evaluate(documents, {d.id: list(spans[d.id]) for d in documents}, criteria=["strict"], breakdowns=False,
+                    leak=True, leak_documents=True).leak if documents else None
+
+
+def _per_document(report) -> list[dict]:
+    if report is None:
         return []
-    rep = evaluate(documents, {d.id: list(spans[d.id]) for d in documents}, criteria=["strict"], breakdowns=False,
-                   leak=True, leak_documents=True).leak
     return [{key: {"entity": (r.entities, r.leaked_entities), "token": (r.tokens, r.leaked_tokens)}
-             for key, r in ((OVERALL, doc.overall), *doc.by_category.items())} for doc in rep.by_document]
+             for key, r in ((OVERALL, doc.overall), *doc.by_category.items())} for doc in report.by_document]
 
 
 def leak_table(documents: Sequence[Document], spans: Spans, reps: int = 1000, seed: int = 0) -> dict[str, dict[str, Leak]]:
     """unit ("entity", "token") -> "all" or category -> the leak with its
     interval (categories without gold PHI left out)."""
-    per_doc = per_document_leaks(documents, spans)
+    return bootstrap_leaks(_evaluated(documents, spans), reps, seed)
+
+
+def bootstrap_leaks(report, reps: int = 1000, seed: int = 0) -> dict[str, dict[str, Leak]]:
+    """:func:`leak_table` of an ``evaluate(..., leak_documents=True)`` leak
+    report (None: no documents)."""
+    per_doc = _per_document(report)
     keys = [OVERALL] + sorted({k for d in per_doc for k in d if k != OVERALL})
     idx = np.random.default_rng(seed).integers(0, len(per_doc), size=(reps, len(per_doc))) if per_doc else None
     out: dict[str, dict[str, Leak]] = {u: {} for u in UNITS}
