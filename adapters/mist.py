@@ -88,16 +88,7 @@ class MistTagger(ExternalTagger):
 
     def __init__(self, mist_home=None, task="HIPAA Deidentification", workflow="Demo", steps="zone,tag", model=None,
                  extra_args="", import_dir=None, import_format="auto", label_map=None, timeout=3600):
-        self.mist_home = mist_home
-        self.task = task
-        self.workflow = workflow
-        self.steps = steps
-        self.model = model
-        self.extra_args = extra_args
-        self.import_dir = import_dir
-        self.import_format = import_format
-        self.label_map = label_map
-        self.timeout = timeout
+        self._store_params(locals())
 
     @property
     def mode(self) -> str:

@@ -88,8 +88,7 @@ class PhilterTagger(ExternalTagger):
     _parameter_constraints = {"config": [None, str], "label_map": [None, str]}
 
     def __init__(self, config=None, label_map=None):
-        self.config = config
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _availability(self_or_cls):
         ok, reason = requirements_available(self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls))

@@ -66,14 +66,7 @@ class PhysioNetDeidTagger(ExternalTagger):
 
     def __init__(self, deid_pl=None, config=None, records=None, phi=None, res=None, offsets="bytes",
                  label_map=None, timeout=3600):
-        self.deid_pl = deid_pl
-        self.config = config
-        self.records = records
-        self.phi = phi
-        self.res = res
-        self.offsets = offsets
-        self.label_map = label_map
-        self.timeout = timeout
+        self._store_params(locals())
 
     # --- configuration --------------------------------------------------------------
     @property

@@ -73,10 +73,7 @@ class PresidioTagger(ExternalTagger):
     }
 
     def __init__(self, language="en", score_threshold=0.0, exclude="", label_map=None):
-        self.language = language
-        self.score_threshold = score_threshold
-        self.exclude = exclude
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _excluded(self) -> tuple[str, ...]:
         return tuple(x.strip() for x in str(self.exclude or "").split(",") if x.strip())

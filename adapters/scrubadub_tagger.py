@@ -31,9 +31,7 @@ class ScrubadubTagger(ExternalTagger):
     _parameter_constraints = {"detectors": [str], "locale": [str], "label_map": [None, str]}
 
     def __init__(self, detectors=DEFAULT_DETECTORS, locale="en_US", label_map=None):
-        self.detectors = detectors
-        self.locale = locale
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _names(self) -> list[str]:
         return [d.strip() for d in str(self.detectors).split(",") if d.strip()]

@@ -95,6 +95,7 @@ class MetaLearner:
     _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED]}
     parameter_constraints = Tagger.__dict__["parameter_constraints"]
     _param_names = Tagger.__dict__["_param_names"]
+    _store_params = Tagger._store_params
     get_params = Tagger.get_params
     clone = Tagger.clone
 

@@ -6,8 +6,7 @@
         requires = ("somelib",)     # importable modules the tagger needs
 
         def __init__(self, c=1.0, random_state=0):
-            self.c = c                              # constructor only stores
-            self.random_state = random_state
+            self._store_params(locals())            # constructor only stores
 
         def fit(self, documents):                    # gold in doc.annotations
             ...; self.model_ = ...; return self      # learned attributes end in _
@@ -74,6 +73,18 @@ class Tagger:
                 raise TypeError(f"{cls.__name__}.__init__ must list its parameters explicitly (no *args/**kwargs)")
             names.append(p.name)
         return sorted(names)
+
+    def _store_params(self, arguments: dict[str, Any]) -> None:
+        """Store every constructor argument under its own name, as scikit-learn's
+        rule asks (``__init__`` only stores; ``get_params`` reads them back).
+        Call it as ``self._store_params(locals())`` from ``__init__``: the
+        signature is then the one list of parameters. Explicit ``self.c = c``
+        assignments remain just as valid. A subclass that adds parameters
+        and calls ``super().__init__`` stores its own: names this call was
+        not given are left to it."""
+        for name in self._param_names():
+            if name in arguments:
+                setattr(self, name, arguments[name])
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {n: getattr(self, n) for n in self._param_names()}
