@@ -35,6 +35,7 @@ from ...errors import EnsembleDeidError
 from ...corpus.formats.schemes import KNOWN_PARENTS
 from ..prediction import DocumentPrediction
 from ..base import Tagger, TaggerUnavailable
+from ..state import register_state_class
 
 try:
     import tomllib
@@ -86,6 +87,7 @@ def _parse_target(value: str, source: str, key: str) -> tuple[str, str]:
     return parent, value
 
 
+@register_state_class
 @dataclass(frozen=True)
 class CategoryMap:
     """Foreign category name -> (category, type).
@@ -154,6 +156,24 @@ class CategoryMap:
             table.setdefault(key, value)
         ign = frozenset(_norm(i) for i in ignore) | frozenset("~" + _loose(i) for i in ignore)
         return cls(table, ign, _parse_target(default, source, "default") if default else None, source)
+
+    # Saved with a fitted tagger (taggers/state.py), so an external member can
+    # sit in a model bundle; read back, every label is checked as a map file's is.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"labels": {k: ":".join(v) for k, v in self.labels.items()}, "ignore": sorted(self.ignore),
+                "default": ":".join(self.default) if self.default else None, "source": self.source}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        source = "saved category map"
+        labels, ignore, default = state["labels"], state["ignore"], state["default"]
+        if not (isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+                and isinstance(ignore, list) and all(isinstance(v, str) for v in ignore)
+                and (default is None or isinstance(default, str)) and isinstance(state["source"], str)):
+            raise EnsembleDeidError(f"{source}: malformed (labels, ignore, default or source)")
+        object.__setattr__(self, "labels", {k: _parse_target(v, source, k) for k, v in labels.items()})
+        object.__setattr__(self, "ignore", frozenset(ignore))
+        object.__setattr__(self, "default", _parse_target(default, source, "default") if default else None)
+        object.__setattr__(self, "source", state["source"])
 
     def lookup(self, name: str) -> tuple[str, str] | None:
         """The label of a foreign category; None when it is ignored.
