@@ -476,3 +476,63 @@ def test_a_rules_member_never_reads_a_label_map_file_outside_the_bundle(bundle, 
     reseal(copy)
     with pytest.raises(BundleError, match="'label_map'.*nothing outside itself"):
         Deidentifier.load(copy)
+
+
+# --- a Philter member's pattern files (issue 32, task 2a) ------------------------------
+
+class _Marker:
+    """Unpickling it creates ``path``: proof that a pickle was loaded."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+@pytest.fixture(scope="module")
+def philter_bundle(tmp_path_factory):
+    ok, reason = tagger_class("philter").availability()
+    if not ok:
+        pytest.skip(f"philter unavailable: {reason}")
+    from ensemble_deid.taggers.registry import make_tagger
+
+    root = tmp_path_factory.mktemp("philter")
+    Deidentifier({"philter": make_tagger("philter").fit([])}).save(root / "model", {"labels": ["NAME:PATIENT"]})
+    return root / "model"
+
+
+def _add_pattern(copy: Path, pattern: dict) -> None:
+    state = copy / "members" / "00-philter" / "state.json"
+    body = json.loads(state.read_text())
+    body["state"]["patterns_"].insert(0, encodable(pattern))
+    state.write_text(json.dumps(body))
+    reseal(copy)
+
+
+@pytest.mark.parametrize("pattern", [
+    {"title": "words", "type": "set", "exclude": False, "pos": [], "filepath": "{outside}/words.pkl"},
+    {"title": "names", "type": "regex", "exclude": True, "filepath": "{outside}/names.txt"},
+    {"title": "names", "type": "regex", "exclude": True, "filepath": "../../../outside/names.txt"},
+])
+def test_a_philter_member_never_reads_a_pattern_file_outside_the_bundle(philter_bundle, tmp_path, pattern):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    marker = tmp_path / "unpickled"
+    (outside / "words.pkl").write_bytes(__import__("pickle").dumps(_Marker(marker)))
+    (outside / "names.txt").write_text("[A-Z][a-z]+")
+    copy = _copy(philter_bundle, tmp_path)
+    _add_pattern(copy, {k: v.format(outside=outside) if k == "filepath" else v for k, v in pattern.items()})
+    with pytest.raises(BundleError, match="00-philter.*pattern 0 .*names a file"):
+        Deidentifier.load(copy)
+    assert not marker.exists()
+
+
+def test_a_philter_member_s_own_pattern_files_are_checksummed(philter_bundle, tmp_path):
+    copy = _copy(philter_bundle, tmp_path)
+    saved = sorted((copy / "members" / "00-philter").glob("pattern-*"))
+    assert saved, "the pattern files are saved inside the bundle"
+    assert Deidentifier.load(copy).members["philter"].predict(tiny_corpus(2, seed=1))
+    saved[0].write_bytes(saved[0].read_bytes() + b"|x")
+    with pytest.raises(BundleError, match="checksum mismatch"):
+        Deidentifier.load(copy)
