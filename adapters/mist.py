@@ -39,7 +39,7 @@ from typing import Sequence
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.taggers.external.base import (
     ExternalOutputError, ExternalTagger, ExternalToolError, ForeignSpan, MappingStats, check_bounds, check_text,
-    files_digest, hybridmethod, load_category_map, map_spans,
+    files_digest, hybridmethod, label_map_problem, load_category_map, map_spans,
 )
 from ensemble_deid.taggers.external.mat_format import CleanedTextMap, NotCleanedText, read_mat_file
 from ensemble_deid.taggers.constraints import Interval, Options
@@ -104,8 +104,8 @@ class MistTagger(ExternalTagger):
         self = self_or_cls
         if self.import_format not in ("auto", "json", "xml-inline"):
             return False, f"import_format must be auto, json or xml-inline, not {self.import_format!r}"
-        if self.label_map and not Path(self.label_map).is_file():
-            return False, f"label_map {self.label_map} is not a file"
+        if problem := label_map_problem(self.label_map):
+            return False, problem
         if self.mode == "import":
             if not Path(self.import_dir).is_dir():
                 return False, f"import_dir {self.import_dir} is not a directory"

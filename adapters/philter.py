@@ -40,8 +40,8 @@ from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.errors import printable
 from ensemble_deid.taggers.state import NamedBlob, StateError
 from ensemble_deid.taggers.external.base import (
-    ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
-    requirements_available,
+    ExternalTagger, ForeignSpan, MappingStats, hybridmethod, label_map_problem, load_category_map, local_files_digest,
+    map_spans, requirements_available,
 )
 
 _LOCK = threading.Lock()  # Philter's module state (nltk hook, stdout) is process-wide
@@ -93,22 +93,19 @@ class PhilterTagger(ExternalTagger):
         self._store_params(locals())
 
     def _availability(self_or_cls):
-        ok, reason = requirements_available(self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls))
-        if not ok:
+        ok, reason = requirements_available(self_or_cls)
+        if not ok or isinstance(self_or_cls, type):
             return ok, reason
-        if not isinstance(self_or_cls, type):
-            self = self_or_cls
-            if self.config and not Path(self.config).is_file():
-                return False, f"Philter config {self.config} not found"
-            if self.label_map and not Path(self.label_map).is_file():
-                return False, f"label_map {self.label_map} is not a file"
-        return True, ""
+        self = self_or_cls
+        if self.config and not Path(self.config).is_file():
+            return False, f"Philter config {self.config} not found"
+        problem = label_map_problem(self.label_map)
+        return not problem, problem
 
     availability = hybridmethod(_availability)
 
     def input_digest(self) -> str:
-        files = [p for p in (self.config, self.label_map) if p and Path(p).is_file()]
-        return files_digest(files) if files else ""
+        return local_files_digest(self.config, self.label_map)
 
     def _prepare(self) -> None:
         config = Path(self.config) if self.config else _package_dir() / "configs" / "philter_delta.json"

@@ -326,6 +326,17 @@ def files_digest(paths: Iterable[str | Path]) -> str:
     return h.hexdigest()[:16]
 
 
+def local_files_digest(*paths: str | None) -> str:
+    """``files_digest`` of those of ``paths`` that are set and are files ("" when none is)."""
+    files = [p for p in paths if p and Path(p).is_file()]
+    return files_digest(files) if files else ""
+
+
+def label_map_problem(label_map: str | None) -> str:
+    """Why an adapter's ``label_map`` parameter cannot be used ("" when it is unset or a file)."""
+    return f"label_map {label_map} is not a file" if label_map and not Path(label_map).is_file() else ""
+
+
 # --- availability checked on the class (environment) or an instance (parameters) ---
 
 class hybridmethod:
@@ -343,9 +354,10 @@ class hybridmethod:
 
 
 def requirements_available(cls, extra: str = "external") -> tuple[bool, str]:
-    """(ok, reason) for a tagger class's ``requires`` modules, with the install hint."""
+    """(ok, reason) for a tagger class's (or instance's) ``requires`` modules, with the install hint."""
     import importlib.util
 
+    cls = cls if isinstance(cls, type) else type(cls)
     missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
     if missing:
         return False, f"missing optional dependency: {', '.join(missing)} (pip install 'ensemble-deid[{extra}]')"
