@@ -544,3 +544,11 @@ def test_a_subclass_adding_a_parameter_keeps_the_bases_stored():
 
     assert Wider(alpha=2.0, extra="y").get_params() == {"alpha": 2.0, "rounds": 3, "extra": "y"}
     assert Base(rounds=5).get_params() == {"alpha": 1.0, "rounds": 5}
+
+
+def test_a_study_config_that_is_not_utf8_is_one_clear_error(tmp_path):
+    # It was a UnicodeDecodeError traceback (the config reader caught only OSError and TOML errors).
+    path = tmp_path / "study.toml"
+    path.write_bytes(b'corpus = "caf\xe9"\n')
+    with pytest.raises(EnsembleDeidError, match=r"study\.toml: study config is not valid UTF-8"):
+        StudyConfig.load(path)

@@ -32,15 +32,11 @@ import numpy as np
 
 from ...corpus.document import Annotation, Document, split_label
 from ...errors import EnsembleDeidError
+from ...files import read_toml
 from ...corpus.formats.schemes import KNOWN_PARENTS
 from ..prediction import DocumentPrediction
 from ..base import Tagger, TaggerUnavailable
 from ..state import register_state_class
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +109,7 @@ class CategoryMap:
 
     @classmethod
     def load(cls, path: str | Path) -> "CategoryMap":
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise EnsembleDeidError(f"{path}: cannot read category map ({exc.strerror})") from exc
-        except UnicodeDecodeError as exc:
-            raise EnsembleDeidError(f"{path}: category map is not UTF-8") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise EnsembleDeidError(f"{path}: not valid TOML ({exc})") from exc
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_toml(path, EnsembleDeidError, "category map"), str(path))
 
     @classmethod
     def packaged(cls, name: str) -> "CategoryMap":
