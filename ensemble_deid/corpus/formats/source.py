@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 from ...errors import ERROR, Problem
 
@@ -50,6 +51,19 @@ def corpus_files(directory: Path, suffix: str) -> list[Path]:
 
         raise CorpusError(f"{directory}: cannot list the folder ({exc.strerror or type(exc).__name__})") from exc
     return [directory / name for name in names]
+
+
+def read_each(paths: Iterable[Path], reader: Callable[[Path], tuple[Any, list[Problem]]]) -> tuple[list, list[Problem]]:
+    """What ``reader`` (a path -> (item or None, problems) function) reads
+    from each of ``paths``: the items it gave and every problem it found."""
+    items: list = []
+    problems: list[Problem] = []
+    for path in paths:
+        item, found = reader(path)
+        problems += found
+        if item is not None:
+            items.append(item)
+    return items, problems
 
 
 def read_source(path: Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> tuple[bytes | None, list[Problem]]:
