@@ -23,13 +23,12 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.deid import BundleError, Deidentifier
 from ensemble_deid.deid.bundle import _manifest_checksum, _sha256_file
 from ensemble_deid.taggers.registry import tagger_class
 from ensemble_deid.taggers.state import encodable, write_state
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, register_corpus
 from .tiny_corpus import tiny_corpus
 
 NOTE = "Record date: 03/04/2012\nPatient John Smith was seen."
@@ -376,17 +375,12 @@ def test_every_file_of_a_bundle_truncated_or_corrupted_is_refused(bundle, tmp_pa
     assert outcomes.count("refused") >= len(outcomes) - 2
 
 
-def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monkeypatch):
+def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, workspace):
     """Issue 34 item 1: a CRF bundle holds training PHI strings in its model
     file; the manifest and fit's output say so, a rules-only bundle does not."""
     docs = tiny_corpus(10, seed=4)
-    for split in ("train", "test"):
-        (tmp_path / split).mkdir()
-        for doc in docs:
-            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
-    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    register_corpus(workspace, "t", {"train": (tmp_path / "train", docs), "test": (tmp_path / "test", docs)})
     run = CliRunner().invoke
-    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
     crf = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=5", "--out", str(tmp_path / "crf")])
     rules = run(main, ["fit", "--corpus", "t", "--tagger", "rules", "--out", str(tmp_path / "rules")])
     assert crf.exit_code == 0 and rules.exit_code == 0, crf.output + rules.output
@@ -399,7 +393,7 @@ def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monk
     assert "training notes" not in rules.output
 
 
-def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_path, monkeypatch):
+def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_path, workspace):
     """Issue 34 item 1: ``fit --shareable K`` trains on notes whose words of
     fewer than K documents are replaced by their shapes, and deidentify masks
     new notes alike."""
@@ -407,13 +401,8 @@ def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_pat
     from collections import Counter
 
     docs = tiny_corpus(14, seed=6)
-    for split, part in (("train", docs[:10]), ("test", docs[10:])):
-        (tmp_path / split).mkdir()
-        for doc in part:
-            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
-    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    register_corpus(workspace, "t", {"train": (tmp_path / "train", docs[:10]), "test": (tmp_path / "test", docs[10:])})
     run = CliRunner().invoke
-    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
     plain = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--out", str(tmp_path / "plain")])
     shared = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--shareable", "2",
                         "--out", str(tmp_path / "shared")])
