@@ -521,7 +521,12 @@ def test_a_philter_member_s_own_pattern_files_are_checksummed(philter_bundle, tm
     copy = _copy(philter_bundle, tmp_path)
     saved = sorted((copy / "members" / "00-philter").glob("pattern-*"))
     assert saved, "the pattern files are saved inside the bundle"
-    assert Deidentifier.load(copy).members["philter"].predict(tiny_corpus(2, seed=1))
+    from ensemble_deid.taggers.registry import make_tagger
+
+    docs = tiny_corpus(2, seed=1)
+    loaded = Deidentifier.load(copy).members["philter"].predict(docs)
+    assert [p.tags for p in loaded] == [p.tags for p in make_tagger("philter").fit([]).predict(docs)]
+    assert any(t != "O" for p in loaded for t in p.tags)
     saved[0].write_bytes(saved[0].read_bytes() + b"|x")
     with pytest.raises(BundleError, match="checksum mismatch"):
         Deidentifier.load(copy)
