@@ -69,6 +69,6 @@ def test_the_worked_example_reproduces_the_ensemble_command(worked_example, monk
     pruned = ns["pruned"]
     cv = strict_prf(pruned.corpus.train, pruned.result["oof"])
     test = strict_prf(pruned.corpus.test, pruned.test)
-    assert _row(res.output, "ensemble.voting-pruned") == [f"{x:.4f}" for x in (*cv, *test)]
+    assert _row(res.output, "ensemble.voting-pruned")[:6] == [f"{x:.4f}" for x in (*cv, *test)]
     record = pruned.result["record"]
     assert f"pruned voting: threshold {record['threshold']}, members {', '.join(record['subset'])}" in res.output
