@@ -5,8 +5,8 @@ Reads the 12 members' published out-of-fold and dev predictions and the
 prediction times their parts recorded (cached_predictions/meddocan: nothing
 is trained or timed here). A member's cost is its recorded prediction
 seconds over its predicted tokens (``experiment.cost``: CPU seconds per
-million tokens; the published parts recorded wall seconds of one-thread
-jobs). For each objective:
+million tokens; the published parts recorded wall seconds, each cv job
+limited to cores/jobs threads). For each objective:
 
 - *best*: ``prune``'s choice without a budget (greedy elimination [KIM20],
   chosen by the objective on the training out-of-fold predictions);
@@ -179,7 +179,9 @@ def run(args) -> dict:
     }
     return {"corpus": "meddocan (train: 10-fold CV out-of-fold; dev: scored only)", "citation": CITATION,
             "cost_unit": "CPU seconds per million tokens (recorded prediction seconds / predicted tokens)",
-            "cost_source": "published part records (cached_predictions/meddocan): wall seconds of one-thread jobs",
+            "cost_source": ("published part records (cached_predictions/meddocan): wall seconds of each "
+                            "part's prediction, each cv job limited to cores/jobs threads (upper bounds where "
+                            "jobs shared cores)"),
             "members": members, "selections": rows, "front": front_rows, "front_points": len(points),
             "front_seconds": round(front_seconds, 1), "targets": targets, "plot": str(PLOT.relative_to(ROOT)),
             "machine": machine_description()}

@@ -6,9 +6,10 @@ Every part the cache holds records how long its prediction took
 predicted (``tokens``). A tagger's cost is the time of all its parts over all
 their tokens: out-of-fold parts and the test part together, so one slow or
 fast part weighs by its size. CPU time is preferred where a part recorded it;
-older and published parts recorded wall time only, which equals CPU time for
-the one-thread-per-part runs ``cv --jobs`` makes on a machine with as many
-cores as jobs (more threads make the wall time an underestimate).
+older and published parts recorded wall time only: ``cv`` limits each job to
+cores/jobs threads, so with one thread a job the wall time is its CPU time
+when it had a core to itself, and more (an upper bound) when jobs shared the
+cores.
 
 A tagger whose parts recorded no prediction time (an entry made before the
 cache recorded it) is **re-measured**: fitted on the training documents of
