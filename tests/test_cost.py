@@ -288,3 +288,12 @@ def test_ensemble_takes_the_budget_and_shows_costs(costed):
     res = _run("ensemble", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--budget", "2", "--no-progress", ok=False)
     assert res.exit_code == 2 and "costing 5.0" in res.output
+
+
+def test_a_budget_over_a_cached_ensemble_member_names_it(costed):
+    _run("ensemble", "--corpus", costed, "--method", "voting", "--members", MEMBERS, "--folds", "3", "--no-progress",
+         "--no-diagnostics")
+    res = _run("prune", "--corpus", costed, "--members", "memorize,memorize:max_len=1,ensemble.voting", "--folds", "3",
+               "--budget", "50", "--no-progress", ok=False)
+    assert res.exit_code == 2 and "--budget" in res.output
+    assert "ensemble.voting have no recorded inference cost" in res.output and "Traceback" not in res.output
