@@ -297,3 +297,13 @@ def test_a_budget_over_a_cached_ensemble_member_names_it(costed):
                "--budget", "50", "--no-progress", ok=False)
     assert res.exit_code == 2 and "--budget" in res.output
     assert "ensemble.voting have no recorded inference cost" in res.output and "Traceback" not in res.output
+
+
+def test_pruned_voting_without_a_budget_keeps_its_cache_key():
+    """budget and costs were added after voting-pruned entries were cached: at None they stay out of
+    the key, so those entries are still found (the key's parameters are the ones it had before)."""
+    from ensemble_deid.ensemble.run import key_params
+
+    assert key_params(PrunedVoting().get_params()) == {"threshold": None, "objective": "f1",
+                                                        "removal_ties": "worse", "overlap": "greedy"}
+    assert key_params(PrunedVoting(budget=5.0, costs={"A": 1.0}).get_params())["budget"] == 5.0

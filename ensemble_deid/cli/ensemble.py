@@ -125,10 +125,13 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     else:
         click.echo("chosen parameters: (none to choose: no values searched)")
     if record.get("params") is not None:
+        from ..ensemble.run import key_params
+
         fixed = set(record.get("fixed", ()))
+        # The members' costs are in the table's cost column; None: the method's own rule.
         click.echo("parameters used: " + (", ".join(
-            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in record["params"].items()
-            if not (k == "operating_point" and v is None)) or "(none)"))  # None: the method's own rule
+            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in key_params(record["params"]).items()
+            if k != "costs") or "(none)"))
     if record.get("threshold") is not None:
         click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}"
                    + (f"; cost {record['cost']:,.1f} within the budget of {record['budget']:g}"

@@ -153,6 +153,17 @@ def load_members(workspace, corpus_name: str, members: str, folds: int | None = 
 
 # --- fitting ---------------------------------------------------------------------------
 
+# Parameters added after entries were cached, left out of an ensemble's cache key (and of what is
+# printed) at None, what every earlier version did: operating_point (the method's own rule), budget
+# and costs (no budget). Entries cached before them keep their key.
+LEFT_OUT_AT_NONE = ("operating_point", "budget", "costs")
+
+
+def key_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's parameters as its cache key (and ``parameters used:``) hold them."""
+    return {k: v for k, v in params.items() if not (k in LEFT_OUT_AT_NONE and v is None)}
+
+
 def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],
                  refit: bool = False, oof: bool = True, echo: Say = print) -> dict:
     """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
@@ -165,9 +176,8 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     from .selection import fold_predictions
 
     train, test = engine.train, engine.targets["test"]
-    # operating_point=None (the method's own rule, what every earlier version did) stays out of the
-    # key, and the objective keeps the key "metric" it had: entries cached before them stay valid.
-    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
+    # The objective keeps the key "metric" it had: entries cached before it stay valid.
+    params = key_params(learner.estimator.get_params())
     settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
                 "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
     if learner.fixed:  # only then: entries cached without fixed parameters keep their key
@@ -469,6 +479,6 @@ def cost_points(table, rank, costs: Mapping[str, float | None], objective: str =
 
 
 __all__ = [
-    "DEFAULT_FOLDS", "budget_costs", "cost_points", "resolve_costs", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
+    "DEFAULT_FOLDS", "LEFT_OUT_AT_NONE", "budget_costs", "key_params", "cost_points", "resolve_costs", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
     "parse_grid", "parse_members", "parse_params", "prune_members", "pruning_variant", "run_ensemble", "run_method",
 ]
