@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from ensemble_deid.experiment.cache import PredictionCache
 from ensemble_deid.cli import main
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.taggers.registry import entry_points
 
+from .conftest import register_corpus
 from .tiny_corpus import tiny_corpus
 
 MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
@@ -20,12 +20,8 @@ MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
 @pytest.fixture
 def tiny(workspace, tmp_path):
     docs = tiny_corpus(30, seed=5)
-    for split, part in (("train", docs[:22]), ("test", docs[22:])):
-        d = tmp_path / "tiny" / split
-        d.mkdir(parents=True)
-        for doc in part:
-            write_i2b2_xml(doc, d / f"{doc.id}.xml")
-    _run("corpus", "add", "tiny", "--train", tmp_path / "tiny" / "train", "--test", tmp_path / "tiny" / "test")
+    register_corpus(workspace, "tiny", {"train": (tmp_path / "tiny" / "train", docs[:22]),
+                                        "test": (tmp_path / "tiny" / "test", docs[22:])})
     return workspace
 
 

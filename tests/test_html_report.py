@@ -18,13 +18,13 @@ from click.testing import CliRunner
 
 from ensemble_deid.cli import main
 from ensemble_deid.corpus.document import Annotation, Document
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.evaluation import Scorer, evaluate
 from ensemble_deid.evaluation.overlap import (BOUNDARY, CORRECT, FALSE_ALARM, LEAK, NONE, WRONG_TYPE, confusion,
                                               document_overlap, nonspace_mask)
 from ensemble_deid.studies.comparison import compare_systems
 from ensemble_deid.studies.html_report import ReportData, Section, build_page, write_page
 
+from .conftest import register_corpus
 from .tiny_corpus import tiny_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -287,12 +287,8 @@ def _run(*args, ok=True):
 @pytest.fixture
 def tiny_cached(workspace, tmp_path):
     docs = tiny_corpus(30, seed=5)
-    for split, part in (("train", docs[:22]), ("test", docs[22:])):
-        d = tmp_path / "tiny" / split
-        d.mkdir(parents=True)
-        for doc in part:
-            write_i2b2_xml(doc, d / f"{doc.id}.xml")
-    _run("corpus", "add", "tiny", "--train", tmp_path / "tiny" / "train", "--test", tmp_path / "tiny" / "test")
+    register_corpus(workspace, "tiny", {"train": (tmp_path / "tiny" / "train", docs[:22]),
+                                        "test": (tmp_path / "tiny" / "test", docs[22:])})
     _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3", "--no-progress",
          "--no-oof", "--no-diagnostics")
     return docs[22:]

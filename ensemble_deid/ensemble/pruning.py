@@ -300,13 +300,7 @@ class PrunedVoting(SpanMetaLearner):
 
     def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None,
                  budget=None, costs=None):
-        self.threshold = threshold
-        self.objective = objective
-        self.removal_ties = removal_ties
-        self.overlap = overlap
-        self.operating_point = operating_point
-        self.budget = budget
-        self.costs = costs
+        self._store_params(locals())
 
     def check_params(self) -> None:
         if self.budget is not None and self.costs is None:

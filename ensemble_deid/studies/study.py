@@ -48,7 +48,7 @@ from ..experiment.cache import PredictionCache
 from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError, did_you_mean
-from ..files import private_dir, write_private
+from ..files import private_dir, read_toml, write_private
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
@@ -122,15 +122,8 @@ class StudyConfig:
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> "StudyConfig":
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise EnsembleDeidError(f"{path}: cannot read study config ({exc})") from exc
+        data = read_toml(path, EnsembleDeidError, "study config")
         unknown = sorted(set(data) - _CONFIG_KEYS)
         if unknown:
             raise EnsembleDeidError(f"{path}: unknown key(s) {unknown}; known: {sorted(_CONFIG_KEYS)}")
