@@ -158,7 +158,12 @@ def test_the_objective_reaches_pruned_voting_and_is_printed(tiny):
     old = _run("ensemble", "--corpus", "tiny", "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--metric", "f2", "--no-progress", "--no-diagnostics", "--no-oof").output
     assert "objective='f2'" in old  # the older option name still works
-    assert "token leak" in out and "95% CI" in out and "ceiling: the members together cover" in out
+    assert "token leak" in out and "95% document-bootstrap" in out and "ceiling: the members together cover" in out
+    # issue 28: F1 beside entity and token leaks, the union as the ceiling, in tables that fit 80 columns
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    leaks = table[next(i for i, x in enumerate(table) if "entity leak %" in x):]
+    assert leaks[0].startswith("| system ") and any(x.startswith("| union (ceiling) ") for x in leaks)
+    assert any(x.startswith("| category ") for x in leaks) and max(len(x) for x in leaks) <= 80
 
 
 def test_a_leak_first_objective_prints_its_operating_point(tiny):
