@@ -243,7 +243,7 @@ class _Dask(_Engine):
             raise ParameterError("--backend dask needs dask.distributed: pip install 'ensemble-deid[dask]'",
                                  "--backend") from None
         try:
-            self.client = Client(d.address, timeout=30, set_as_default=False)
+            self.client = Client(d.address, timeout=30)
             self.client.wait_for_workers(1, timeout=60)
         except (OSError, TimeoutError) as exc:
             raise ParameterError(f"cannot reach a Dask scheduler with workers at {printable(d.address)} "

@@ -1,0 +1,206 @@
+"""``deidentify --jobs N`` and ``--backend dask|ray`` on real local workers
+(processes started here on 127.0.0.1 and stopped after, never mocks):
+outputs byte-identical to the sequential run, a worker or the client killed
+mid-run loses nothing, every file owner-only, bad addresses refused first."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.corpus.formats import write_i2b2_xml
+
+from . import PLUGINS
+from .tiny_corpus import tiny_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMBERS = "rules,crf:max_iterations=10,svm"
+CLI = [sys.executable, "-c", "from ensemble_deid.cli import main; main()"]
+
+
+def _run(*args, ok=True):
+    result = CliRunner().invoke(main, list(map(str, args)))
+    if ok:
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+def _env() -> dict:
+    """Workers and subprocesses import this tree (and the test plugin) as pytest does."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PLUGINS, str(ROOT), os.environ.get("PYTHONPATH", "")]))}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """A voting bundle fitted on the tiny corpus, and a folder of 120 notes
+    (its 8 test notes under 15 ids each) tagged once sequentially."""
+    root = tmp_path_factory.mktemp("dist")
+    docs = tiny_corpus(30, seed=5)
+    for split, part in (("train", docs[:22]), ("test", docs[22:])):
+        (root / split).mkdir()
+        for doc in part:
+            write_i2b2_xml(doc, root / split / f"{doc.id}.xml")
+    (root / "notes").mkdir()
+    for copy in range(15):
+        for doc in docs[22:]:
+            write_i2b2_xml(doc.__class__(f"c{copy:02d}-{doc.id}", doc.text, doc.annotations, doc.metadata),
+                           root / "notes" / f"c{copy:02d}-{doc.id}.xml")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ENSEMBLE_DEID_HOME", str(root / "ws"))
+    mp.delenv("ENSEMBLE_DEID_CACHE", raising=False)
+    _run("corpus", "add", "tiny", "--train", root / "train", "--test", root / "test")
+    _run("fit", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+         "--out", root / "model", "--no-progress")
+    _run("deidentify", root / "model", root / "notes", "--out", root / "sequential", *OPTIONS)
+    yield root
+    mp.undo()
+
+
+# Surrogate mode with a mapping: the most state a worker must reproduce.
+OPTIONS = ("--batch-size", "2", "--spans", "xml", "--spans", "brat", "--mode", "surrogate", "--seed", "7",
+           "--no-progress")
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name not in (".lock",)}
+
+
+def _same_as_sequential(bundle: Path, out: Path) -> None:
+    assert _files(out) == _files(bundle / "sequential")
+    for path in [out, *out.rglob("*")]:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+    assert not (out / ".scratch").exists()
+
+
+def test_jobs_give_the_sequential_outputs_byte_for_byte(bundle, tmp_path):
+    out = tmp_path / "out"
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2",
+                  "--save-mapping", tmp_path / "map.json")
+    assert "120 note(s) de-identified" in result.output
+    _same_as_sequential(bundle, out)
+    seq_map = tmp_path / "seq-map.json"
+    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "seq", *OPTIONS,
+         "--save-mapping", seq_map)
+    assert (tmp_path / "map.json").read_bytes() == seq_map.read_bytes()
+    again = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2",
+                 "--save-mapping", tmp_path / "map.json")
+    assert "0 note(s) de-identified, 120 already done" in again.output
+
+
+def test_backend_options_are_checked_before_any_work(bundle, tmp_path):
+    for args, hint in ((("--backend", "dask"), "--scheduler"), (("--backend", "ray"), "--address"),
+                       (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler")):
+        result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", *args, ok=False)
+        assert result.exit_code == 2 and hint in result.output
+    port = _free_port()  # nothing listens there
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "dask",
+                  "--scheduler", f"tcp://127.0.0.1:{port}", "--no-progress", ok=False)
+    assert result.exit_code != 0 and "cannot reach a Dask scheduler" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+# -- a real Dask cluster ---------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def dask_cluster(logs: Path, workers: int = 2):
+    """``dask scheduler`` and ``workers`` worker processes (no nanny: a
+    killed worker stays dead) on 127.0.0.1; all stopped after."""
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client
+
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    procs = []
+    log = open(logs, "ab")
+    try:
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                       "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
+                                      env=_env(), stdout=log, stderr=log))
+        for _ in range(workers):
+            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
+                                           "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard"],
+                                          env=_env(), stdout=log, stderr=log))
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address, procs[1:]
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        log.close()
+
+
+def _start(bundle: Path, out: Path, *backend: str) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, "deidentify", str(bundle / "model"), str(bundle / "notes"), "--out", str(out),
+                             *OPTIONS, *backend], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for_outputs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if (out / "text").is_dir() and len(list((out / "text").glob("*.txt"))) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} notes done in {timeout} s")
+
+
+@pytest.mark.slow
+def test_dask_two_workers_give_the_sequential_outputs(bundle, tmp_path):
+    with dask_cluster(tmp_path / "cluster.log") as (address, _):
+        out = tmp_path / "out"
+        result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--backend", "dask",
+                      "--scheduler", address)
+        assert "120 note(s) de-identified" in result.output
+    _same_as_sequential(bundle, out)
+
+
+@pytest.mark.slow
+def test_dask_worker_killed_mid_run_loses_nothing(bundle, tmp_path):
+    with dask_cluster(tmp_path / "cluster.log") as (address, workers):
+        out = tmp_path / "out"
+        proc = _start(bundle, out, "--backend", "dask", "--scheduler", address)
+        _wait_for_outputs(out, 10, proc)
+        os.kill(workers[0].pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        assert workers[0].wait(timeout=10) == -signal.SIGKILL
+    _same_as_sequential(bundle, out)
+
+
+@pytest.mark.slow
+def test_dask_client_killed_mid_run_resumes(bundle, tmp_path):
+    with dask_cluster(tmp_path / "cluster.log") as (address, _):
+        out = tmp_path / "out"
+        proc = _start(bundle, out, "--backend", "dask", "--scheduler", address)
+        _wait_for_outputs(out, 10, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        done_before = len(list((out / "text").glob("*.txt")))
+        assert done_before < 120
+        result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--backend", "dask",
+                      "--scheduler", address)
+        assert "already done" in result.output
+    _same_as_sequential(bundle, out)
