@@ -4,10 +4,8 @@ outputs byte-identical to the sequential run, a worker or the client killed
 mid-run loses nothing, every file owner-only, bad addresses refused first."""
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -20,10 +18,9 @@ from click.testing import CliRunner
 from ensemble_deid.cli import main
 from ensemble_deid.corpus.formats import write_i2b2_xml
 
-from . import PLUGINS
+from .clusters import dask_cluster, env, free_port, ray_cluster
 from .tiny_corpus import tiny_corpus
 
-ROOT = Path(__file__).resolve().parents[1]
 MEMBERS = "rules,crf:max_iterations=10,svm"
 CLI = [sys.executable, "-c", "from ensemble_deid.cli import main; main()"]
 
@@ -33,11 +30,6 @@ def _run(*args, ok=True):
     if ok:
         assert result.exit_code == 0, result.output + repr(result.exception)
     return result
-
-
-def _env() -> dict:
-    """Workers and subprocesses import this tree (and the test plugin) as pytest does."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PLUGINS, str(ROOT), os.environ.get("PYTHONPATH", "")]))}
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +95,7 @@ def test_backend_options_are_checked_before_any_work(bundle, tmp_path):
                        (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler")):
         result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", *args, ok=False)
         assert result.exit_code == 2 and hint in result.output
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "dask",
                   "--scheduler", f"tcp://127.0.0.1:{port}", "--no-progress", ok=False)
     assert result.exit_code != 0 and "cannot reach a Dask scheduler" in result.output
@@ -113,48 +105,9 @@ def test_backend_options_are_checked_before_any_work(bundle, tmp_path):
 # -- a real Dask cluster ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def dask_cluster(logs: Path, workers: int = 2):
-    """``dask scheduler`` and ``workers`` worker processes (no nanny: a
-    killed worker stays dead) on 127.0.0.1; all stopped after."""
-    pytest.importorskip("dask.distributed")
-    from dask.distributed import Client
-
-    address = f"tcp://127.0.0.1:{_free_port()}"
-    procs = []
-    log = open(logs, "ab")
-    try:
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                       "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
-                                      env=_env(), stdout=log, stderr=log))
-        for _ in range(workers):
-            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
-                                           "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard"],
-                                          env=_env(), stdout=log, stderr=log))
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(workers, timeout=120)
-        yield address, procs[1:]
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
-
-
 def _start(bundle: Path, out: Path, *backend: str) -> subprocess.Popen:
     return subprocess.Popen([*CLI, "deidentify", str(bundle / "model"), str(bundle / "notes"), "--out", str(out),
-                             *OPTIONS, *backend], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             *OPTIONS, *backend], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _wait_for_outputs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -203,4 +156,28 @@ def test_dask_client_killed_mid_run_resumes(bundle, tmp_path):
         result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--backend", "dask",
                       "--scheduler", address)
         assert "already done" in result.output
+    _same_as_sequential(bundle, out)
+
+
+# -- a real Ray cluster (ray from PyPI, CPU only: pip install 'ensemble-deid[ray]') ---------------
+
+
+def _ray_workers_on_a_chunk(head) -> list:
+    import psutil
+
+    return [p for p in psutil.Process(head.pid).children(recursive=True)
+            if "tag_chunk" in " ".join(p.cmdline())]
+
+
+@pytest.mark.slow
+def test_ray_gives_the_sequential_outputs_and_survives_a_killed_worker(bundle, tmp_path):
+    with ray_cluster(tmp_path / "cluster.log") as (address, head):
+        out = tmp_path / "out"
+        proc = _start(bundle, out, "--backend", "ray", "--address", address)
+        _wait_for_outputs(out, 10, proc)
+        busy = _ray_workers_on_a_chunk(head)
+        assert busy, "no Ray worker was tagging a chunk"
+        busy[0].kill()
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
     _same_as_sequential(bundle, out)

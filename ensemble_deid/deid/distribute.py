@@ -284,8 +284,7 @@ class _Ray(_Engine):
             raise ParameterError("--backend ray needs ray: pip install 'ensemble-deid[ray]'", "--backend") from None
         self.ray = ray
         try:
-            ray.init(address=d.address, log_to_driver=False, configure_logging=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+            ray.init(address=d.address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ParameterError(f"cannot reach a Ray cluster at {printable(d.address)} ({type(exc).__name__})",
                                  "--address") from None
