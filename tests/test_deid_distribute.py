@@ -19,9 +19,8 @@ from ensemble_deid.cli import main
 from ensemble_deid.corpus.formats import write_i2b2_xml
 
 from .clusters import dask_cluster, env, free_port, ray_cluster
-from .tiny_corpus import tiny_corpus
+from .test_deid_cli import tiny_bundle  # noqa: F401 - the fixture: one bundle-fitting recipe
 
-MEMBERS = "rules,crf:max_iterations=10,svm"
 CLI = [sys.executable, "-c", "from ensemble_deid.cli import main; main()"]
 
 
@@ -33,29 +32,19 @@ def _run(*args, ok=True):
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    """A voting bundle fitted on the tiny corpus, and a folder of 120 notes
-    (its 8 test notes under 15 ids each) tagged once sequentially."""
-    root = tmp_path_factory.mktemp("dist")
-    docs = tiny_corpus(30, seed=5)
-    for split, part in (("train", docs[:22]), ("test", docs[22:])):
-        (root / split).mkdir()
-        for doc in part:
-            write_i2b2_xml(doc, root / split / f"{doc.id}.xml")
-    (root / "notes").mkdir()
+def bundle(tiny_bundle):
+    """The voting bundle of the deidentify CLI tests, a folder of 120 notes
+    (its 8 test notes under 15 ids each) and that folder tagged sequentially."""
+    from ensemble_deid.corpus.formats import read_i2b2_xml
+
+    (tiny_bundle / "notes").mkdir(exist_ok=True)
     for copy in range(15):
-        for doc in docs[22:]:
-            write_i2b2_xml(doc.__class__(f"c{copy:02d}-{doc.id}", doc.text, doc.annotations, doc.metadata),
-                           root / "notes" / f"c{copy:02d}-{doc.id}.xml")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ENSEMBLE_DEID_HOME", str(root / "ws"))
-    mp.delenv("ENSEMBLE_DEID_CACHE", raising=False)
-    _run("corpus", "add", "tiny", "--train", root / "train", "--test", root / "test")
-    _run("fit", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
-         "--out", root / "model", "--no-progress")
-    _run("deidentify", root / "model", root / "notes", "--out", root / "sequential", *OPTIONS)
-    yield root
-    mp.undo()
+        for path in sorted((tiny_bundle / "test").glob("*.xml")):
+            doc, _ = read_i2b2_xml(path)
+            name = f"c{copy:02d}-{doc.id}"
+            write_i2b2_xml(doc.__class__(name, doc.text, doc.annotations, doc.metadata), tiny_bundle / "notes" / f"{name}.xml")
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "notes", "--out", tiny_bundle / "sequential", *OPTIONS)
+    return tiny_bundle
 
 
 # Surrogate mode with a mapping: the most state a worker must reproduce.
