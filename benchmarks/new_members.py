@@ -139,6 +139,17 @@ def main(argv=None) -> int:
             diag = member_diagnostics(subset, done, subset, done)
             faults = diag.double_fault[len(published), :len(published)]
             pairs = diag.double_fault[:len(published), :len(published)][np.triu_indices(len(published), 1)]
+            if dev is not None:  # its dev predictions are complete: pairwise figures need no threshold
+                from ensemble_deid.ensemble import build_candidates
+                from ensemble_deid.ensemble.diagnostics import pairwise_agreement
+
+                table = build_candidates([published[n].test for n in published] + [dev], (*published, name), dev_docs)
+                _, double_fault = pairwise_agreement(table)
+                only = table.votes[:, -1] & (table.votes.sum(axis=1) == 1)
+                row["dev"] = {"unique_true": int((only & table.gold).sum()), "unique_false": int((only & ~table.gold).sum()),
+                              "double_fault_mean": round(float(double_fault[-1, :-1].mean()), 4),
+                              "double_fault_min": round(float(double_fault[-1, :-1].min()), 4),
+                              "double_fault_max": round(float(double_fault[-1, :-1].max()), 4)}
             row["partial_train_oof"] = {"documents": len(done), "double_fault_mean": round(float(faults.mean()), 4),
                                         "double_fault_max": round(float(faults.max()), 4),
                                         "published_pairs_double_fault_mean": round(float(pairs.mean()), 4)}
