@@ -254,11 +254,7 @@ class PrunedVoting(SpanMetaLearner):
                               "operating_point": [OPERATING_POINT]}
 
     def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None):
-        self.threshold = threshold
-        self.objective = objective
-        self.removal_ties = removal_ties
-        self.overlap = overlap
-        self.operating_point = operating_point
+        self._store_params(locals())
 
     def _fit_prepared(self, table: CandidateTable) -> None:
         thresholds = None if self.threshold in (None, "auto") else [int(self.threshold)]
