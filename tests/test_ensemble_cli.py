@@ -42,7 +42,10 @@ def test_ensemble_fits_scores_caches_and_reuses(tiny):
                "--no-progress").output
     assert "(computed test and oof)" in out
     row = _table_row(out, "ensemble.voting")
-    assert len(row) == 7 and all(re.fullmatch(r"\d\.\d{4}", c) for c in row[1:])
+    assert len(row) == 8 and all(re.fullmatch(r"\d\.\d{4}", c) for c in row[1:7])
+    # The last column is the inference cost: voting runs every member, so it costs their sum.
+    members = [float(_table_row(out, m)[7].replace(",", "")) for m in MEMBERS.split(",")]
+    assert float(row[7].replace(",", "")) == pytest.approx(sum(members), abs=0.2)
     assert "chosen parameters: {'threshold': " in out
     assert re.search(r"\| threshold=3 +\|", out)  # the CV table of every setting
     assert "oracle (test):" in out and "marginal contributions" in out and "pairwise agreement" in out
@@ -90,7 +93,7 @@ def test_params_grid_metric_and_nested(tiny):
 def test_prune_prints_the_elimination_path(tiny):
     out = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--threshold", "auto",
                "--all-paths", "--no-progress").output
-    assert "tie-break order by out-of-fold F1: memorize (" in out
+    assert "tie-break order by out-of-fold F1 (inference cost, CPU s per million tokens): memorize (" in out
     for t in (1, 2, 3):
         assert f"elimination path at t={t}" in out
     assert re.search(r"\| +0 \| \(all members\) +\|", out)

@@ -5,22 +5,32 @@ from __future__ import annotations
 import click
 
 from .common import SuggestingChoice, fail_on_error, left_default, objective_option, workspace_of
+from .front import check_plot_path, cost_options, find_point, front_report
 
 METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
 
 
 def member_rows(runs, corpus):
+    from ..experiment.cost import format_cost
     from ..studies.summary import strict_prf
 
     rows = []
     for label, run in runs.items():
         cv = strict_prf(corpus.train, run.oof)
         test = strict_prf(corpus.test, run.test)
-        rows.append([label, *cv, *test])
+        rows.append([label, *cv, *test, format_cost(run.cost)])
     return rows
 
 
-SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1"]
+def ensemble_cost(runs, record) -> float | None:
+    """What the ensemble costs to apply: the summed inference cost of the
+    members it runs (the kept ones of pruned voting, else all); None when one is unknown."""
+    kept = record.get("subset") or list(runs)
+    costs = [runs[n].cost for n in kept if n in runs]
+    return None if len(costs) < len(kept) or None in costs else sum(costs)
+
+
+SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1", "cost"]
 
 
 @click.command("ensemble")
@@ -38,26 +48,59 @@ SCORE_HEADERS = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1
 @click.option("--no-oof", is_flag=True, help="Do not compute the ensemble's own out-of-fold predictions (it then cannot be a member).")
 @click.option("--refit", is_flag=True, help="Recompute even when the ensemble's predictions are cached.")
 @click.option("--diagnostics/--no-diagnostics", default=True, help="Print the oracle, pairwise agreement and marginal contributions (test split).")
+@cost_options
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, objective, nested, no_oof, refit, diagnostics, no_progress):
+def ensemble(ctx, corpus_name, method, members, params, grid, k, seed, objective, nested, no_oof, refit, diagnostics,
+             budget, show_front, front_plot, no_progress):
     """Fit an ensemble METHOD on the members' out-of-fold predictions over the
     training set (hyperparameters chosen by k-fold CV), predict the test
     split, score it (strict micro), and cache its predictions as
     ``ensemble.<method>``. Members missing from the cache are computed first.
+    --budget (voting-pruned) keeps only member subsets whose summed inference
+    cost fits it; the cost column is CPU seconds per million tokens.
     """
     from ..ensemble.run import parse_grid, parse_params, run_method
 
+    check_plot_path(front_plot)
+    if (show_front or front_plot) and method != "voting-pruned":
+        raise click.BadParameter("the front is over the member subsets of pruned voting: use --method voting-pruned "
+                                 "(or the prune command)", param_hint="--front")
     say = lambda s: click.echo(s, err=True)  # noqa: E731
     with fail_on_error():
         done = run_method(workspace_of(ctx), corpus_name, method, members, parse_params(params), parse_grid(grid),
                           folds=None if left_default(ctx, "k") else k, seed=seed, objective=objective, nested=nested,
                           oof=not no_oof, refit=refit, progress=not no_progress, log=say,
-                          warn=lambda msg: say(f"warning: {msg}"))
+                          warn=lambda msg: say(f"warning: {msg}"), budget=budget)
     report(done.corpus, done.engine, done.runs, done.result, method, done.learner, diagnostics)
+    if show_front or front_plot:
+        click.echo("\n" + method_front(done, show_front, front_plot, say))
+
+
+def method_front(done, show_front: bool, plot, say) -> str:
+    """The Pareto front of pruned voting over the members' training
+    out-of-fold predictions, the subset and threshold the ensemble chose marked."""
+    from ..ensemble.candidates import build_candidates
+    from ..ensemble.objective import parse_objective
+    from ..ensemble.run import cost_points, resolve_costs
+
+    record = done.result["record"]
+    params = record.get("params") or {}
+    names = tuple(done.runs)
+    with fail_on_error():
+        resolve_costs(done.engine, done.runs, say)
+        table = build_candidates([done.runs[n].oof for n in names], names, done.corpus.train)
+        metric = str(parse_objective(record.get("objective", done.learner.objective)).base)
+        points = cost_points(table, table.member_rank(), {n: done.runs[n].cost for n in names}, metric,
+                             params.get("overlap", "greedy"), params.get("budget"), option="--front")
+    chosen = find_point(points, record.get("threshold"), record.get("subset") or ())
+    text = front_report(points, chosen, metric, params.get("budget"), plot,
+                        f"Pareto front of {metric} and inference cost ({done.corpus.name}, training out-of-fold)")
+    return text if show_front else text.rsplit("\n", 1)[-1]
 
 
 def report(corpus, engine, runs, result, method, learner, diagnostics):
+    from ..experiment.cost import format_cost
     from ..studies.summary import strict_prf
     from ..studies.table import render_table
 
@@ -66,11 +109,13 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     label = f"ensemble.{method}"
     rows = member_rows(runs, corpus)
     cv = strict_prf(corpus.train, result["oof"]) if result["oof"] else (None, None, None)
-    rows.append([label, *cv, *strict_prf(corpus.test, result["test"])])
+    rows.append([label, *cv, *strict_prf(corpus.test, result["test"]), format_cost(ensemble_cost(runs, record))])
     click.echo(f"\ncorpus {corpus.name!r}: {engine.k}-fold CV (folds {engine.folds.fingerprint}); "
                f"{label} cached as {label}:hash={entry.param_hash[:8]} "
                f"({'computed ' + ' and '.join(result['computed']) if result['computed'] else 'reused'})")
-    click.echo(render_table(SCORE_HEADERS, rows))
+    click.echo(render_table(SCORE_HEADERS, rows, align="lrrrrrrr"))
+    click.echo("cost: inference cost, CPU seconds per million tokens (recorded prediction times; an ensemble: "
+               "its members' sum)")
     best_member = max(rows[:-1], key=lambda r: r[3])
     click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
                f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
@@ -80,12 +125,17 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     else:
         click.echo("chosen parameters: (none to choose: no values searched)")
     if record.get("params") is not None:
+        from ..ensemble.run import key_params
+
         fixed = set(record.get("fixed", ()))
+        # The members' costs are in the table's cost column; None: the method's own rule.
         click.echo("parameters used: " + (", ".join(
-            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in record["params"].items()
-            if not (k == "operating_point" and v is None)) or "(none)"))  # None: the method's own rule
+            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in key_params(record["params"]).items()
+            if k != "costs") or "(none)"))
     if record.get("threshold") is not None:
         click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}"
+                   + (f"; cost {record['cost']:,.1f} within the budget of {record['budget']:g}"
+                      if record.get("budget") is not None else "")
                    + (f"; per-category thresholds {record['category_thresholds']}"
                       if record.get("category_thresholds") else "")
                    + ("" if record.get("reached", True) else

@@ -176,6 +176,13 @@ class TaggerRun:
         return sum(r.get(key, 0.0) for r, p in zip(self.records, self.parts) if (p in self.computed_parts) == computed)
 
     @property
+    def cost(self) -> float | None:
+        """Inference cost: CPU seconds per million tokens over the recorded parts (``experiment.cost``)."""
+        from .cost import inference_cost
+
+        return inference_cost(self.records)
+
+    @property
     def peak_mb(self) -> float:
         return max((r.get("peak_rss_mb", 0.0) for r in self.records), default=0.0)
 
@@ -237,15 +244,16 @@ def execute_task(
         with PeakMemory() as mem:
             t0 = time.perf_counter()
             tagger.fit([] if tagger.external else fit_docs)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             predictions = tagger.predict(predict_docs)
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
         check_predictions(predict_docs, predictions, f"tagger {task.spec.label}")
         meta = {
             "tagger_label": task.spec.label, "params": {k: _jsonable(v) for k, v in tagger.get_params().items()},
             "fold": task.fold, "target": task.target,
             "fit_documents": 0 if tagger.external else len(fit_docs),
             "fit_seconds": round(t1 - t0, 4), "predict_seconds": round(t2 - t1, 4),
+            "predict_cpu_seconds": round(c2 - c1, 4),  # the inference cost (experiment.cost)
             "peak_rss_mb": round(mem.peak, 1), "environment": tagger.environment(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
@@ -418,6 +426,7 @@ class CrossValidation:
             s.spill()
         config: dict[str, Any] = {"backend": backend, "n_jobs": jobs}
         client = None
+        started_ray = False
         try:
             if backend == "dask":
                 if not scheduler:
@@ -428,8 +437,12 @@ class CrossValidation:
                 config.update(scatter=shipped, wait_for_workers_timeout=60)
                 config["n_jobs"] = -1
             elif backend == "ray":
+                import ray
                 from ray.util.joblib import register_ray
 
+                if not ray.is_initialized():  # the cluster at --address (None: RAY_ADDRESS, else a local one)
+                    ray.init(address=scheduler, log_to_driver=False, configure_logging=False)
+                    started_ray = True
                 register_ray()
             bar = tqdm(total=len(todo), desc=desc, unit="part", disable=not progress)
             out = []
@@ -444,7 +457,8 @@ class CrossValidation:
                 if jobs == 1 and backend == "loky":
                     stream = (execute_task(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo)
                 else:
-                    stream = Parallel(return_as="generator_unordered")(
+                    # Ray's joblib backend returns only a list (no progress until the end)
+                    stream = Parallel(return_as="list" if backend == "ray" else "generator_unordered")(
                         call(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo
                     )
                 for res in stream:
@@ -458,6 +472,10 @@ class CrossValidation:
                 s.cleanup()
             if client is not None:
                 client.close()
+            if started_ray:
+                import ray
+
+                ray.shutdown()
 
     def collect(self, specs: Sequence[TaggerSpec]) -> dict[str, TaggerRun]:
         """Read every tagger's predictions back from the cache (all parts must be valid)."""
