@@ -257,6 +257,9 @@ def execute_task(
             "peak_rss_mb": round(mem.peak, 1), "environment": tagger.environment(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        choices = {} if tagger.external else tagger.training_choices()
+        if choices:
+            meta["training_choices"] = {k: _jsonable(v) for k, v in choices.items()}
         cache.write_part(task.part, predictions, predict_docs, meta)
     return {"status": "computed", "task": task, **meta}
 
