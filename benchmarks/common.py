@@ -169,6 +169,29 @@ def machine_lines(machine: dict) -> list[str]:
     return lines
 
 
+def timing_phrase(entry: dict) -> str:
+    """Wall time with CPU time, cores and load beside it, as the docs print
+    it: on a shared machine wall time alone mostly measures the others' work.
+    ``entry`` holds ``wall_s`` and, when recorded, ``cpu_s``, ``load_before``
+    / ``load_after`` (1 minute) and ``cores``; a results file that kept only
+    its ``machine`` description and ``load_average_at_end`` is read too."""
+    machine = entry.get("machine") or {}
+
+    def dur(s: float) -> str:
+        return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+    def first(value):
+        return value[0] if isinstance(value, list) and value else value
+
+    loads = [x for x in (entry.get("load_before", first(machine.get("load_average"))),
+                         entry.get("load_after", first(entry.get("load_average_at_end")))) if x is not None]
+    load = "-".join(f"{x:.1f}" for x in sorted(loads)) if loads else "not recorded"
+    cpu = f", {dur(entry['cpu_s'])} CPU" if entry.get("cpu_s") is not None else ", CPU time not recorded"
+    cores = entry.get("cores") or machine.get("cpus_usable") or "?"
+    when = str(machine.get("when") or entry.get("started") or "")[:10]
+    return f"{dur(entry['wall_s'])} wall{cpu} ({cores} cores, load {load}{', ' + when if when else ''})"
+
+
 _T0 = time.perf_counter()
 
 

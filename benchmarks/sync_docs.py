@@ -10,19 +10,28 @@ A block in README.md or docs/*.md between
 
 gets the first Markdown table of that results file (its ``|`` lines), so
 the figures a reader sees are the ones the benchmark wrote, never typed by
-hand. ``tests/test_docs_tables.py`` runs the check.
+hand. A timing inside a sentence is an inline block,
+
+    <!-- figure from benchmarks/results/NAME.json KEY -->...<!-- end of figure -->
+
+filled with the wall time, CPU time, cores and load of that JSON file's
+entry ``commands[KEY]`` (``.``: the file's top level), as
+``common.timing_phrase`` words them. ``tests/test_docs_tables.py`` runs the
+check, and fails on a duration typed by hand outside such a block.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, shown, write_markdown  # noqa: E402
+from common import ROOT, shown, timing_phrase, write_markdown  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md) -->\n)(.*?)(<!-- end of table -->)", re.S)
+FIGURE = re.compile(r"(<!-- figure from (benchmarks/results/[\w.\-]+\.json) ([\w.\-]+) -->)(.*?)(<!-- end of figure -->)", re.S)
 
 
 def first_table(path: Path) -> str:
@@ -45,7 +54,17 @@ def synced(text: str) -> str:
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs block) does not exist")
         return m.group(1) + first_table(source) + m.group(4)
 
-    return BLOCK.sub(fill, text)
+    def figure(m: re.Match) -> str:
+        source = ROOT / m.group(2)
+        if not source.is_file():
+            raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs figure) does not exist")
+        data = json.loads(source.read_text(encoding="utf-8"))
+        entry = data if m.group(3) == "." else (data.get("commands") or {}).get(m.group(3))
+        if not isinstance(entry, dict) or "wall_s" not in entry:
+            raise SystemExit(f"sync_docs: {m.group(2)} has no timing {m.group(3)!r} (run benchmarks/bench_commands.py)")
+        return m.group(1) + timing_phrase(entry) + m.group(5)
+
+    return FIGURE.sub(figure, BLOCK.sub(fill, text))
 
 
 def documents() -> list[Path]:
