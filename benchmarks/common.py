@@ -189,7 +189,8 @@ def timing_phrase(entry: dict) -> str:
     cpu = f", {dur(entry['cpu_s'])} CPU" if entry.get("cpu_s") is not None else ", CPU time not recorded"
     cores = entry.get("cores") or machine.get("cpus_usable") or "?"
     when = str(machine.get("when") or entry.get("started") or "")[:10]
-    return f"{dur(entry['wall_s'])} wall{cpu} ({cores} cores, load {load}{', ' + when if when else ''})"
+    nice = f", nice {entry['nice']}" if entry.get("nice") else ""  # a niced run waits behind the others
+    return f"{dur(entry['wall_s'])} wall{cpu} ({cores} cores, load {load}{nice}{', ' + when if when else ''})"
 
 
 _T0 = time.perf_counter()

@@ -15,7 +15,8 @@ hand. A timing inside a sentence is an inline block,
     <!-- figure from benchmarks/results/NAME.json KEY -->...<!-- end of figure -->
 
 filled with the wall time, CPU time, cores and load of that JSON file's
-entry ``commands[KEY]`` (``.``: the file's top level), as
+entry ``commands[KEY]`` (``.``: the file's top level; else a dotted path
+such as ``runs.0``, with the file's ``machine``), as
 ``common.timing_phrase`` words them. ``tests/test_docs_tables.py`` runs the
 check, and fails on a duration typed by hand outside such a block.
 """
@@ -47,6 +48,24 @@ def first_table(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def timing_entry(data: dict, key: str):
+    """``data`` itself for ``.``, ``commands[key]`` (bench_commands.py), else
+    the dotted path ``key`` (``runs.0``), given the file's machine and load."""
+    if key == ".":
+        return data
+    if key in (data.get("commands") or {}):
+        return data["commands"][key]
+    entry = data
+    for step in key.split("."):
+        if isinstance(entry, list) and step.isdigit() and int(step) < len(entry):
+            entry = entry[int(step)]
+        elif isinstance(entry, dict):
+            entry = entry.get(step)
+        else:
+            return None
+    return {"machine": data.get("machine"), **entry} if isinstance(entry, dict) else None
+
+
 def synced(text: str) -> str:
     def fill(m: re.Match) -> str:
         source = ROOT / m.group(2)
@@ -58,8 +77,7 @@ def synced(text: str) -> str:
         source = ROOT / m.group(2)
         if not source.is_file():
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs figure) does not exist")
-        data = json.loads(source.read_text(encoding="utf-8"))
-        entry = data if m.group(3) == "." else (data.get("commands") or {}).get(m.group(3))
+        entry = timing_entry(json.loads(source.read_text(encoding="utf-8")), m.group(3))
         if not isinstance(entry, dict) or "wall_s" not in entry:
             raise SystemExit(f"sync_docs: {m.group(2)} has no timing {m.group(3)!r} (run benchmarks/bench_commands.py)")
         return m.group(1) + timing_phrase(entry) + m.group(5)

@@ -112,3 +112,22 @@ def test_summary_table_from_a_results_file(scripts):
     assert lines[5] == ("|  |  |  | | voting-pruned, recall-first (binary-token R 0.9911) | 0.9100 | 0.0080 |")
     assert lines[-2] == ("The best ensemble, stacked-svm, is +2.00 points over the best single member on this split (b) "
                          "and +4.00 over the member a user would pick, the best by CV F1 (a).")
+
+
+def test_bench_commands_times_a_whole_command_and_keeps_the_others(tmp_path, monkeypatch, scripts):
+    bench = scripts("bench_commands")
+    monkeypatch.setattr(bench, "COMMANDS", {"taggers": ("ensemble-deid taggers", ["taggers"], "-")})
+    monkeypatch.setattr(bench, "JSON_PATH", tmp_path / "commands.json")
+    monkeypatch.setattr(bench, "MD_PATH", tmp_path / "commands.md")
+    earlier = {"command": "ensemble-deid demo", "make": "make demo", "wall_s": 3000.0, "cpu_s": 2500.0,
+               "load_before": 2.0, "load_after": 3.0, "cores": 2, "machine": {"when": "2026-11-25T00:00:00+0000"}}
+    (tmp_path / "commands.json").write_text(json.dumps({"commands": {"demo": earlier}}), encoding="utf-8")
+    assert bench.main(["taggers"]) == 0
+    data = json.loads((tmp_path / "commands.json").read_text(encoding="utf-8"))
+    assert data["commands"]["demo"]["wall_s"] == 3000.0  # re-measuring one command loses no other
+    new = data["commands"]["taggers"]
+    assert new["wall_s"] > 0 and new["cpu_s"] > 0 and new["cores"] >= 1
+    assert {"load_before", "load_after", "nice", "machine", "figure"} <= set(new)
+    assert "CPU" in new["figure"] and "load" in new["figure"]
+    md = (tmp_path / "commands.md").read_text(encoding="utf-8")
+    assert "`ensemble-deid demo`" in md and "`ensemble-deid taggers`" in md

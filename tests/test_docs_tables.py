@@ -4,6 +4,7 @@ figure typed into a marked block, fails here."""
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,76 @@ def test_a_marked_block_gets_the_first_table_of_its_file(sync_docs):
     assert out == ("intro\n<!-- table from benchmarks/results/run_all-meddocan.md -->\n" + table
                    + "<!-- end of table -->\nafter\n")
     assert "typed" not in out and table.startswith("| system ")
+
+
+def test_a_figure_block_gets_wall_cpu_and_load_from_its_results_file(sync_docs, tmp_path, monkeypatch):
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "commands.json").write_text(
+        '{"commands": {"quick": {"wall_s": 151.0, "cpu_s": 96.4, "load_before": 3.9, "load_after": 2.1,'
+        ' "cores": 2, "machine": {"when": "2026-11-26T04:40:00+0000"}}}}', encoding="utf-8")
+    monkeypatch.setattr(sync_docs, "ROOT", tmp_path)
+    out = sync_docs.synced("`make quick`: <!-- figure from benchmarks/results/commands.json quick -->51 s"
+                           "<!-- end of figure -->.")
+    assert out == ("`make quick`: <!-- figure from benchmarks/results/commands.json quick -->"
+                   "2.5 min wall, 96 s CPU (2 cores, load 2.1-3.9, 2026-11-26)<!-- end of figure -->.")
+    with pytest.raises(SystemExit, match="no timing 'demo'"):
+        sync_docs.synced("<!-- figure from benchmarks/results/commands.json demo --><!-- end of figure -->")
+
+
+# A duration typed by hand goes stale (issue 34: "make quick 51 s" read 151 s on a
+# loaded machine). A duration in prose near these words is a claim about how
+# long something takes; it must come from a results file through a marked block.
+DURATION = re.compile(r"(?<![\w.])\d[\d,.]*\s?(?:s|secs?|seconds?|min|minutes?|h|hours?)\b")
+CLAIM = re.compile(r"\b(?:took|takes?|taking|about|measured|idle|wall|fits? in|on (?:two|2) (?:CPU )?cores"
+                   r"|make (?:quick|demo)|six methods)\b|~", re.I)
+# sync_docs blocks, and the begin/end blocks a benchmark rewrites itself (common.replace_between_markers)
+GENERATED = re.compile(r"<!-- ([\w ]+) from .*?<!-- end of \1 -->|<!-- ([\w-]+):begin .*?<!-- \2:end -->", re.S)
+TIME_CELL = re.compile(r"\|\s*\d[\d,.]*\s?(?:s|min|h)\s*(?=\|)")
+# Durations that stay, each with its reason: (document, text on the line).
+ALLOWED = {
+    ("evaluation.md", "the 0.35 s target"): "a target, not a measurement",
+    ("evaluation.md", "about 0.14 s is start-up"): "profile split of the CPU time in the scorer block above",
+    ("guide.md", "end to end (fresh process): 25.9 s wall"):
+        "sample output of bench_deidentify.py, shown verbatim; it prints CPU time and load itself",
+    ("benchmarks.md", "~1.05 s per evaluation"): "bench_pruning.py's extrapolated naive cost (pruning.json)",
+    ("ensembles.md", "(~0.5–1 s each)"): "the same extrapolation, from pruning.json",
+    ("benchmarks.md", "| write (fsync'd, atomic) |"): "bench_cache.py's table (cache.json; it writes no .md yet)",
+    ("benchmarks.md", "| read (checksums verified) |"): "bench_cache.py's table (cache.json; it writes no .md yet)",
+    ("benchmarks.md", "| verify | 0.21 s |"): "bench_cache.py's table (cache.json; it writes no .md yet)",
+}
+
+
+def hand_typed_durations(doc: Path) -> list[str]:
+    text = GENERATED.sub(lambda m: "\n" * m.group(0).count("\n"), doc.read_text(encoding="utf-8"))
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if any(doc.name == name and part in line for name, part in ALLOWED):  # reasons above
+            continue
+        for m in DURATION.finditer(line):
+            window = line[max(0, m.start() - 60):m.end() + 40]
+            if CLAIM.search(window) or TIME_CELL.search(line):
+                found.append(f"{doc.name}:{number}: {line.strip()[:100]}")
+                break
+    return found
+
+
+def test_no_duration_is_typed_by_hand_outside_a_generated_block(sync_docs):
+    found = [hit for doc in sync_docs.documents() for hit in hand_typed_durations(doc)]
+    assert not found, ("durations typed by hand (measure with benchmarks/bench_commands.py or a benchmark, "
+                       "then use a <!-- figure from ... --> block):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("line, flagged", [
+    ("`make quick` 51 s on an idle machine", True),
+    ("make demo    # the full study (~12 min idle)", True),
+    ("| stacked-lstm | 0.9556 | 487 s |", True),
+    ("trained for 30 epochs, about 2 passes", False),
+    ("--timeout 30 (seconds) is the default", False),
+    ("F1 84.72 in 0.0 s (threshold=1)", False),
+    ("x <!-- figure from benchmarks/results/commands.json quick -->51 s wall, about<!-- end of figure -->", False),
+])
+def test_the_duration_check_tells_claims_from_other_numbers(tmp_path, line, flagged):
+    doc = tmp_path / "doc.md"
+    doc.write_text(line + "\n", encoding="utf-8")
+    assert bool(hand_typed_durations(doc)) is flagged
