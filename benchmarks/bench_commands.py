@@ -84,12 +84,12 @@ def merged(new: dict[str, dict]) -> dict:
 
 
 def markdown(data: dict) -> str:
-    rows = ["| command | make | wall s | CPU s | CPU / wall | cores | load (1 min) before-after | measured |",
-            "|---|---|---:|---:|---:|---:|---|---|"]
+    rows = ["| command | make | wall s | CPU s | CPU / wall | cores | load (1 min) before-after | nice | measured |",
+            "|---|---|---:|---:|---:|---:|---|---:|---|"]
     for e in data["commands"].values():
         rows.append(f"| `{e['command']}` | `{e['make']}` | {e['wall_s']:.1f} | {e['cpu_s']:.1f} | "
                     f"{e['cpu_s'] / e['wall_s']:.2f} | {e['cores']} | {e['load_before']}-{e['load_after']} | "
-                    f"{e['machine']['when'][:16]} |")
+                    f"{e.get('nice', 0)} | {e['machine']['when'][:16]} |")
     last = max(data["commands"].values(), key=lambda e: e["machine"]["when"])
     return ("Each command as a whole child process in a fresh temporary workspace (nothing cached); CPU s is the "
             "child's and its descendants' user + system time (os.wait4). A CPU / wall well below the cores "
