@@ -36,6 +36,7 @@ from .base import OPERATING_POINT, SpanMetaLearner
 from .objective import CRITERIA, Target, candidate_weights, check_objective, parse_objective
 from .candidates import CandidateTable, best_voter_rank, resolve_contested, voting_priority
 from .voting import OVERLAP_RULES, Voting, resolve, resolve_chain_contested, vote_select
+from .trust import TRUST, TRUST_GRID
 from ..taggers.constraints import MAX_COUNT, Check, Interval, Options, validate_params
 
 ONE = np.uint64(1)
@@ -240,6 +241,11 @@ class PrunedVoting(SpanMetaLearner):
     operating_point : None or dict
         Per-category vote thresholds over the kept members (``{"NAME": 1}``);
         None: chosen from the objective's category clauses when fitting.
+    trust : None or float in (0, 1]
+        Let a member (kept or eliminated) keep its spans of a label it has earned trust on
+        (tp / (n + 1) >= trust on the fitting documents) where the method
+        leaves their tokens O (``ensemble.trust``); None: the method's own
+        rule. Chosen by cross-validation (default grid: None, 0.99, 0.95, 0.9).
     """
 
     name = "voting-pruned"
@@ -251,14 +257,19 @@ class PrunedVoting(SpanMetaLearner):
                               "objective": [Check(check_objective, "an objective such as 'f1' or "
                                                   "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
                               "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)],
-                              "operating_point": [OPERATING_POINT]}
+                              "operating_point": [OPERATING_POINT], "trust": TRUST}
 
-    def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None):
+    def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None,
+                 trust=None):
         self.threshold = threshold
         self.objective = objective
         self.removal_ties = removal_ties
         self.overlap = overlap
         self.operating_point = operating_point
+        self.trust = trust
+
+    def default_grid(self, n_members: int) -> dict[str, list]:
+        return {"trust": list(TRUST_GRID)}  # the subset and threshold: chosen by the elimination itself
 
     def _fit_prepared(self, table: CandidateTable) -> None:
         thresholds = None if self.threshold in (None, "auto") else [int(self.threshold)]
@@ -269,6 +280,7 @@ class PrunedVoting(SpanMetaLearner):
         self.subset_ = tuple(search.subset)
         self.subset_columns_ = np.array([table.member_names.index(n) for n in search.subset], dtype=np.int64)
         self.operating_point_ = self.operating_point or self._category_thresholds(table)
+        self._learn_trust(table)
 
     def _category_thresholds(self, table: CandidateTable) -> dict | None:
         """Per named category, the vote threshold (over the kept members) that
@@ -294,7 +306,8 @@ class PrunedVoting(SpanMetaLearner):
         point = getattr(self, "operating_point_", None)
         if point:
             return self._select(table, self._scores(table), [point])[0]
-        return vote_select(table, self.threshold_, self.member_rank_, self.subset_columns_, self.overlap)
+        return self._trusted(table, vote_select(table, self.threshold_, self.member_rank_, self.subset_columns_,
+                                                self.overlap))
 
     # The score: votes of the kept members.
     def _scores(self, table: CandidateTable) -> np.ndarray:
@@ -308,7 +321,7 @@ class PrunedVoting(SpanMetaLearner):
                                    table.n_members)
         k = keep.shape[1]
         chosen = resolve(table, keep, np.repeat(priority[:, None], k, 1), self.overlap, np.repeat(count[:, None], k, 1))
-        return [chosen[:, i] for i in range(k)]
+        return self._trusted(table, [chosen[:, i] for i in range(k)])
 
     def _raw_to_predictions(self, table, raw):
         votes = table.votes[:, self.subset_columns_].sum(axis=1)

@@ -248,6 +248,8 @@ def learned(model) -> dict:
         out["reached"] = model.search_.reached
     if getattr(model, "operating_point_", None):
         out["category_thresholds"] = model.operating_point_
+    if getattr(model, "trusted_", None):
+        out["trusted"] = model.trusted_
     return out
 
 

@@ -508,6 +508,8 @@ def _learned(model) -> dict[str, Any]:
         out["threshold"] = int(model.threshold_)
     if hasattr(model, "subset_"):
         out["members"] = list(model.subset_)
+    if getattr(model, "trusted_", None):
+        out["trusted"] = [list(p) for p in model.trusted_]
     return out
 
 
