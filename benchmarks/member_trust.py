@@ -1,9 +1,11 @@
 """Per-label member trust (``trust``, ``ensemble.trust``): how many of the
 rule tagger's correct spans the span-level ensembles keep, with trust fixed
 off (the methods' own rule, the published figures) and with ``trust`` chosen
-by k-fold CV on the training out-of-fold predictions (the methods' default
-grid: None, 0.99, 0.95, 0.9). Scores are on the test split, which played no
-part in the choice.
+by k-fold CV on the training out-of-fold predictions, as the ``ensemble``
+command chooses it (voting and decision templates: the default grid, None,
+0.99, 0.95, 0.9; pruned voting: ``trust="auto"``, the same values
+cross-validated over its elimination). Scores are on the test split, which
+played no part in the choice.
 
     # MEDDOCAN, the 12 published members (choose on train by CV, report dev):
     ENSEMBLE_DEID_HOME=<workspace with MEDDOCAN registered as meddocan> \\
@@ -61,7 +63,7 @@ def rule_hits(corpus, rules_test) -> set:
 
 
 def measure(corpus, runs, k: int, seed: int) -> list[dict]:
-    from ensemble_deid.ensemble.run import make_search
+    from ensemble_deid.ensemble.run import make_search  # the 'ensemble' command's selection
     from ensemble_deid.studies.summary import strict_prf
 
     oof = {n: r.oof for n, r in runs.items()}
@@ -79,7 +81,7 @@ def measure(corpus, runs, k: int, seed: int) -> list[dict]:
             out = {(d.id, a.start, a.end, a.label.upper()) for d in corpus.test for a in preds[d.id].spans(d)}
             model = search.best_estimator_
             p, r, f1 = strict_prf(corpus.test, preds)
-            rows.append({"method": method, "trust": mode, "chosen_trust": model.trust,
+            rows.append({"method": method, "trust": mode, "chosen_trust": getattr(model, "trust_", model.trust),
                          "trusted": [list(x) for x in getattr(model, "trusted_", [])],
                          "cv_f1": None if search.best_score_ is None else round(search.best_score_, 4),
                          "test": [round(p, 4), round(r, 4), round(f1, 4)],

@@ -50,7 +50,7 @@ def test_pairs_earn_trust_by_precision_with_one_unseen_false_positive(train, tru
     assert trusted_pairs(table, trust) == expected
 
 
-@pytest.mark.parametrize("method", [Voting(threshold=2), PrunedVoting(threshold=2), DecisionTemplates()])
+@pytest.mark.parametrize("method", [Voting(threshold=2), PrunedVoting(threshold=2, trust=None), DecisionTemplates()])
 def test_a_trusted_member_keeps_its_span_where_the_ensemble_says_o(train, test_case, method):
     docs, members = train
     tdocs, tmembers = test_case
@@ -84,11 +84,12 @@ def test_trust_only_adds_spans_and_never_overlaps(seed):
 def _patients(n=6):
     """n patients' notes: A and B find the names and make one wrong name each
     (different ones); R finds the 4 SSNs, which nobody else finds, and makes
-    one wrong NAME span."""
+    10 wrong NAME spans."""
     names = [(0, 2, NAME), (4, 6, NAME), (8, 10, NAME)]
-    docs = [doc(f"p{i}", 30, gold=names + SSNS) for i in range(n)]
+    docs = [doc(f"p{i}", 60, gold=names + SSNS) for i in range(n)]
+    wrong = [(30 + 2 * i, 31 + 2 * i, NAME) for i in range(10)]
     spans = {"A": {d.id: names + [(24, 25, NAME)] for d in docs}, "B": {d.id: names + [(26, 27, NAME)] for d in docs},
-             "R": {d.id: SSNS + [(28, 29, NAME)] for d in docs}}
+             "R": {d.id: SSNS + wrong for d in docs}}
     return docs, members_of(docs, spans)
 
 
@@ -111,6 +112,20 @@ def test_cross_validation_keeps_trust_off_when_it_changes_nothing():
                                                    [(0, 2, NAME), (4, 6, NAME), (8, 10, NAME)] + SSNS] for d in docs}})[m]
     search = GridSearch(Voting(), folds=3).fit(members, docs)
     assert search.best_params_["trust"] is None
+
+
+def test_pruned_voting_cross_validates_its_trust_level():
+    """Pruning keeps threshold 2 (names only: F1 0.6; any threshold-1 subset
+    with R takes its 10 wrong names). Trust is cross-validated over 6 folds
+    (one patient each): fitted on 5 notes R has tp 20, n 20 (20/21 = 0.952),
+    so 0.95 and 0.9 both trust it and reach F1 1.0 held out; 0.95 comes first.
+    On all 6 notes: 24/25 = 0.96 >= 0.95."""
+    docs, members = _patients()
+    method = PrunedVoting().fit(members, docs)
+    assert (method.threshold_, method.trust_, method.trusted_) == (2, 0.95, [["R", SSN]])
+    assert PrunedVoting(trust=None).fit(members, docs).trusted_ == []
+    preds = method.predict(members, docs)
+    assert all(spans_of(d, p) == {(0, 2, NAME), (4, 6, NAME), (8, 10, NAME), *SSNS} for d, p in zip(docs, preds))
 
 
 def test_trusted_pairs_survive_save_and_load(train, test_case, tmp_path):

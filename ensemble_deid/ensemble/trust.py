@@ -24,7 +24,7 @@ keeps the method's own rule).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from ..taggers.constraints import Interval
 # The values cross-validation chooses from (None first: ties keep the method's own rule).
 TRUST_GRID = (None, 0.99, 0.95, 0.9)
 TRUST = [None, Interval(float, 0, 1, closed="right")]  # the parameter's declared constraint
+TRUST_FOLDS = 10  # folds of choose_trust (fewer when there are fewer patients)
 
 
 def trusted_pairs(table: CandidateTable, trust: float) -> list[list]:
@@ -84,6 +85,34 @@ def veto_outside(table: CandidateTable, selected: np.ndarray, pairs: Sequence[Se
     priority = base[:, None] + sel.astype(np.int64) * top
     out = resolve_overlaps(table, sel | trusted[:, None], priority)
     return out[:, 0] if flat else out
+
+
+def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarray], rank: np.ndarray,
+                 seed: int = 0) -> float | None:
+    """The trust level of ``TRUST_GRID`` with the best strict F1 pooled over
+    patient-grouped folds of ``table``: each fold's pairs are learned on the
+    other folds and applied to it, on top of ``own`` (the method's output,
+    fitted once on the whole table: a method whose own fit is too costly to
+    repeat per fold and per level). Ties: the earlier value (None first)."""
+    from .selection import fold_indices, make_folds
+
+    try:
+        folds = make_folds(table.documents, TRUST_FOLDS, seed)
+    except ValueError:  # a single patient: nothing to cross-validate on
+        return None
+    splits = [(table.subset(a), table.subset(b)) for a, b in fold_indices(table.documents, folds) if len(a) and len(b)]
+    held_out = [(fit_on, test, own(test)) for fit_on, test in splits]
+    best, best_f1 = None, -1.0
+    for trust in TRUST_GRID:
+        tp = fp = fn = 0
+        for fit_on, test, mine in held_out:
+            pairs = trusted_pairs(fit_on, trust) if trust is not None else []
+            a, b, c = test.counts(veto_outside(test, mine, pairs, rank))
+            tp, fp, fn = tp + a, fp + b, fn + c
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+        if f1 > best_f1:
+            best, best_f1 = trust, f1
+    return best
 
 
 def trusted_members(method) -> set[str]:
