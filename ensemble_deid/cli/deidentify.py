@@ -75,9 +75,9 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         click.echo(selection_line(deid, operating_point is not None), err=True)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))
-        from tqdm.auto import tqdm
+        from ..progress import progress_bar
 
-        with tqdm(total=total, desc="deidentify", unit="note", disable=no_progress, file=sys.stderr) as bar:
+        with progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress, file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update)
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
