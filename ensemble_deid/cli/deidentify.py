@@ -73,6 +73,11 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
                 raise click.BadParameter(str(exc) if deid.method is not None else "the bundle holds no ensemble",
                                          param_hint="--operating-point")
         click.echo(selection_line(deid, operating_point is not None), err=True)
+        from ..deid.bundle import training_text_notice
+
+        notice = training_text_notice(model)  # whoever runs a bundle may not know what it holds
+        if notice:
+            click.echo(notice, err=True)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))
         from ..progress import progress_bar
