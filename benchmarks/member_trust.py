@@ -63,7 +63,9 @@ def rule_hits(corpus, rules_test) -> set:
 
 
 def measure(corpus, runs, k: int, seed: int) -> list[dict]:
+    from ensemble_deid.ensemble import build_candidates
     from ensemble_deid.ensemble.run import make_search  # the 'ensemble' command's selection
+    from ensemble_deid.ensemble.trust import TRUST_GRID, trusted_pairs
     from ensemble_deid.studies.summary import strict_prf
 
     oof = {n: r.oof for n, r in runs.items()}
@@ -81,11 +83,19 @@ def measure(corpus, runs, k: int, seed: int) -> list[dict]:
             out = {(d.id, a.start, a.end, a.label.upper()) for d in corpus.test for a in preds[d.id].spans(d)}
             model = search.best_estimator_
             p, r, f1 = strict_prf(corpus.test, preds)
+            # What each trust level would trust on the whole training set, and (grid
+            # searches) its held-out CV F1 at the chosen other parameters: why CV chose.
+            table = build_candidates([oof[n] for n in oof], tuple(oof), corpus.train)
+            levels = {str(t): trusted_pairs(table, t) for t in TRUST_GRID if t is not None}
+            others = {k: v for k, v in search.best_params_.items() if k not in ("trust", "operating_point")}
+            cv_by_trust = {str(r.params.get("trust")): round(r.score, 4) for r in search.cv_results_
+                           if {k: v for k, v in r.params.items() if k != "trust"} == others}
             rows.append({"method": method, "trust": mode, "chosen_trust": getattr(model, "trust_", model.trust),
                          "trusted": [list(x) for x in getattr(model, "trusted_", [])],
                          "cv_f1": None if search.best_score_ is None else round(search.best_score_, 4),
                          "test": [round(p, 4), round(r, 4), round(f1, 4)],
                          "rule_hits": len(hits), "rule_hits_kept": len(hits & out),
+                         "pairs_by_level": levels, "cv_f1_by_trust": cv_by_trust if mode != "off" else {},
                          "seconds": round(time.perf_counter() - t0, 1)})
     return rows
 
@@ -100,7 +110,16 @@ def markdown(result: dict) -> str:
         p, rec, f1 = r["test"]
         lines.append(f"| {r['method']} | {r['trust']} | {r['chosen_trust'] if r['chosen_trust'] is not None else 'None'}"
                      f" | {trusted} | {p:.4f} | {rec:.4f} | {f1:.4f} | {r['rule_hits_kept']} / {r['rule_hits']} |")
-    return "\n".join(lines + [""] + machine_lines(result["machine"]))
+    notes = [""]
+    for r in result["rows"]:
+        if r["cv_f1_by_trust"]:
+            notes.append(f"- {r['method']}: held-out CV F1 by trust level (other parameters as chosen): "
+                         + ", ".join(f"{k} {v:.4f}" for k, v in r["cv_f1_by_trust"].items()) + ".")
+    first = result["rows"][0]["pairs_by_level"]
+    notes.append("- pairs each level trusts on the whole training set: " + "; ".join(
+        f"{lvl}: " + (", ".join(f"{m.split(':')[0]} on {lab}" for m, lab in pairs) or "none")
+        for lvl, pairs in first.items()) + ".")
+    return "\n".join(lines + notes + [""] + machine_lines(result["machine"]))
 
 
 def main(argv=None) -> dict:
