@@ -14,6 +14,7 @@ played no part in the choice.
     # the embedded synthetic corpora, the guide's members (trained here):
     python benchmarks/member_trust.py --corpus synthetic-2014 --members svm,mira,rules --folds 3
     python benchmarks/member_trust.py --corpus synthetic-2016 --members svm,mira,rules --folds 3
+    python benchmarks/member_trust.py --corpus C --tables   # the .md again from the .json
 
 Per method, before/after: the chosen trust and trusted (member, label)
 pairs, test strict P/R/F1, and "rule hits kept": of the rule member's test
@@ -116,9 +117,12 @@ def markdown(result: dict) -> str:
             notes.append(f"- {r['method']}: held-out CV F1 by trust level (other parameters as chosen): "
                          + ", ".join(f"{k} {v:.4f}" for k, v in r["cv_f1_by_trust"].items()) + ".")
     first = result["rows"][0]["pairs_by_level"]
-    notes.append("- pairs each level trusts on the whole training set: " + "; ".join(
-        f"{lvl}: " + (", ".join(f"{m.split(':')[0]} on {lab}" for m, lab in pairs) or "none")
-        for lvl, pairs in first.items()) + ".")
+    rules = [n for n in result["members"].split(",") if n.split(":")[0] == "rules"][0]
+    notes.append("- (member, label) pairs each level would trust on the whole training set (of them the rule "
+                 "tagger's labels): " + "; ".join(
+                     f"{lvl}: {len(pairs)} ("
+                     + (", ".join(lab for m, lab in pairs if m == rules) or "none") + ")"
+                     for lvl, pairs in first.items()) + "; every pair in the .json file.")
     return "\n".join(lines + notes + [""] + machine_lines(result["machine"]))
 
 
@@ -129,7 +133,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    ap.add_argument("--tables", action="store_true", help="only rewrite the .md from the corpus's .json")
     args = ap.parse_args(argv)
+    if args.tables:
+        import json
+
+        result = json.loads((args.out_dir / f"member-trust-{args.corpus}.json").read_text(encoding="utf-8"))
+        progress(f"wrote {shown(write_markdown(args.out_dir / f'member-trust-{args.corpus}.md', markdown(result)))}")
+        return result
     spec = args.members or MEDDOCAN_MEMBERS
     corpus, runs = members(args.corpus, spec, args.folds, args.seed)
     command = "python benchmarks/member_trust.py --corpus " + args.corpus + (

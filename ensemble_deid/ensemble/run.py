@@ -263,6 +263,7 @@ def learned(model) -> dict:
         out["category_thresholds"] = model.operating_point_
     if getattr(model, "trusted_", None):
         out["trusted"] = model.trusted_
+        out["trust"] = getattr(model, "trust_", getattr(model, "trust", None))
     return out
 
 
