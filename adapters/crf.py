@@ -92,15 +92,7 @@ class CRFTagger(Tagger):
         features: dict[str, Any] | None = None,
         random_state: int | None = 0,
     ):
-        self.c1 = c1
-        self.c2 = c2
-        self.max_iterations = max_iterations
-        self.epsilon = epsilon
-        self.min_freq = min_freq
-        self.possible_transitions = possible_transitions
-        self.sequence = sequence
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     # --- helpers ------------------------------------------------------------
     def _extractor(self) -> FeatureExtractor:

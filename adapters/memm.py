@@ -39,12 +39,7 @@ class MemmTagger(LinearTagger):
     }
 
     def __init__(self, c=1.0, max_iter=100, tol=1e-4, min_count=2, features=None, random_state=0):
-        self.c = c
-        self.max_iter = max_iter
-        self.tol = tol
-        self.min_count = min_count
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     def fit(self, documents):
         feats = self._training_features(documents)  # first: a missing library is one clear error

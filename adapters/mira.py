@@ -36,15 +36,7 @@ class MiraTagger(LinearTagger):
 
     def __init__(self, c=0.1, epochs=30, pa_type=1, error_sensitive=True, averaging=True, min_freq=0,
                  confidences=True, features=None, random_state=0):
-        self.c = c
-        self.epochs = epochs
-        self.pa_type = pa_type
-        self.error_sensitive = error_sensitive
-        self.averaging = averaging
-        self.min_freq = min_freq
-        self.confidences = confidences
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     def _restore_state(self, state) -> None:
         super()._restore_state(state)

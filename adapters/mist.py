@@ -39,7 +39,7 @@ from typing import Sequence
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.taggers.external.base import (
     ExternalOutputError, ExternalTagger, ExternalToolError, ForeignSpan, MappingStats, check_bounds, check_text,
-    files_digest, hybridmethod, load_category_map, map_spans,
+    files_digest, hybridmethod, label_map_problem, load_category_map, map_spans,
 )
 from ensemble_deid.taggers.external.mat_format import CleanedTextMap, NotCleanedText, read_mat_file
 from ensemble_deid.taggers.constraints import Interval, Options
@@ -88,16 +88,7 @@ class MistTagger(ExternalTagger):
 
     def __init__(self, mist_home=None, task="HIPAA Deidentification", workflow="Demo", steps="zone,tag", model=None,
                  extra_args="", import_dir=None, import_format="auto", label_map=None, timeout=3600):
-        self.mist_home = mist_home
-        self.task = task
-        self.workflow = workflow
-        self.steps = steps
-        self.model = model
-        self.extra_args = extra_args
-        self.import_dir = import_dir
-        self.import_format = import_format
-        self.label_map = label_map
-        self.timeout = timeout
+        self._store_params(locals())
 
     @property
     def mode(self) -> str:
@@ -113,8 +104,8 @@ class MistTagger(ExternalTagger):
         self = self_or_cls
         if self.import_format not in ("auto", "json", "xml-inline"):
             return False, f"import_format must be auto, json or xml-inline, not {self.import_format!r}"
-        if self.label_map and not Path(self.label_map).is_file():
-            return False, f"label_map {self.label_map} is not a file"
+        if problem := label_map_problem(self.label_map):
+            return False, problem
         if self.mode == "import":
             if not Path(self.import_dir).is_dir():
                 return False, f"import_dir {self.import_dir} is not a directory"

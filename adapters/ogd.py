@@ -28,12 +28,7 @@ class OgdTagger(VowpalTagger):
     }
 
     def __init__(self, learning_rate=0.1, passes=10, bits=24, l2=0.0, features=None, random_state=0):
-        self.learning_rate = learning_rate
-        self.passes = passes
-        self.bits = bits
-        self.l2 = l2
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     def fit(self, documents):
         def args(labels, n_gram):

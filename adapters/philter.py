@@ -37,9 +37,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ensemble_deid.corpus.document import Annotation, Document
+from ensemble_deid.errors import printable
+from ensemble_deid.taggers.state import NamedBlob, StateError
 from ensemble_deid.taggers.external.base import (
-    ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
-    requirements_available,
+    ExternalTagger, ForeignSpan, MappingStats, hybridmethod, label_map_problem, load_category_map, local_files_digest,
+    map_spans, requirements_available,
 )
 
 _LOCK = threading.Lock()  # Philter's module state (nltk hook, stdout) is process-wide
@@ -88,37 +90,65 @@ class PhilterTagger(ExternalTagger):
     _parameter_constraints = {"config": [None, str], "label_map": [None, str]}
 
     def __init__(self, config=None, label_map=None):
-        self.config = config
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _availability(self_or_cls):
-        ok, reason = requirements_available(self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls))
-        if not ok:
+        ok, reason = requirements_available(self_or_cls)
+        if not ok or isinstance(self_or_cls, type):
             return ok, reason
-        if not isinstance(self_or_cls, type):
-            self = self_or_cls
-            if self.config and not Path(self.config).is_file():
-                return False, f"Philter config {self.config} not found"
-            if self.label_map and not Path(self.label_map).is_file():
-                return False, f"label_map {self.label_map} is not a file"
-        return True, ""
+        self = self_or_cls
+        if self.config and not Path(self.config).is_file():
+            return False, f"Philter config {self.config} not found"
+        problem = label_map_problem(self.label_map)
+        return not problem, problem
 
     availability = hybridmethod(_availability)
 
     def input_digest(self) -> str:
-        files = [p for p in (self.config, self.label_map) if p and Path(p).is_file()]
-        return files_digest(files) if files else ""
+        return local_files_digest(self.config, self.label_map)
 
     def _prepare(self) -> None:
         config = Path(self.config) if self.config else _package_dir() / "configs" / "philter_delta.json"
         patterns = json.loads(config.read_text(encoding="utf-8"))
         base = _package_dir()
         for p in patterns:
-            if "filepath" in p and not os.path.isabs(p["filepath"]):
-                candidate = config.parent / p["filepath"]
-                p["filepath"] = str(candidate if candidate.exists() else base / p["filepath"])
+            if "filepath" in p and p.get("type") in _SUFFIX:
+                path = Path(p.pop("filepath"))
+                if not path.is_absolute():
+                    candidate = config.parent / path
+                    path = candidate if candidate.exists() else base / path
+                if p["type"] == "set" and path.suffix != ".json":  # Philter would unpickle a .pkl
+                    raise ValueError(f"philter: pattern {p.get('title')!r}: word set {path} is not a .json file")
+                # Read now: a fitted Philter carries its pattern files (saved in
+                # its own folder) and reads none after fit.
+                p["file"] = path.read_bytes()
+            p.pop("filepath", None)  # other types only print it
         self.patterns_ = patterns
         self.category_map_ = load_category_map(self.label_map, "philter")
+
+    def _fitted_state(self):
+        state = super()._fitted_state()
+        state["patterns_"] = [
+            {**p, "file": NamedBlob(bytes(p["file"]), f"pattern-{i:03d}{_SUFFIX[p.get('type')]}")} if "file" in p else p
+            for i, p in enumerate(self.patterns_)
+        ]
+        return state
+
+    def _restore_state(self, state) -> None:
+        # The patterns come from the saved folder, which a bundle checks
+        # (inside it, no links, checksummed); one naming a path would make
+        # Philter read, or unpickle, a file of the machine that loads it.
+        patterns = state.get("patterns_")
+        if not isinstance(patterns, list) or not all(isinstance(p, dict) for p in patterns):
+            raise StateError("philter: malformed saved patterns (field 'patterns_')")
+        for i, p in enumerate(patterns):
+            if "filepath" in p:
+                raise StateError(f"philter: saved pattern {i} names a file ({printable(str(p['filepath']))[:80]!r}); "
+                                 "a saved Philter reads its pattern files from its own folder only: refit it")
+            if (p.get("type") in _SUFFIX) != isinstance(p.get("file"), bytes):
+                raise StateError(f"philter: saved pattern {i} of type {printable(str(p.get('type')))[:40]!r} "
+                                 f"{'lacks' if p.get('type') in _SUFFIX else 'has'} a pattern file")
+        super()._restore_state(state)
 
     def _engine(self, config_path: str, in_dir: str):
         from philter_ucsf.philter import Philter
@@ -153,7 +183,7 @@ class PhilterTagger(ExternalTagger):
             notes = Path(tmp) / "notes"
             notes.mkdir()
             config_path = Path(tmp) / "config.json"
-            config_path.write_text(json.dumps(self.patterns_), encoding="utf-8")
+            config_path.write_text(json.dumps(_with_files(self.patterns_, Path(tmp) / "patterns")), encoding="utf-8")
             names = []
             for i, doc in enumerate(documents):
                 path = notes / f"doc{i:06d}.txt"
@@ -173,6 +203,26 @@ class PhilterTagger(ExternalTagger):
                 out.append(map_spans(spans, self.category_map_, stats, f"philter (document {doc.id!r})"))
         self._note_mapping(stats)
         return out
+
+
+def _with_files(patterns: list[dict], folder: Path) -> list[dict]:
+    """Philter's configuration: each pattern's saved file written to ``folder``
+    and named by its ``filepath`` (the suffix Philter reads it by comes from
+    the pattern's type, so a saved word set is always read as JSON)."""
+    folder.mkdir()
+    out = []
+    for i, p in enumerate(patterns):
+        p = dict(p)
+        if "file" in p:
+            path = folder / f"pattern-{i:03d}{_SUFFIX[p['type']]}"
+            path.write_bytes(p.pop("file"))
+            p["filepath"] = str(path)
+        out.append(p)
+    return out
+
+
+# The pattern types Philter reads a file for, and the file suffix it expects.
+_SUFFIX = {"regex": ".txt", "regex_context": ".txt", "set": ".json"}
 
 
 def _fast_coordinate_map():

@@ -37,7 +37,7 @@ from typing import Sequence
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.taggers.external.base import (
     ExternalOutputError, ExternalTagger, ExternalToolError, ForeignSpan, MappingStats, byte_to_char_offsets,
-    check_bounds, files_digest, grouped_numbers, hybridmethod, load_category_map, map_spans,
+    check_bounds, files_digest, grouped_numbers, hybridmethod, label_map_problem, load_category_map, map_spans,
 )
 from ensemble_deid.taggers.external.physionet_format import (
     PhiFile, format_records, parse_info, parse_phi, parse_records, read_text_file, res_categories,
@@ -66,14 +66,7 @@ class PhysioNetDeidTagger(ExternalTagger):
 
     def __init__(self, deid_pl=None, config=None, records=None, phi=None, res=None, offsets="bytes",
                  label_map=None, timeout=3600):
-        self.deid_pl = deid_pl
-        self.config = config
-        self.records = records
-        self.phi = phi
-        self.res = res
-        self.offsets = offsets
-        self.label_map = label_map
-        self.timeout = timeout
+        self._store_params(locals())
 
     # --- configuration --------------------------------------------------------------
     @property
@@ -90,8 +83,8 @@ class PhysioNetDeidTagger(ExternalTagger):
         self = self_or_cls
         if self.offsets not in ("bytes", "chars"):
             return False, f"offsets must be bytes or chars, not {self.offsets!r}"
-        if self.label_map and not Path(self.label_map).is_file():
-            return False, f"label_map {self.label_map} is not a file"
+        if problem := label_map_problem(self.label_map):
+            return False, problem
         if self.mode == "import":
             for what in ("records", "phi", "res"):
                 value = getattr(self, what)

@@ -46,11 +46,7 @@ class PrecomputedTagger(ExternalTagger):
     local_params = ("test_dir", "train_dir", "fold_dirs", "label_map")
 
     def __init__(self, test_dir=None, train_dir=None, fold_dirs=None, format="auto", label_map=None):
-        self.test_dir = test_dir
-        self.train_dir = train_dir
-        self.fold_dirs = fold_dirs
-        self.format = format
-        self.label_map = label_map
+        self._store_params(locals())
 
     # --- configuration -----------------------------------------------------------
     def _availability(self_or_cls):

@@ -12,13 +12,12 @@ types map to i2b2 types by ``labelmaps/presidio.toml`` (or ``label_map=FILE``).
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Sequence
 
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.taggers.external.base import (
-    ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
-    requirements_available,
+    ExternalTagger, ForeignSpan, MappingStats, hybridmethod, label_map_problem, load_category_map, local_files_digest,
+    map_spans, requirements_available,
 )
 from ensemble_deid.taggers.constraints import Interval
 
@@ -73,26 +72,22 @@ class PresidioTagger(ExternalTagger):
     }
 
     def __init__(self, language="en", score_threshold=0.0, exclude="", label_map=None):
-        self.language = language
-        self.score_threshold = score_threshold
-        self.exclude = exclude
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _excluded(self) -> tuple[str, ...]:
         return tuple(x.strip() for x in str(self.exclude or "").split(",") if x.strip())
 
     def _availability(self_or_cls):
-        ok, reason = requirements_available(self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls))
+        ok, reason = requirements_available(self_or_cls)
         if not ok or isinstance(self_or_cls, type):
             return ok, reason
-        if self_or_cls.label_map and not Path(self_or_cls.label_map).is_file():
-            return False, f"label_map {self_or_cls.label_map} is not a file"
-        return True, ""
+        problem = label_map_problem(self_or_cls.label_map)
+        return not problem, problem
 
     availability = hybridmethod(_availability)
 
     def input_digest(self) -> str:
-        return files_digest([self.label_map]) if self.label_map and Path(self.label_map).is_file() else ""
+        return local_files_digest(self.label_map)
 
     def _prepare(self) -> None:
         build_engine(self.language, self._excluded())

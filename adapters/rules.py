@@ -271,8 +271,7 @@ class RuleTagger(Tagger):
         return super().local_settings(params) + (["label_map"] if local else [])
 
     def __init__(self, types: Sequence[str] | None = None, label_map: Any = None):
-        self.types = types
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _check_params(self) -> None:
         _load_label_map(self.label_map)

@@ -9,13 +9,12 @@ downloaded here and is refused. Filth types map to i2b2 types by
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.taggers.external.base import (
-    ExternalTagger, ForeignSpan, MappingStats, files_digest, hybridmethod, load_category_map, map_spans,
-    requirements_available,
+    ExternalTagger, ForeignSpan, MappingStats, hybridmethod, label_map_problem, load_category_map, local_files_digest,
+    map_spans, requirements_available,
 )
 
 DEFAULT_DETECTORS = "credential,credit_card,email,phone,social_security_number,twitter,url"
@@ -31,29 +30,26 @@ class ScrubadubTagger(ExternalTagger):
     _parameter_constraints = {"detectors": [str], "locale": [str], "label_map": [None, str]}
 
     def __init__(self, detectors=DEFAULT_DETECTORS, locale="en_US", label_map=None):
-        self.detectors = detectors
-        self.locale = locale
-        self.label_map = label_map
+        self._store_params(locals())
 
     def _names(self) -> list[str]:
         return [d.strip() for d in str(self.detectors).split(",") if d.strip()]
 
     def _availability(self_or_cls):
-        ok, reason = requirements_available(self_or_cls if isinstance(self_or_cls, type) else type(self_or_cls))
+        ok, reason = requirements_available(self_or_cls)
         if not ok or isinstance(self_or_cls, type):
             return ok, reason
         self = self_or_cls
         blocked = [n for n in self._names() if n in NEEDS_DATA]
         if blocked:
             return False, f"detector(s) {', '.join(blocked)} need data that cannot be downloaded here ({NEEDS_DATA[blocked[0]]})"
-        if self.label_map and not Path(self.label_map).is_file():
-            return False, f"label_map {self.label_map} is not a file"
-        return True, ""
+        problem = label_map_problem(self.label_map)
+        return not problem, problem
 
     availability = hybridmethod(_availability)
 
     def input_digest(self) -> str:
-        return files_digest([self.label_map]) if self.label_map and Path(self.label_map).is_file() else ""
+        return local_files_digest(self.label_map)
 
     def _prepare(self) -> None:
         import scrubadub

@@ -40,15 +40,7 @@ class SearnTagger(VowpalTagger):
 
     def __init__(self, learning_rate=0.05, passes=20, bits=22, history=1, rollin=None, rollout="none",
                  interpolation=None, features=None, random_state=0):
-        self.learning_rate = learning_rate
-        self.passes = passes
-        self.bits = bits
-        self.history = history
-        self.rollin = rollin
-        self.rollout = rollout
-        self.interpolation = interpolation
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     def fit(self, documents):
         def args(labels, n_gram):

@@ -48,14 +48,7 @@ class StructSvmTagger(LinearTagger):
 
     def __init__(self, reg=1e-6, epochs=10, learning_rate=0.01, cost=1.0, average_from=1, min_count=2,
                  features=None, random_state=0):
-        self.reg = reg
-        self.epochs = epochs
-        self.learning_rate = learning_rate
-        self.cost = cost
-        self.average_from = average_from
-        self.min_count = min_count
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     def fit(self, documents):
         feats = self._training_features(documents)

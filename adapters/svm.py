@@ -34,13 +34,7 @@ class SvmTagger(LinearTagger):
     }
 
     def __init__(self, c=0.1, o_weight=0.01, max_iter=1000, tol=1e-4, min_count=1, features=None, random_state=0):
-        self.c = c
-        self.o_weight = o_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.min_count = min_count
-        self.features = features
-        self.random_state = random_state
+        self._store_params(locals())
 
     def fit(self, documents):
         feats = self._training_features(documents)  # first: a missing library is one clear error

@@ -107,23 +107,7 @@ class TransformerTagger(Tagger):
     def __init__(self, model_path=None, epochs=10, patience=2, validation_fraction=0.1, batch_size=8, lr=5e-5,
                  weight_decay=0.01, warmup=0.1, clip=1.0, max_length=256, stride=128, pooling="first",
                  mixed_precision=True, device="auto", random_state=0, num_threads=None, verbose=False):
-        self.model_path = model_path
-        self.epochs = epochs
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.warmup = warmup
-        self.clip = clip
-        self.max_length = max_length
-        self.stride = stride
-        self.pooling = pooling
-        self.mixed_precision = mixed_precision
-        self.device = device
-        self.random_state = random_state
-        self.num_threads = num_threads
-        self.verbose = verbose
+        self._store_params(locals())
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:

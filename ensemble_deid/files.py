@@ -107,6 +107,21 @@ def read_json(path: str | os.PathLike, error: type[Exception], what: str = "") -
         raise error(f"{printable(str(path))}: {what + ' is ' if what else ''}nested too deeply to read") from None
 
 
+def read_toml(path: str | os.PathLike, error: type[Exception], what: str = "") -> dict:
+    """A TOML file's table; unreadable, not UTF-8 or not TOML raises ``error``
+    naming the file (the parser's message gives the line and column, no text)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    text = read_utf8(path, error, what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{printable(str(path))}: not valid TOML ({exc})") from None
+
+
 def private_dir(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
     """Create folder ``path`` and its missing parents, owner-only (0700
     whatever the umask); returns it.

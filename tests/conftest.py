@@ -13,6 +13,21 @@ MEDDOCAN_DIR = REPO_ROOT.parent / "shared" / "corpora" / "meddocan"
 BROKEN_DIR = TESTS_DIR / "data" / "broken"
 
 
+def register_corpus(workspace: Path, name: str, splits: dict) -> str:
+    """Write each split's documents, ``{split: (folder, documents)}``, as
+    i2b2 XML into its folder (created) and register the folders in
+    ``workspace`` as corpus ``name``."""
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+    from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
+
+    for folder, docs in splits.values():
+        folder.mkdir(parents=True)
+        for doc in docs:
+            write_i2b2_xml(doc, folder / f"{doc.id}.xml")
+    Workspace(workspace).add_corpus(CorpusSpec(name, {split: str(folder) for split, (folder, _) in splits.items()}))
+    return name
+
+
 @pytest.fixture(scope="session")
 def meddocan_dir() -> Path:
     """Root of MEDDOCAN (train/xml, dev/xml, dev/brat); skips when absent."""
@@ -46,16 +61,8 @@ def workspace(tmp_path, monkeypatch) -> Path:
 def tiny_registered(workspace, tmp_path) -> str:
     """The tiny corpus written as i2b2 XML (30 train, 10 test documents) and
     registered in the throwaway workspace as 'tiny'."""
-    from ensemble_deid.corpus.formats import write_i2b2_xml
-    from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
-
     from .tiny_corpus import tiny_corpus
 
     docs = tiny_corpus(40)
-    dirs = {"train": tmp_path / "tiny-train", "test": tmp_path / "tiny-test"}
-    for split, part in (("train", docs[:30]), ("test", docs[30:])):
-        dirs[split].mkdir()
-        for doc in part:
-            write_i2b2_xml(doc, dirs[split] / f"{doc.id}.xml")
-    Workspace(workspace).add_corpus(CorpusSpec("tiny", {k: str(v) for k, v in dirs.items()}))
-    return "tiny"
+    return register_corpus(workspace, "tiny", {"train": (tmp_path / "tiny-train", docs[:30]),
+                                               "test": (tmp_path / "tiny-test", docs[30:])})

@@ -23,13 +23,12 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.deid import BundleError, Deidentifier
 from ensemble_deid.deid.bundle import _manifest_checksum, _sha256_file
 from ensemble_deid.taggers.registry import tagger_class
 from ensemble_deid.taggers.state import encodable, write_state
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, register_corpus
 from .tiny_corpus import tiny_corpus
 
 NOTE = "Record date: 03/04/2012\nPatient John Smith was seen."
@@ -376,17 +375,12 @@ def test_every_file_of_a_bundle_truncated_or_corrupted_is_refused(bundle, tmp_pa
     assert outcomes.count("refused") >= len(outcomes) - 2
 
 
-def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monkeypatch):
+def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, workspace):
     """Issue 34 item 1: a CRF bundle holds training PHI strings in its model
     file; the manifest and fit's output say so, a rules-only bundle does not."""
     docs = tiny_corpus(10, seed=4)
-    for split in ("train", "test"):
-        (tmp_path / split).mkdir()
-        for doc in docs:
-            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
-    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    register_corpus(workspace, "t", {"train": (tmp_path / "train", docs), "test": (tmp_path / "test", docs)})
     run = CliRunner().invoke
-    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
     crf = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=5", "--out", str(tmp_path / "crf")])
     rules = run(main, ["fit", "--corpus", "t", "--tagger", "rules", "--out", str(tmp_path / "rules")])
     assert crf.exit_code == 0 and rules.exit_code == 0, crf.output + rules.output
@@ -399,7 +393,7 @@ def test_fit_says_when_a_bundle_holds_words_of_its_training_notes(tmp_path, monk
     assert "training notes" not in rules.output
 
 
-def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_path, monkeypatch):
+def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_path, workspace):
     """Issue 34 item 1: ``fit --shareable K`` trains on notes whose words of
     fewer than K documents are replaced by their shapes, and deidentify masks
     new notes alike."""
@@ -407,13 +401,8 @@ def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_pat
     from collections import Counter
 
     docs = tiny_corpus(14, seed=6)
-    for split, part in (("train", docs[:10]), ("test", docs[10:])):
-        (tmp_path / split).mkdir()
-        for doc in part:
-            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
-    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    register_corpus(workspace, "t", {"train": (tmp_path / "train", docs[:10]), "test": (tmp_path / "test", docs[10:])})
     run = CliRunner().invoke
-    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
     plain = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--out", str(tmp_path / "plain")])
     shared = run(main, ["fit", "--corpus", "t", "--tagger", "crf:max_iterations=20,c1=0", "--shareable", "2",
                         "--out", str(tmp_path / "shared")])
@@ -498,4 +487,69 @@ def test_a_rules_member_never_reads_a_label_map_file_outside_the_bundle(bundle, 
     state.write_text(json.dumps(body))
     reseal(copy)
     with pytest.raises(BundleError, match="'label_map'.*nothing outside itself"):
+        Deidentifier.load(copy)
+
+
+# --- a Philter member's pattern files (issue 32, task 2a) ------------------------------
+
+class _Marker:
+    """Unpickling it creates ``path``: proof that a pickle was loaded."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+@pytest.fixture(scope="module")
+def philter_bundle(tmp_path_factory):
+    ok, reason = tagger_class("philter").availability()
+    if not ok:
+        pytest.skip(f"philter unavailable: {reason}")
+    from ensemble_deid.taggers.registry import make_tagger
+
+    root = tmp_path_factory.mktemp("philter")
+    Deidentifier({"philter": make_tagger("philter").fit([])}).save(root / "model", {"labels": ["NAME:PATIENT"]})
+    return root / "model"
+
+
+def _add_pattern(copy: Path, pattern: dict) -> None:
+    state = copy / "members" / "00-philter" / "state.json"
+    body = json.loads(state.read_text())
+    body["state"]["patterns_"].insert(0, encodable(pattern))
+    state.write_text(json.dumps(body))
+    reseal(copy)
+
+
+@pytest.mark.parametrize("pattern", [
+    {"title": "words", "type": "set", "exclude": False, "pos": [], "filepath": "{outside}/words.pkl"},
+    {"title": "names", "type": "regex", "exclude": True, "filepath": "{outside}/names.txt"},
+    {"title": "names", "type": "regex", "exclude": True, "filepath": "../../../outside/names.txt"},
+])
+def test_a_philter_member_never_reads_a_pattern_file_outside_the_bundle(philter_bundle, tmp_path, pattern):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    marker = tmp_path / "unpickled"
+    (outside / "words.pkl").write_bytes(__import__("pickle").dumps(_Marker(marker)))
+    (outside / "names.txt").write_text("[A-Z][a-z]+")
+    copy = _copy(philter_bundle, tmp_path)
+    _add_pattern(copy, {k: v.format(outside=outside) if k == "filepath" else v for k, v in pattern.items()})
+    with pytest.raises(BundleError, match="00-philter.*pattern 0 .*names a file"):
+        Deidentifier.load(copy)
+    assert not marker.exists()
+
+
+def test_a_philter_member_s_own_pattern_files_are_checksummed(philter_bundle, tmp_path):
+    copy = _copy(philter_bundle, tmp_path)
+    saved = sorted((copy / "members" / "00-philter").glob("pattern-*"))
+    assert saved, "the pattern files are saved inside the bundle"
+    from ensemble_deid.taggers.registry import make_tagger
+
+    docs = tiny_corpus(2, seed=1)
+    loaded = Deidentifier.load(copy).members["philter"].predict(docs)
+    assert [p.tags for p in loaded] == [p.tags for p in make_tagger("philter").fit([]).predict(docs)]
+    assert any(t != "O" for p in loaded for t in p.tags)
+    saved[0].write_bytes(saved[0].read_bytes() + b"|x")
+    with pytest.raises(BundleError, match="checksum mismatch"):
         Deidentifier.load(copy)

@@ -61,6 +61,7 @@ def test_compare_two_systems(tiny_registered):
     assert "(ref)" in out and "p (Holm)" in out and "95% CI" in out
     tests = [[c.strip() for c in x.strip("|").split("|")] for x in out.splitlines() if x.startswith("| memorize")]
     assert {r[1] for r in tests} >= {"randomization", "bootstrap"}  # one row a (system, test)
+    assert "entity leak %" in out and "| union (ceiling) " in out  # issue 28: leaks next to F1, the ceiling
     assert max(len(line) for line in out.splitlines()) <= 80, out  # issue 34 item 8: fits a terminal
 
 

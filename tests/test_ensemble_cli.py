@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from ensemble_deid.experiment.cache import PredictionCache
 from ensemble_deid.cli import main
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.taggers.registry import entry_points
 
+from .conftest import register_corpus
 from .tiny_corpus import tiny_corpus
 
 MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
@@ -20,12 +20,8 @@ MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
 @pytest.fixture
 def tiny(workspace, tmp_path):
     docs = tiny_corpus(30, seed=5)
-    for split, part in (("train", docs[:22]), ("test", docs[22:])):
-        d = tmp_path / "tiny" / split
-        d.mkdir(parents=True)
-        for doc in part:
-            write_i2b2_xml(doc, d / f"{doc.id}.xml")
-    _run("corpus", "add", "tiny", "--train", tmp_path / "tiny" / "train", "--test", tmp_path / "tiny" / "test")
+    register_corpus(workspace, "tiny", {"train": (tmp_path / "tiny" / "train", docs[:22]),
+                                        "test": (tmp_path / "tiny" / "test", docs[22:])})
     return workspace
 
 
@@ -46,7 +42,10 @@ def test_ensemble_fits_scores_caches_and_reuses(tiny):
                "--no-progress").output
     assert "(computed test and oof)" in out
     row = _table_row(out, "ensemble.voting")
-    assert len(row) == 7 and all(re.fullmatch(r"\d\.\d{4}", c) for c in row[1:])
+    assert len(row) == 8 and all(re.fullmatch(r"\d\.\d{4}", c) for c in row[1:7])
+    # The last column is the inference cost: voting runs every member, so it costs their sum.
+    members = [float(_table_row(out, m)[7].replace(",", "")) for m in MEMBERS.split(",")]
+    assert float(row[7].replace(",", "")) == pytest.approx(sum(members), abs=0.2)
     assert "chosen parameters: {'threshold': " in out
     assert re.search(r"\| threshold=3, trust=0.9 +\|", out)  # the CV table of every setting
     assert "oracle (test):" in out and "marginal contributions" in out and "pairwise agreement" in out
@@ -94,7 +93,7 @@ def test_params_grid_metric_and_nested(tiny):
 def test_prune_prints_the_elimination_path(tiny):
     out = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--threshold", "auto",
                "--all-paths", "--no-progress").output
-    assert "tie-break order by out-of-fold F1: memorize (" in out
+    assert "tie-break order by out-of-fold F1 (inference cost, CPU s per million tokens): memorize (" in out
     for t in (1, 2, 3):
         assert f"elimination path at t={t}" in out
     assert re.search(r"\| +0 \| \(all members\) +\|", out)
@@ -159,7 +158,12 @@ def test_the_objective_reaches_pruned_voting_and_is_printed(tiny):
     old = _run("ensemble", "--corpus", "tiny", "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--metric", "f2", "--no-progress", "--no-diagnostics", "--no-oof").output
     assert "objective='f2'" in old  # the older option name still works
-    assert "token leak" in out and "95% CI" in out and "ceiling: the members together cover" in out
+    assert "token leak" in out and "95% document-bootstrap" in out and "ceiling: the members together cover" in out
+    # issue 28: F1 beside entity and token leaks, the union as the ceiling, in tables that fit 80 columns
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    leaks = table[next(i for i, x in enumerate(table) if "entity leak %" in x):]
+    assert leaks[0].startswith("| system ") and any(x.startswith("| union (ceiling) ") for x in leaks)
+    assert any(x.startswith("| category ") for x in leaks) and max(len(x) for x in leaks) <= 80
 
 
 def test_a_leak_first_objective_prints_its_operating_point(tiny):

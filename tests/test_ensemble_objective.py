@@ -270,3 +270,68 @@ def test_the_ensembles_own_oof_predictions_refit_the_objective_estimator():
     got = cross_val_predict(refit, members, docs, folds)
     want = cross_val_predict(PrunedVoting(objective="recall"), members, docs, folds)
     assert {k: v.tags for k, v in got.items()} == {k: v.tags for k, v in want.items()}
+
+
+@pytest.mark.parametrize("method", ["stacked-svm", "decision-templates"])
+def test_a_category_clause_leaves_the_other_categories_at_the_f1_only_decisions(method):
+    """With a plain strict-F1 base, only the named category gets a threshold: the
+    whole output keeps the learner's own rule, as the F1-only ensemble (the base
+    sweep once moved every category: decision templates' OTHER F1 by 0.34 pt on
+    MEDDOCAN dev)."""
+    docs, members = random_case(0, n_docs=12, n_members=5)
+    per = GridSearch(make_method(method), folds=3, objective="f1,DATE=token:recall>=0.99").fit(members, docs)
+    plain = GridSearch(make_method(method), folds=3).fit(members, docs)
+    assert set(per.best_estimator_.operating_point) == {"DATE"}
+    assert per.best_params_.items() >= {k: v for k, v in plain.best_params_.items()}.items()
+
+    def others(search):
+        return {(d, a.start, a.end, a.label) for d, p in enumerate(search.predict(members, docs))
+                for a in p.spans(docs[d]) if a.category != "DATE"}
+
+    assert others(per) == others(plain)
+
+
+# --- the operating point of a scored learner, by hand ---------------------------------------
+# Decision templates (paper) on _category_case: profiles v (votes of A, B, C); templates
+# True = mean of gold rows [1,0,0], [1,1,1], [0,1,1] = (2/3, 2/3, 2/3), False = mean of [1,0,0],
+# [0,0,1] = (1/2, 0, 1/2); score = d_false - d_true = 2 * sum(|v - F| - |v - T|):
+#   DATE(3,4) [1,1,1]: 2 * (2 - 1) = 2;  DATE(6,7) [0,1,1]: 2 * (2 - 4/3) = 4/3;
+#   NAME(0,1), DATE(8,9) [1,0,0] and NAME(9,10) [0,0,1]: 2 * (1 - 5/3) = -4/3.
+# Every fold sees the same notes, so the held-out scores are these; points: own rule (score > 0),
+# then -4/3, 4/3, 2. Per note: own rule and 4/3 keep both true DATEs (tp 2, fp 0, fn 1); -4/3
+# keeps all five (tp 3, fp 2, fn 0); 2 keeps DATE(3,4) alone (tp 1, fp 0, fn 2).
+
+@pytest.mark.parametrize("objective, point", [
+    ("strict:recall>=1", {"*": -4 / 3}),      # only -4/3 finds every span
+    ("f2", {"*": -4 / 3}),                    # F2 15/17 against 10/14 (own rule, 4/3) and 5/13 (2)
+    ("strict:precision>=1", None),            # own rule and 4/3 tie (P 1, R 2/3): the own rule
+    ("strict:recall>=0.5", None),             # own rule and 4/3 tie (R 2/3 met, P 1): the own rule
+    ("f1,NAME=token:recall>=1", {"NAME": -4 / 3}),  # the rest at the own rule; NAME's two at -4/3
+])
+def test_decision_templates_operating_point_by_hand(objective, point):
+    docs, members = _category_case()
+    search = GridSearch(make_method("decision-templates"), folds=2, objective=objective).fit(members, docs)
+    got = search.best_estimator_.operating_point
+    assert (got is None) == (point is None)
+    if point is not None:
+        assert got == pytest.approx(point)
+    points = search.operating_search_.points
+    assert points[0] is None  # the own rule first, then the thresholds, lowest first
+    swept = [p["*"] for p in points[1:] if "*" in p]
+    want = set() if objective.startswith("f1,") else {round(t, 9) for t in (-4 / 3, 4 / 3, 2)}  # F1 base: no sweep
+    assert swept == sorted(swept) and {round(t, 9) for t in swept} == want
+
+
+@pytest.mark.parametrize("method", ["decision-templates", "stacked-svm"])
+def test_raising_a_recall_target_never_lowers_the_chosen_oof_recall_of_a_scored_learner(method):
+    """The operating point chosen along the score: its pooled held-out recall
+    never falls as the target rises."""
+    docs, members = random_case(7, n_docs=12, n_members=5)
+    recalls = []
+    for bound in (0.5, 0.8, 0.9, 0.95, 0.99, 1.0):
+        op = GridSearch(make_method(method), folds=3, objective=f"binary-token:recall>={bound}").fit(
+            members, docs).operating_search_
+        curve = {str(p): c["recall"] for p, c in zip(op.points, op.curve("binary-token"))}
+        recalls.append(curve[str(op.chosen)])
+        assert op.reached["*"] == (recalls[-1] >= bound)
+    assert recalls == sorted(recalls)

@@ -85,19 +85,19 @@ def test_metric_recall_changes_the_choice(elimination_case):
     assert search.paths[1].steps == []  # every removal loses recall or keeps it equal
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_subset_scorer_equals_the_voting_rule(seed):
+@pytest.mark.parametrize("overlap, seed", [("greedy", s) for s in range(5)] + [("chain", s) for s in range(4)])
+def test_subset_scorer_equals_the_voting_rule(overlap, seed):
     docs, members = random_case(seed, n_docs=5, n_members=5, n_tokens=40)
     names = tuple(members)
     table = build_candidates([members[n] for n in names], names, docs)
     rank = table.member_rank()
-    scorer = SubsetScorer(table, rank)
+    scorer = SubsetScorer(table, rank, overlap=overlap)
     rng = np.random.default_rng(seed)
     for _ in range(10):
         cols = sorted(rng.choice(5, size=rng.integers(1, 6), replace=False).tolist())
         t = int(rng.integers(1, len(cols) + 1))
         fast = scorer.counts(scorer.subset_bits(cols), t)[0]
-        slow = table.counts(vote_select(table, t, rank, np.array(cols)))
+        slow = table.counts(vote_select(table, t, rank, np.array(cols), overlap=overlap))
         assert tuple(fast) == slow
 
 
@@ -191,22 +191,6 @@ def test_the_search_functions_refuse_what_the_method_refuses_in_its_words():
         with pytest.raises(ValueError, match=rf"^ensemble method 'voting-pruned': invalid value threshold={t}; "
                                              r"expected an integer in \[1, 1,000,000\]$"):
             pruning_search(table, table.member_rank(), [t])
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_subset_scorer_equals_the_chain_voting_rule(seed):
-    docs, members = random_case(seed, n_docs=5, n_members=5, n_tokens=40)
-    names = tuple(members)
-    table = build_candidates([members[n] for n in names], names, docs)
-    rank = table.member_rank()
-    scorer = SubsetScorer(table, rank, overlap="chain")
-    rng = np.random.default_rng(seed)
-    for _ in range(10):
-        cols = sorted(rng.choice(5, size=rng.integers(1, 6), replace=False).tolist())
-        t = int(rng.integers(1, len(cols) + 1))
-        fast = scorer.counts(scorer.subset_bits(cols), t)[0]
-        slow = table.counts(vote_select(table, t, rank, np.array(cols), overlap="chain"))
-        assert tuple(fast) == slow
 
 
 def test_chain_pruning_agrees_with_chain_voting_on_the_subset():

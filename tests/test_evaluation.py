@@ -186,6 +186,11 @@ def test_worked_example_leak(worked):
     assert (leak.hipaa.tokens, leak.hipaa.leaked_tokens, leak.hipaa.chars, leak.hipaa.leaked_chars) == (14, 1, 59, 5)
     assert (leak.by_category["PROFESSION"].leaked_tokens, leak.by_category["PROFESSION"].tokens) == (2, 2)
     assert leak.overall.token_rate == pytest.approx(3 / 23)
+    # entities: 14 gold tags; G10 ("Springfield") and G14 ("staff nurse") have a leaked token
+    assert (leak.overall.entities, leak.overall.leaked_entities) == (14, 2)
+    assert (leak.hipaa.entities, leak.hipaa.leaked_entities) == (8, 1)
+    assert (leak.by_category["PROFESSION"].entities, leak.by_category["PROFESSION"].leaked_entities) == (1, 1)
+    assert leak.overall.entity_rate == pytest.approx(2 / 14)
 
 
 def test_worked_example_quirk_switches(worked):

@@ -159,3 +159,29 @@ def test_unconfigured_tools_are_listed_unavailable_but_parameters_configure_cv(m
     (tmp_path / "out").mkdir()
     ok, _ = make_tagger("mist", import_dir=str(tmp_path / "out")).availability()
     assert ok
+
+
+# --- a fitted external system's category map is saved with it (model bundles) ---------
+
+@pytest.mark.parametrize("name", ["physionet-deid", "mist", "philter", "scrubadub", "presidio"])
+def test_a_category_map_is_saved_with_its_tagger_and_read_back_unchanged(tmp_path, name):
+    from ensemble_deid.taggers.state import read_state, write_state
+
+    cmap = CategoryMap.packaged(name)
+    write_state(tmp_path / "saved", {"kind": "test"}, {"category_map_": cmap})
+    _, state = read_state(tmp_path / "saved")
+    assert state["category_map_"] == cmap
+    assert state["category_map_"].lookup("no such category") == cmap.lookup("no such category")
+
+
+def test_a_saved_category_map_with_a_label_edited_is_refused_when_read(tmp_path):
+    import json
+
+    from ensemble_deid.taggers.state import read_state, write_state
+
+    write_state(tmp_path / "saved", {"kind": "test"}, {"category_map_": CategoryMap.packaged("philter")})
+    path = tmp_path / "saved" / "state.json"
+    path.write_text(path.read_text().replace('"OTHER:PHI"', '"NOT A LABEL"', 1))
+    assert "NOT A LABEL" in path.read_text()
+    with pytest.raises(EnsembleDeidError, match="saved category map.*not CATEGORY:TYPE|saved category map.*no known parent"):
+        read_state(tmp_path / "saved")

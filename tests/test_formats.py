@@ -28,6 +28,8 @@ from ensemble_deid.corpus.formats import (
 from ensemble_deid.corpus.formats.i2b2 import overlap_problems
 from ensemble_deid.corpus.labelmap import LabelMap
 
+from .conftest import REPO_ROOT
+
 # The invented PHI of the broken files: no message may contain any of it.
 PHI_STRINGS = ("Zacarias", "Zacarías", "Quintanill", "03/04/2019", "Toledo", "root:x:0")
 
@@ -718,6 +720,22 @@ def test_notes_over_the_size_limit_are_refused_before_loading(tmp_path):
             result = CliRunner().invoke(main, command)
             assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
             assert "100-01" in result.output and "over the limit" in result.output
+
+
+def test_the_size_limit_message_states_the_memory_the_benchmark_measured(tmp_path):
+    # It said "about 1.2 GB per MB", a figure no benchmark had measured; the
+    # benchmark's results (feature extraction, notes of 0.25 to 1 MB) are the source.
+    import json
+
+    from ensemble_deid.corpus.formats.source import MAX_NOTE_BYTES
+
+    results = json.loads((REPO_ROOT / "benchmarks" / "results" / "long-inputs.json").read_text())
+    measured = max(row["mb_per_mb_of_text"] for row in results["memory"]["notes"]) / 1000
+    (tmp_path / "100-01.txt").write_text("a" * (MAX_NOTE_BYTES + 1), encoding="utf-8")
+    _, problems = read_directory(tmp_path)
+    message = next(p.message for p in problems if p.severity == ERROR)
+    assert f"about {measured:.2f} GB of memory per MB of note text" in message
+    assert "feature extraction" in message
 
 
 def _special_files(folder: Path) -> None:

@@ -18,13 +18,13 @@ from click.testing import CliRunner
 
 from ensemble_deid.cli import main
 from ensemble_deid.corpus.document import Annotation, Document
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.evaluation import Scorer, evaluate
 from ensemble_deid.evaluation.overlap import (BOUNDARY, CORRECT, FALSE_ALARM, LEAK, NONE, WRONG_TYPE, confusion,
                                               document_overlap, nonspace_mask)
 from ensemble_deid.studies.comparison import compare_systems
 from ensemble_deid.studies.html_report import ReportData, Section, build_page, write_page
 
+from .conftest import register_corpus
 from .tiny_corpus import tiny_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -165,6 +165,9 @@ def test_page_numbers_equal_evaluate_and_compare():
         assert (float(row[2]), float(row[3]), float(row[4])) == (p, r, f)
         assert [int(x) for x in row[5:8]] == [micro.tp, micro.fp, micro.fn]
         assert float(row[8]) == leak.token_rate and float(row[9]) == leak.char_rate
+        # issue 28: the entity leak beside them, each with its document-bootstrap interval
+        assert float(row[11]) == leak.entity_rate
+        assert float(row[10]) <= leak.token_rate and float(row[12]) <= leak.entity_rate
         for cat, scores in rep["strict"].by_category.items():
             if scores.tp + scores.fp + scores.fn:
                 cells = re.search(rf'<tr data-cat="{cat}" data-sys="{re.escape(name)}">(.*?)</tr>', page).group(1)
@@ -177,6 +180,11 @@ def test_page_numbers_equal_evaluate_and_compare():
                                                         zip(counts.tp, counts.fp, counts.fn)]
     assert payload["systems"][payload["focus"]]["name"] == "ensemble.voting"  # the only ensemble
     assert rows["gold-copy"][4] == "1.0"
+    # the ceiling: the members' union (the ensemble left out) leaks what evaluate says of every member span at once
+    union = {d.id: [a for n, s in systems.items() if n != "ensemble.voting" for a in s[d.id]] for d in docs}
+    ceiling = evaluate(docs, union, criteria="strict").leak.overall
+    assert f"leaks {ceiling.entity_rate:.4f} of the gold entities" in page
+    assert f"and {ceiling.token_rate:.4f} of the PHI tokens" in page
 
 
 def _phi_strings(docs):
@@ -287,12 +295,8 @@ def _run(*args, ok=True):
 @pytest.fixture
 def tiny_cached(workspace, tmp_path):
     docs = tiny_corpus(30, seed=5)
-    for split, part in (("train", docs[:22]), ("test", docs[22:])):
-        d = tmp_path / "tiny" / split
-        d.mkdir(parents=True)
-        for doc in part:
-            write_i2b2_xml(doc, d / f"{doc.id}.xml")
-    _run("corpus", "add", "tiny", "--train", tmp_path / "tiny" / "train", "--test", tmp_path / "tiny" / "test")
+    register_corpus(workspace, "tiny", {"train": (tmp_path / "tiny" / "train", docs[:22]),
+                                        "test": (tmp_path / "tiny" / "test", docs[22:])})
     _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3", "--no-progress",
          "--no-oof", "--no-diagnostics")
     return docs[22:]

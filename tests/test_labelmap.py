@@ -112,7 +112,7 @@ def test_missing_or_non_utf8_file_names_the_file(tmp_path):
         LabelMap.load(tmp_path / "absent.toml")
     path = tmp_path / "latin.toml"
     path.write_bytes(b'[types]\nA = "\xe9"\n')
-    with pytest.raises(CorpusError, match="latin.toml: cannot read label map"):
+    with pytest.raises(CorpusError, match="latin.toml: label map is not valid UTF-8"):
         LabelMap.load(path)
 
 

@@ -507,3 +507,48 @@ def test_fit_reuses_the_members_cached_folds_for_the_selection_too(tiny, workspa
     from ensemble_deid.deid import read_manifest
 
     assert read_manifest(tmp_path / "model")["selection"]["folds"] == 3
+
+
+# --- constructors store every argument under its own name (Tagger._store_params) ----
+
+def _every_tagger_and_method():
+    from ensemble_deid.ensemble.registry import METHODS
+    from ensemble_deid.taggers.registry import entry_points, tagger_class
+
+    return [tagger_class(name) for name in sorted(entry_points())] + list(METHODS.values())
+
+
+@pytest.mark.parametrize("cls", _every_tagger_and_method(), ids=lambda cls: cls.name)
+def test_every_argument_comes_back_from_get_params_and_clone(cls):
+    # A distinct object per parameter: a value stored under another name, or a
+    # default kept instead of the argument, shows as a mismatch.
+    given = {name: object() for name in cls._param_names()}
+    made = cls(**given)
+    assert made.get_params() == given
+    assert made.clone().get_params() == given
+    again = cls().set_params(**given)
+    assert again.get_params() == given
+
+
+def test_a_subclass_adding_a_parameter_keeps_the_bases_stored():
+    from ensemble_deid.taggers.base import Tagger
+
+    class Base(Tagger):
+        def __init__(self, alpha=1.0, rounds=3):
+            self._store_params(locals())
+
+    class Wider(Base):
+        def __init__(self, alpha=1.0, rounds=3, extra="x"):
+            super().__init__(alpha=alpha, rounds=rounds)
+            self.extra = extra
+
+    assert Wider(alpha=2.0, extra="y").get_params() == {"alpha": 2.0, "rounds": 3, "extra": "y"}
+    assert Base(rounds=5).get_params() == {"alpha": 1.0, "rounds": 5}
+
+
+def test_a_study_config_that_is_not_utf8_is_one_clear_error(tmp_path):
+    # It was a UnicodeDecodeError traceback (the config reader caught only OSError and TOML errors).
+    path = tmp_path / "study.toml"
+    path.write_bytes(b'corpus = "caf\xe9"\n')
+    with pytest.raises(EnsembleDeidError, match=r"study\.toml: study config is not valid UTF-8"):
+        StudyConfig.load(path)

@@ -58,8 +58,24 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     assert not any("tinyA+tinyB" in n for names in heatmaps for n in names), heatmaps
     note = res.ensemble_table.note
     assert "Oracle recall (%)" in note and "not an F1" in note and note.count("A test / ") == 3
+    # issue 28: F1 beside the entity and token leaks with intervals, the members' union as the ceiling
+    leaks = dict(res.leak_table.rows)
+    assert res.leak_table.columns == ["F1", "entity leak", "token leak"]
+    assert {"voting, A/all", "best single member, B/A", "members' union (ceiling), B/all"} <= set(leaks)
+    f1 = dict(res.ensemble_table.rows)
+    assert leaks["voting, A/all"][0].value == f1["voting"][2].value
+    for label, cells in leaks.items():
+        token = cells[2].params["all"]
+        shown = [float(x) for x in re.fullmatch(r"(\S+) \((\S+)-(\S+)\)", cells[2].value).groups()]
+        assert shown == pytest.approx([100 * token["rate"], *(100 * x for x in token["ci95"])], abs=0.006)
+        assert token["ci95"][0] <= token["rate"] <= token["ci95"][1]
+        if "ceiling" not in label:  # the union of a column's members leaks no more than any of its systems
+            ceiling = leaks["members' union (ceiling)" + label[label.index(","):]]
+            assert ceiling[2].params["all"]["rate"] <= token["rate"]
+            assert ceiling[1].params["all"]["rate"] <= cells[1].params["all"]["rate"]
+    assert max(len(line) for line in res.leak_table.terminal(width=80).splitlines()) <= 80
     names = {p.name for p in res.directory.iterdir()}
-    for stem in ("base_taggers", "ensembles"):
+    for stem in ("base_taggers", "ensembles", "leaks"):
         assert {f"{stem}.md", f"{stem}.csv", f"{stem}.json", f"{stem}.tex"} <= names
     assert {"voting_threshold_tinyA.png", "category_f1_tinyA.png", "agreement_tinyB.png", "manifest.json"} <= names
     manifest = json.loads((res.directory / "manifest.json").read_text())

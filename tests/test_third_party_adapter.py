@@ -69,18 +69,12 @@ def test_taggers_lists_the_third_party_tagger(installed, tmp_path):
 
 def test_cv_runs_the_third_party_tagger(installed, tmp_path):
     """Cross-validation through the CLI fills the cache with its predictions."""
-    from ensemble_deid.corpus.formats import write_i2b2_xml
-    from ensemble_deid.corpus.workspace import CorpusSpec, Workspace
-
+    from .conftest import register_corpus
     from .tiny_corpus import tiny_corpus
 
     docs = tiny_corpus(16)
-    dirs = {"train": tmp_path / "notes-train", "test": tmp_path / "notes-test"}
-    for split, part in (("train", docs[:12]), ("test", docs[12:])):
-        dirs[split].mkdir()
-        for doc in part:
-            write_i2b2_xml(doc, dirs[split] / f"{doc.id}.xml")
-    Workspace(tmp_path).add_corpus(CorpusSpec("tiny", {k: str(v) for k, v in dirs.items()}))
+    register_corpus(tmp_path, "tiny", {"train": (tmp_path / "notes-train", docs[:12]),
+                                       "test": (tmp_path / "notes-test", docs[12:])})
     proc = _cli(installed, tmp_path, "cv", "--corpus", "tiny", "--taggers", "example-lexicon:min_count=2",
                 "--folds", "2", "--no-progress")
     assert proc.returncode == 0, proc.stderr

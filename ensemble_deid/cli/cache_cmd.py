@@ -85,12 +85,15 @@ def _installed_version(tagger: str) -> str:
                                             "instead of a table fitted to the terminal.")
 @click.pass_context
 def ls(ctx, wide):
-    """List cache entries: tagger, version, parameters, training corpus, parts, where.
+    """List cache entries: tagger, version, parameters, training corpus, parts,
+    inference cost (CPU seconds per million tokens, from the prediction times
+    the parts recorded; '-' when none did), where.
 
     Ensemble entries also show their members, parameters and date (below the
     table, or in a last column with --wide). Entries served from published
     folders are listed with the folder as their source."""
     from ..experiment.cache import entry_summary
+    from ..experiment.cost import format_cost, inference_cost
     from ..studies.table import render_table, terminal_table
 
     ws = workspace_of(ctx)
@@ -98,21 +101,25 @@ def ls(ctx, wide):
     names = _corpus_names(ws, pc)
     rows, manifests = [], []
 
-    def row(m, parts, size, source, path, entry_dir):
+    def row(m, parts, size, source, path, entry_dir, records):
         ensemble = str(m.get("tagger", "")).startswith("ensemble.")
+        # An ensemble's parts time the meta-learner alone, not its members: no cost of its own.
+        cost = None if ensemble else inference_cost(r for r in records if isinstance(r, dict))
         rows.append([
             m.get("tagger_label", m.get("tagger", "?")), m.get("version", "?"), m.get("param_hash", "?"),
-            m.get("train_fingerprint", "?"), parts, f"{size / 2**20:.1f}", source, path,
+            m.get("train_fingerprint", "?"), parts, f"{size / 2**20:.1f}", format_cost(cost), source, path,
             entry_summary(m, entry_dir) if ensemble else "",
         ])
 
     for entry_dir, manifest in pc.entries():
         size = sum(f.stat().st_size for f in entry_dir.rglob("*") if f.is_file())
-        row(manifest or {}, len(pc.part_files(entry_dir)), size, "workspace", str(entry_dir.relative_to(pc.root)), entry_dir)
+        row(manifest or {}, len(pc.part_files(entry_dir)), size, "workspace", str(entry_dir.relative_to(pc.root)),
+            entry_dir, pc.part_records(entry_dir))
     for folder in pc.published:
         for e in folder.entries():
             size = sum(v.get("bytes", 0) for rel, v in folder.files.items() if rel.startswith(e.get("path", "?") + "/"))
-            row(e, len(e.get("parts", [])), size, f"published {folder.path.name}", e.get("path", "?"), None)
+            row(e, len(e.get("parts", [])), size, f"published {folder.path.name}", e.get("path", "?"), None,
+                e.get("parts", []))
     if not rows:
         click.echo(f"cache {pc.root} is empty")
         return
@@ -121,7 +128,8 @@ def ls(ctx, wide):
         names.update(_union_names(ws, unnamed))
     for r in rows:
         r[3] = names.get(r[3], r[3])
-    headers = ["tagger", "version", "params", "trained on", "parts", "MB", "source", "path", "members; params; date"]
+    headers = ["tagger", "version", "params", "trained on", "parts", "MB", "cost", "source", "path",
+               "members; params; date"]
     if wide:
         if not any(r[-1] for r in rows):
             headers, rows = headers[:-1], [r[:-1] for r in rows]
@@ -130,10 +138,12 @@ def ls(ctx, wide):
     # Fitted to the terminal: version and parameter hash in one short cell (the
     # path holds them in full), source and path in one folding cell, and the
     # ensembles' details as lines below.
-    fitted = [[r[0], f"{r[1]}-{str(r[2])[:8]}", r[3], r[4], r[5], f"{r[6]}: {r[7]}"] for r in rows]
+    fitted = [[r[0], f"{r[1]}-{str(r[2])[:8]}", r[3], r[4], r[5], r[6], f"{r[7]}: {r[8]}"] for r in rows]
     notes = [f"{r[0]} {r[1]}-{str(r[2])[:8]}: {r[-1]}" for r in rows if r[-1]]
-    click.echo(terminal_table(["tagger", "entry", "trained on", "parts", "MB", "where"], fitted, align="lllrrl",
-                              wrap=(2, 5), notes=notes))
+    notes.append("cost: inference cost, CPU seconds per million tokens, from the prediction times the parts "
+                 "recorded ('-': none recorded, or an ensemble)")
+    click.echo(terminal_table(["tagger", "entry", "trained on", "parts", "MB", "cost", "where"], fitted,
+                              align="lllrrrl", wrap=(2, 6), notes=notes))
 
 
 @cache.command("verify")

@@ -1,6 +1,8 @@
 """``ensemble-deid compare``: paired significance tests between systems."""
 from __future__ import annotations
 
+import textwrap
+
 import click
 
 from .common import fail_on_error, workspace_of
@@ -26,7 +28,7 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     P-values are Holm-corrected across the comparisons. Predictions missing
     from the cache are computed first (as 'cv' would).
     """
-    from ..studies.comparison import compare_cached, comparison_rows
+    from ..studies.comparison import compare_cached, comparison_rows, leak_rows
     from ..studies.table import render_table
 
     with fail_on_error():
@@ -37,3 +39,9 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     click.echo(render_table(score_headers, scores))
     click.echo(f"\npaired tests over documents against {comp.reference!r}; Holm: corrected across them")
     click.echo(render_table(test_headers, test_rows, align="llrrl"))
+    leak_headers, leaks = leak_rows(comp)
+    click.echo("\n" + textwrap.fill("leaks: share of gold PHI entities and tokens no predicted span covers (%, 95% "
+                                     "document-bootstrap interval)" + ("" if comp.ceiling is None else
+                                     "; union (ceiling): every span of " + ", ".join(comp.ceiling_of)
+                                     + " together, below which no ensemble of them leaks"), 80))
+    click.echo(render_table(leak_headers, leaks, align="lrrr"))

@@ -26,7 +26,7 @@ def _run_study(ctx, config, out, progress, skipped=None):
         result = Study(ws, config, log=lambda m: click.echo(m, err=True), progress=progress,
                        skipped=skipped).run(out)
     styled = sys.stdout.isatty()
-    for table in (result.base_table, result.ensemble_table):
+    for table in (result.base_table, result.ensemble_table, result.leak_table):
         click.echo()
         click.echo(table.terminal(styled=styled))
     click.echo()

@@ -14,16 +14,13 @@ Unmapped types pass through unchanged.
 """
 from __future__ import annotations
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from .document import Annotation, Document
 from ..errors import CorpusError
+from ..files import read_toml
 
 
 @dataclass(frozen=True)
@@ -34,14 +31,7 @@ class LabelMap:
 
     @classmethod
     def load(cls, path: str | Path) -> "LabelMap":
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CorpusError(f"{path}: cannot read label map ({exc})") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise CorpusError(f"{path}: not valid TOML ({exc})") from exc
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_toml(path, CorpusError, "label map"), source=str(path))
 
     @classmethod
     def from_dict(cls, data: Mapping, source: str = "<inline>") -> "LabelMap":

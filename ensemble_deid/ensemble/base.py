@@ -95,7 +95,10 @@ class MetaLearner:
     _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED]}
     parameter_constraints = Tagger.__dict__["parameter_constraints"]
     _param_names = Tagger.__dict__["_param_names"]
+    _kind: ClassVar[str] = "ensemble method"
+    _store_params = Tagger._store_params
     get_params = Tagger.get_params
+    set_params = Tagger.set_params
     clone = Tagger.clone
 
     def hashed_params(self) -> dict[str, Any]:
@@ -115,6 +118,7 @@ class MetaLearner:
     # Saving (no pickle): the Tagger machinery and its hooks, with the method
     # registry instead of the tagger registry.
     _fitted_state = Tagger._fitted_state
+    _from_saved = Tagger.__dict__["_from_saved"]
     _restore_state = Tagger._restore_state
 
     def save(self, folder):
@@ -129,31 +133,13 @@ class MetaLearner:
     @classmethod
     def load(cls, folder) -> "MetaLearner":
         """A method saved by :meth:`save`; another version's files are refused."""
-        from ..taggers.state import StateError, decoded, read_state
+        from ..taggers.state import StateError, read_state
         from .registry import method_class
 
         header, state = read_state(folder)
         if header.get("kind") != "ensemble-method" or str(header.get("version")) != ENSEMBLE_VERSION:
             raise StateError(f"{folder}: not an ensemble method saved by ensemble version {ENSEMBLE_VERSION}")
-        method = method_class(header["name"])(**decoded(header["params"]))
-        try:  # a value no fit accepts (threshold=-5 in an edited file) is refused here, not used
-            method.validate_params()
-        except ValueError as exc:
-            raise StateError(f"{folder}: {exc}") from None
-        method._restore_state(state)
-        return method
-
-    def set_params(self, **params: Any) -> "MetaLearner":
-        valid = set(self._param_names())
-        bad = sorted(set(params) - valid)
-        if bad:
-            raise ValueError(
-                f"invalid parameter {bad[0]!r} for ensemble method {self.name or type(self).__name__}; "
-                f"valid parameters: {sorted(valid)}"
-            )
-        for key, value in params.items():
-            setattr(self, key, value)
-        return self
+        return method_class(header["name"])._from_saved(folder, header["params"], state)
 
     def validate_params(self) -> None:
         """Every parameter against its declared constraints (InvalidParameter

@@ -43,6 +43,9 @@ class MemberRun:
     oof: dict[str, DocumentPrediction]
     test: dict[str, DocumentPrediction]
     records: list[dict] = field(default_factory=list)
+    # Inference cost, CPU seconds per million tokens (experiment.cost); None:
+    # not recorded (an ensemble member, or a part made before times were kept).
+    cost: float | None = None
 
 
 def is_ensemble_spec(text: str) -> bool:
@@ -59,7 +62,7 @@ def resolve_members(
     if regular:
         runs = engine.run(list(regular), progress=progress, on_corrupt=on_corrupt)
         for label, run in runs.items():
-            out[label] = MemberRun(label, run.entry, run.oof, run.targets["test"], run.records)
+            out[label] = MemberRun(label, run.entry, run.oof, run.targets["test"], run.records, run.cost)
     for text in ensembles:
         out[text] = load_ensemble_member(engine, text)
     return {label: out[label] for label in order}

@@ -63,6 +63,12 @@ def _check(**params) -> None:
     validate_params(f"ensemble method {PrunedVoting.name!r}", params, constraints)
 
 
+def _cost_table(value) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and v < float("inf")
+        for k, v in value.items())
+
+
 class SubsetScorer:
     """Scores of voting over member subsets at a threshold, many at once."""
 
@@ -171,6 +177,9 @@ class PruningSearch:
     metric: str
     evaluations: int
     reached: bool = True  # a constrained target was met (else the closest result was kept)
+    budget: float | None = None  # CPU s per million tokens the chosen subset had to fit (``budget``)
+    cost: float | None = None  # the chosen subset's summed cost, when costs were given
+    points: list = field(default_factory=list)  # every (threshold, subset) scored by a budgeted search
 
 
 def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, metric="f1",
@@ -218,6 +227,33 @@ def pruning_search(table: CandidateTable, rank: np.ndarray, thresholds=None, met
                          scorer.evaluations, scorer.target.is_reached(paths[best_t].key))
 
 
+def budgeted_search(table: CandidateTable, rank: np.ndarray, costs, budget: float | None, thresholds=None,
+                    metric="f1", overlap: str = "greedy") -> PruningSearch:
+    """The best (threshold, subset) among every subset whose summed cost
+    (``costs``: member name -> CPU s per million tokens) fits ``budget``
+    (None: every subset), scored exhaustively (``ensemble.budget``)."""
+    from .budget import affordable_subsets, best_point, check_budget, cost_vector, score_subsets
+
+    _check(overlap=overlap)
+    budget = check_budget(budget, "budget")
+    names = table.member_names
+    cost = cost_vector(names, costs, "costs")
+    scorer = SubsetScorer(table, rank, metric, overlap)
+    masks = affordable_subsets(cost, budget, "budget")
+    points = score_subsets(scorer, names, cost, masks, thresholds)
+    if not points:
+        raise ValueError(f"no subset within the budget has as many members as the threshold(s) {list(thresholds)}")
+    everyone = scorer.subset_bits(range(len(names)))
+    paths = {}
+    for t in sorted({p.threshold for p in points}):
+        best = best_point([p for p in points if p.threshold == t])
+        paths[t] = PruningPath(t, scorer.figure(scorer.counts(everyone, t)[0]), [], best.subset, best.score,
+                               best.counts, best.key)
+    chosen = best_point(points)
+    return PruningSearch(paths, chosen.threshold, chosen.subset, chosen.score, scorer.metric, scorer.evaluations,
+                         scorer.target.is_reached(chosen.key), budget, chosen.cost, points)
+
+
 class PrunedVoting(SpanMetaLearner):
     """Voting over the member subset and threshold found by greedy backward
     elimination on the fitting documents.
@@ -248,6 +284,13 @@ class PrunedVoting(SpanMetaLearner):
         rule; "auto" (default): the level of None, 0.99, 0.95, 0.9 with the
         best F1 over 10 patient-grouped folds of the fitting documents, the
         elimination fitted once (``trust_`` records it).
+    budget : None or float
+        Keep only member subsets whose summed inference cost (``costs``, CPU
+        seconds per million tokens) is at most this; the subset and threshold
+        are then chosen by scoring every such subset (``budgeted_search``)
+        instead of the greedy elimination. None: no budget.
+    costs : None or dict
+        Member name -> inference cost (``MemberRun.cost``); needed with a budget.
     """
 
     name = "voting-pruned"
@@ -259,34 +302,42 @@ class PrunedVoting(SpanMetaLearner):
                               "objective": [Check(check_objective, "an objective such as 'f1' or "
                                                   "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
                               "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)],
-                              "operating_point": [OPERATING_POINT], "trust": [Options("auto"), *TRUST]}
+                              "operating_point": [OPERATING_POINT], "trust": [Options("auto"), *TRUST],
+                              "budget": [None, Interval(float, 0, None, closed="neither")],
+                              "costs": [None, Check(_cost_table, "a table of member name -> cost (a number >= 0)")]}
 
     def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None,
-                 trust="auto"):
-        self.threshold = threshold
-        self.objective = objective
-        self.removal_ties = removal_ties
-        self.overlap = overlap
-        self.operating_point = operating_point
-        self.trust = trust
+                 trust="auto", budget=None, costs=None):
+        self._store_params(locals())
+
+    def check_params(self) -> None:
+        if self.budget is not None and self.costs is None:
+            raise ValueError("ensemble method 'voting-pruned': a budget needs the members' costs (parameter costs)")
 
 
     def _fit_prepared(self, table: CandidateTable) -> None:
         thresholds = None if self.threshold in (None, "auto") else [int(self.threshold)]
         self._member_ranks(table)
-        search = pruning_search(table, self.member_rank_, thresholds, self.objective, self.removal_ties, self.overlap)
+        if self.budget is None:
+            search = pruning_search(table, self.member_rank_, thresholds, self.objective, self.removal_ties,
+                                    self.overlap)
+        else:
+            search = budgeted_search(table, self.member_rank_, self.costs, self.budget, thresholds, self.objective,
+                                     self.overlap)
         self.search_ = search
         self.threshold_ = search.threshold
         self.subset_ = tuple(search.subset)
         self.subset_columns_ = np.array([table.member_names.index(n) for n in search.subset], dtype=np.int64)
         self.operating_point_ = self.operating_point or self._category_thresholds(table)
         self.trusted_ = []
+        # Within a budget only the kept members may be trusted: another would add its inference cost.
+        allowed = None if self.budget is None else set(self.subset_)
         if self.trust == "auto":  # the elimination is too costly to repeat per fold: trust is cross-validated alone
-            self.trust_ = choose_trust(table, self._predict_raw, self.member_rank_)
+            self.trust_ = choose_trust(table, self._predict_raw, self.member_rank_, allowed=allowed)
             if self.trust_ is not None:
-                self.trusted_ = trusted_pairs(table, self.trust_)
-        else:
-            self._learn_trust(table)
+                self.trusted_ = trusted_pairs(table, self.trust_, allowed)
+        elif self.trust is not None:
+            self.trusted_ = trusted_pairs(table, float(self.trust), allowed)
 
     def _category_thresholds(self, table: CandidateTable) -> dict | None:
         """Per named category, the vote threshold (over the kept members) that

@@ -8,7 +8,11 @@
 - :func:`load_members`: the members' cross-validation, run or reused;
 - :func:`run_ensemble`: fit, predict and cache an ensemble (or reuse it);
 - :func:`run_method`: all of the above for a workspace's corpus;
-- :func:`prune_members`: greedy backward elimination of voting members.
+- :func:`prune_members`: greedy backward elimination of voting members, or
+  the best subset within a cost budget;
+- :func:`resolve_costs`: the members' inference costs (re-measured when missing);
+- :func:`cost_points`: every (threshold, subset) of voting scored with its
+  cost, for the Pareto front (``ensemble.budget``).
 
 Bad values raise :class:`~ensemble_deid.errors.ParameterError` before any
 member is computed; ``option`` names the command-line option they came as.
@@ -149,6 +153,17 @@ def load_members(workspace, corpus_name: str, members: str, folds: int | None = 
 
 # --- fitting ---------------------------------------------------------------------------
 
+# Parameters added after entries were cached, left out of an ensemble's cache key (and of what is
+# printed) at None, what every earlier version did: operating_point (the method's own rule), budget
+# and costs (no budget). Entries cached before them keep their key.
+LEFT_OUT_AT_NONE = ("operating_point", "budget", "costs")
+
+
+def key_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's parameters as its cache key (and ``parameters used:``) hold them."""
+    return {k: v for k, v in params.items() if not (k in LEFT_OUT_AT_NONE and v is None)}
+
+
 def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],
                  refit: bool = False, oof: bool = True, echo: Say = print, progress: bool = False) -> dict:
     """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
@@ -163,9 +178,8 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     from .selection import fold_predictions
 
     train, test = engine.train, engine.targets["test"]
-    # operating_point=None (the method's own rule, what every earlier version did) stays out of the
-    # key, and the objective keeps the key "metric" it had: entries cached before them stay valid.
-    params = {k: v for k, v in learner.estimator.get_params().items() if not (k == "operating_point" and v is None)}
+    # The objective keeps the key "metric" it had: entries cached before it stay valid.
+    params = key_params(learner.estimator.get_params())
     settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
                 "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
     if learner.fixed:  # only then: entries cached without fixed parameters keep their key
@@ -259,6 +273,9 @@ def learned(model) -> dict:
     if hasattr(model, "search_"):
         out["elimination"] = {t: [list(s) for s in p.steps] for t, p in model.search_.paths.items()}
         out["reached"] = model.search_.reached
+        if model.search_.cost is not None:
+            out["cost"] = model.search_.cost
+            out["budget"] = model.search_.budget
     if getattr(model, "operating_point_", None):
         out["category_thresholds"] = model.operating_point_
     if getattr(model, "trusted_", None):
@@ -308,16 +325,32 @@ class MethodRun:
 def run_method(workspace, corpus_name: str, method: str, members: str, params: Mapping[str, Any] | None = None,
                grid: Mapping[str, Sequence] | None = None, folds: int | None = None, seed: int = 0,
                objective: str = "f1", nested: bool = False, oof: bool = True, refit: bool = False,
-               progress: bool = True, log: Say = _quiet, warn: Say = _quiet) -> MethodRun:
+               progress: bool = True, log: Say = _quiet, warn: Say = _quiet, budget: float | None = None) -> MethodRun:
     """The ``ensemble`` step: the members' CV (run or reused), the method's
     parameters chosen by k-fold CV over their out-of-fold predictions on
     the training set, its test predictions, all cached as
     ``ensemble.<method>``. ``folds=None``: see :func:`load_members`.
+    ``budget`` (voting-pruned only): CPU seconds per million tokens the
+    kept members' summed inference cost may reach (``ensemble.budget``).
     Every parameter is checked before any member is computed."""
+    from .budget import check_budget
+
     n_members = len(parse_members(members)[2])
-    learner = make_search(method, params, grid, folds=DEFAULT_FOLDS if folds is None else folds, seed=seed,
-                          objective=objective, nested=nested, n_members=n_members)
+    budget = check_budget(budget)
+    if budget is not None and method != "voting-pruned":
+        raise ParameterError(f"a budget chooses member subsets: only --method voting-pruned takes it, not {method}",
+                             "--budget")
+    settings = dict(folds=DEFAULT_FOLDS if folds is None else folds, seed=seed, objective=objective, nested=nested,
+                    n_members=n_members)
+    learner = make_search(method, params, grid, **settings)
     corpus, engine, runs = load_members(workspace, corpus_name, members, folds, seed, progress, log, warn)
+    if budget is not None:  # the costs are known now: the same search, with the budget fixed
+        from .budget import affordable_subsets, cost_vector
+
+        costs = budget_costs(resolve_costs(engine, runs, log))
+        affordable_subsets(cost_vector(tuple(runs), costs), budget)  # nothing fits: said before any fit
+        learner = make_search(method, {**(params or {}), "budget": budget, "costs": costs}, grid,
+                              **settings)
     learner.set_params(folds=engine.k)  # the members' cached CV may have been reused
     result = run_ensemble(engine, learner, method, runs, refit=refit, oof=oof, echo=log, progress=progress)
     return MethodRun(method, corpus, engine, runs, learner, result)
@@ -369,28 +402,45 @@ class PruneResult:
 
 
 def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None = None, objective: str = "f1",
-                  variant: Mapping[str, Any] | None = None) -> PruneResult:
+                  variant: Mapping[str, Any] | None = None, budget: float | None = None) -> PruneResult:
     """Voting pruned by greedy backward elimination [KIM20] on the members'
     out-of-fold predictions over the training set (``threshold=None``: every
     threshold 1..m), maximising the objective's base clause, and the chosen
-    (threshold, subset) applied to the test split. Per-category clauses are
+    (threshold, subset) applied to the test split. With a ``budget`` (CPU
+    seconds per million tokens; the members' ``cost`` must be known, see
+    :func:`resolve_costs`): the best of every subset whose summed cost fits
+    it instead (``ensemble.budget``). Per-category clauses are
     refused: they choose thresholds after the elimination (``ensemble
     --method voting-pruned``)."""
+    from .budget import check_budget
     from .candidates import build_candidates
 
     objective = pruning_objective(objective)
-    from .pruning import pruning_search
+    budget = check_budget(budget)
+    from .pruning import budgeted_search, pruning_search
     from .voting import vote_select
 
     variant = pruning_variant(variant or {})
     names = tuple(runs)
     if threshold is not None and threshold > len(names):
         raise ParameterError(f"{threshold} exceeds the number of members ({len(names)})", "--threshold")
+    if budget is not None:  # before the table: an unknown cost or a budget nothing fits is said at once
+        from .budget import affordable_subsets, cost_vector
+
+        affordable_subsets(cost_vector(names, budget_costs({n: runs[n].cost for n in names})), budget)
     t0 = time.perf_counter()
     table = build_candidates([runs[n].oof for n in names], names, corpus.train)
     t1 = time.perf_counter()
     rank = table.member_rank()
-    search = pruning_search(table, rank, None if threshold is None else [threshold], objective, **variant)
+    thresholds = None if threshold is None else [threshold]
+    if budget is None:
+        search = pruning_search(table, rank, thresholds, objective, **variant)
+    else:
+        try:
+            search = budgeted_search(table, rank, budget_costs({n: runs[n].cost for n in names}), budget, thresholds, objective,
+                                     variant.get("overlap", "greedy"))
+        except ValueError as exc:  # a threshold above every affordable subset's size
+            raise ParameterError(str(exc), "--threshold") from None
     t2 = time.perf_counter()
     test_table = build_candidates([runs[n].test for n in names], names, corpus.test)
     cols = [names.index(n) for n in search.subset]
@@ -399,7 +449,52 @@ def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None =
     return PruneResult(names, table, rank, search, test_preds, t1 - t0, t2 - t1)
 
 
+# --- inference cost ------------------------------------------------------------------
+
+def budget_costs(costs: Mapping[str, float | None]) -> dict[str, float]:
+    """The known costs, rounded as tables show them (0.1 CPU s per million
+    tokens): what a budget compares with, and what goes into a cache key."""
+    return {label: round(float(c), 1) for label, c in costs.items() if c is not None}
+
+
+def resolve_costs(engine: CrossValidation, runs: Mapping[str, MemberRun], log: Say = _quiet) -> dict[str, float | None]:
+    """Each member's inference cost, CPU seconds per million tokens
+    (``experiment.cost``), also set on the runs. A tagger whose cached parts
+    recorded no prediction time is re-measured (fitted on the training folds of
+    fold 0, timed predicting fold 0; kept in the cache, so once per entry). A
+    cached ensemble named as a member has no cost (None)."""
+    from ..experiment.cost import measure_cost, stored_cost
+
+    out: dict[str, float | None] = {}
+    for label, run in runs.items():
+        if run.cost is None and not is_ensemble_spec(label):
+            run.cost = stored_cost(engine.cache, run.entry)
+            if run.cost is None:
+                log(f"{label}: its cache entry recorded no prediction time: measuring its inference cost "
+                    "(fit on the training folds of fold 0, predict fold 0)")
+                fit_docs, predict_docs = engine.folds.split(engine.train, 0)
+                run.cost = measure_cost(engine.cache, run.entry, TaggerSpec.parse(label).make(), fit_docs,
+                                        predict_docs)
+        out[label] = run.cost
+    return out
+
+
+def cost_points(table, rank, costs: Mapping[str, float | None], objective: str = "f1", overlap: str = "greedy",
+                budget: float | None = None, option: str = "--budget"):
+    """Every (threshold, subset) of voting over the members of a candidate
+    table, with its summed cost and its objective on the table's documents
+    (``ensemble.budget.SubsetPoint``); ``ensemble.budget.pareto_front`` keeps
+    the undominated ones. ``budget`` leaves out the subsets above it."""
+    from .budget import affordable_subsets, cost_vector, score_subsets
+    from .pruning import SubsetScorer
+
+    names = table.member_names
+    vector = cost_vector(names, budget_costs(costs), option)
+    scorer = SubsetScorer(table, rank, objective, overlap)
+    return score_subsets(scorer, names, vector, affordable_subsets(vector, budget, option))
+
+
 __all__ = [
-    "DEFAULT_FOLDS", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
+    "DEFAULT_FOLDS", "LEFT_OUT_AT_NONE", "budget_costs", "key_params", "cost_points", "resolve_costs", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
     "parse_grid", "parse_members", "parse_params", "prune_members", "pruning_variant", "run_ensemble", "run_method",
 ]

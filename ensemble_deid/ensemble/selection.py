@@ -15,7 +15,8 @@ the objective prefers on the pooled held-out folds: the learner's own rule
 first, then every threshold the out-of-fold scores suggest, lowest first
 (ties go to the own rule, then to the lower threshold, which keeps more).
 Per-category clauses then choose one threshold per named category the same
-way, the others staying at the chosen point. A constrained target met by
+way, the others staying at the chosen point (with a plain strict-F1 base,
+the learner's own rule: the F1-only ensemble's decisions). A constrained target met by
 no threshold gets the closest one; ``reached_`` says so.
 
 Nested cross-validation (``nested=True``) wraps that whole procedure in an
@@ -37,7 +38,7 @@ from ..corpus.folds import FoldAssignment, assign_folds
 from ..taggers.constraints import MAX_COUNT, SEED, Check, Interval, InvalidParameter
 from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner, Members, metric_value, ordered_members
-from .objective import Objective, add_counts, best_index, check_objective, parse_objective
+from .objective import Objective, Target, add_counts, best_index, check_objective, parse_objective
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -171,7 +172,9 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         return total
 
     best_key, best, best_points, best_counts = None, 0, None, None
-    sweeps = estimator.sweeps_base and not objective.is_default
+    # A plain strict-F1 base keeps the learner's own rule, as the F1-only ensemble does: per-category
+    # clauses then move their own categories only, the others keep the F1-only decisions.
+    sweeps = estimator.sweeps_base and objective.base != Target()
     for i, res in enumerate(results):
         points: list = [None]
         if sweeps and fitted[i]:

@@ -67,21 +67,7 @@ class StackedLSTM(TokenMetaLearner):
     def __init__(self, embedding_dim=10, hidden_size=100, num_layers=2, dropout=0.25, learning_rate=0.001,
                  epochs=25, batch_size=32, max_length=200, early_stopping=True, validation_fraction=0.1,
                  patience=5, device=None, threads=None, random_state=0, operating_point=None):
-        self.embedding_dim = embedding_dim
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.dropout = dropout
-        self.learning_rate = learning_rate
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.device = device
-        self.threads = threads
-        self.random_state = random_state
-        self.operating_point = operating_point
+        self._store_params(locals())
 
     # --- data --------------------------------------------------------------------
     def _sequences(self, table: TokenTable, with_gold: bool):

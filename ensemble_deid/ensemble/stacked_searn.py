@@ -116,14 +116,7 @@ class StackedSEARN(TokenMetaLearner):
 
     def __init__(self, passes=20, learning_rate=0.025, window=2, history=2, bits=22, max_length=50, vw_options="",
                  random_state=0):
-        self.passes = passes
-        self.learning_rate = learning_rate
-        self.window = window
-        self.history = history
-        self.bits = bits
-        self.max_length = max_length
-        self.vw_options = vw_options
-        self.random_state = random_state
+        self._store_params(locals())
 
     def check_params(self) -> None:
         import shlex

@@ -145,12 +145,7 @@ class StackedSVM(SpanMetaLearner):
 
     def __init__(self, C=0.1, class_weight=None, confidences=False, max_iter=5000, random_state=0,
                  operating_point=None):
-        self.C = C
-        self.class_weight = class_weight
-        self.confidences = confidences
-        self.max_iter = max_iter
-        self.random_state = random_state
-        self.operating_point = operating_point
+        self._store_params(locals())
 
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"C": [0.01, 0.1, 1.0, 10.0]}

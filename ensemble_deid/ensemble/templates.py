@@ -142,11 +142,7 @@ class DecisionTemplates(SpanMetaLearner):
                               "operating_point": [OPERATING_POINT], "trust": TRUST}
 
     def __init__(self, variant="paper", min_similarity=0.5, overlap="greedy", operating_point=None, trust=None):
-        self.variant = variant
-        self.min_similarity = min_similarity
-        self.overlap = overlap
-        self.operating_point = operating_point
-        self.trust = trust
+        self._store_params(locals())
 
     @property
     def scored(self) -> bool:  # the authors' variant moves along its min_similarity parameter instead

@@ -24,7 +24,7 @@ keeps the method's own rule).
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -37,9 +37,10 @@ TRUST = [None, Interval(float, 0, 1, closed="right")]  # the parameter's declare
 TRUST_FOLDS = 10  # folds of choose_trust (fewer when there are fewer patients)
 
 
-def trusted_pairs(table: CandidateTable, trust: float) -> list[list]:
+def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] | None = None) -> list[list]:
     """[member name, label] pairs whose spans on ``table`` satisfy
-    tp / (n + 1) >= ``trust`` (module docstring), in member then label order."""
+    tp / (n + 1) >= ``trust`` (module docstring), in member then label order;
+    ``allowed``: only these members (None: all)."""
     pairs = []
     if not len(table):
         return pairs
@@ -51,7 +52,8 @@ def trusted_pairs(table: CandidateTable, trust: float) -> list[list]:
         n = votes.sum(axis=0)
         tp = (votes & table.gold[rows, None]).sum(axis=0)
         for j in np.flatnonzero(tp >= trust * (n + 1)).tolist():
-            pairs.append([table.member_names[j], label])
+            if allowed is None or table.member_names[j] in allowed:
+                pairs.append([table.member_names[j], label])
     return sorted(pairs, key=lambda p: (table.member_names.index(p[0]), p[1]))
 
 
@@ -88,7 +90,7 @@ def veto_outside(table: CandidateTable, selected: np.ndarray, pairs: Sequence[Se
 
 
 def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarray], rank: np.ndarray,
-                 seed: int = 0) -> float | None:
+                 seed: int = 0, allowed: Collection[str] | None = None) -> float | None:
     """The trust level of ``TRUST_GRID`` with the best strict F1 pooled over
     patient-grouped folds of ``table``: each fold's pairs are learned on the
     other folds and applied to it, on top of ``own`` (the method's output,
@@ -106,7 +108,7 @@ def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarr
     for trust in TRUST_GRID:
         tp = fp = fn = 0
         for fit_on, test, mine in held_out:
-            pairs = trusted_pairs(fit_on, trust) if trust is not None else []
+            pairs = trusted_pairs(fit_on, trust, allowed) if trust is not None else []
             a, b, c = test.counts(veto_outside(test, mine, pairs, rank))
             tp, fp, fn = tp + a, fp + b, fn + c
         f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0

@@ -149,10 +149,7 @@ class Voting(SpanMetaLearner):
                               "operating_point": [OPERATING_POINT], "trust": TRUST}
 
     def __init__(self, threshold=2, overlap="greedy", operating_point=None, trust=None):
-        self.threshold = threshold
-        self.overlap = overlap
-        self.operating_point = operating_point
-        self.trust = trust
+        self._store_params(locals())
 
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"threshold": list(range(1, n_members + 1)), "trust": list(TRUST_GRID)}

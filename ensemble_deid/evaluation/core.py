@@ -32,6 +32,7 @@ def evaluate(
     breakdowns: bool = True,
     leak: bool = True,
     lenient: bool = False,
+    leak_documents: bool = False,
 ) -> EvaluationReport:
     """Score system output against gold documents.
 
@@ -42,6 +43,8 @@ def evaluate(
     labelled criteria (token, strict, relaxed and their HIPAA variants).
     ``lenient`` scores what the official program scores from files:
     zero-length tags and tags ending past the end of their text.
+    ``leak_documents``: the leak report also holds each document's rates
+    (``LeakReport.by_document``, in gold order).
     """
     chosen = parse_criteria(criteria)
     gold = list(gold)
@@ -92,6 +95,6 @@ def evaluate(
         found = sorted(set(category_of_label) - set(PARENT_CATEGORIES))
         leak_report = leak_rates(
             engine.gold, sys_table, engine.corpus, options.ascii_token_regex, category_of_label,
-            engine.hipaa(engine.gold), list(PARENT_CATEGORIES) + found,
+            engine.hipaa(engine.gold), list(PARENT_CATEGORIES) + found, by_document=leak_documents,
         )
     return EvaluationReport(results, leak_report, ids, options, aligned.missing, options.missing, aligned.extra)

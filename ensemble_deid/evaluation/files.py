@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..corpus.formats.i2b2 import ScoringRecord, read_scoring_xml
-from ..corpus.formats.source import corpus_files
+from ..corpus.formats.source import corpus_files, read_each
 from ..errors import ERROR, CorpusError, Problem
 from .align import EvaluationWarning
 from .criteria import ALL, Criterion
@@ -32,19 +32,12 @@ def read_folder(directory: str | Path, fmt: str = "auto", label_map: Any = None)
     xml_files = corpus_files(directory, ".xml") if fmt in ("auto", "xml") else []
     if fmt == "auto":
         fmt = "xml" if xml_files else "brat"
-    records: list[ScoringRecord] = []
-    problems: list[Problem] = []
     if fmt == "xml":
-        for path in xml_files:
-            record, found = read_scoring_xml(path)
-            problems += found
-            if record is not None:
-                records.append(record)
+        records, problems = read_each(xml_files, read_scoring_xml)
     elif fmt == "brat":
         from ..corpus.formats import read_directory
 
-        docs, found = read_directory(directory, "brat", label_map)
-        problems += found
+        docs, problems = read_directory(directory, "brat", label_map)
         label_map = None  # applied by the reader
         records = [ScoringRecord(d.id, d.text, tuple((a.start, a.end, a.category, a.type) for a in d.annotations),
                                  str(d.metadata.get("source", d.id))) for d in docs]

@@ -3,8 +3,10 @@
 The privacy figure. Any system span covers, whatever its type. A gold PHI
 token (the token criterion's tokens, empty ones excepted) leaks unless every
 one of its characters is covered; a gold PHI character (white space excepted)
-leaks unless covered. Overall, HIPAA (gold tags the HIPAA filter keeps) and
-per parent category; a token or character inside two gold tags counts once.
+leaks unless covered; a gold entity (tag) leaks when any of its tokens leaks
+(part of it is disclosed; tags without a token are not counted). Overall,
+HIPAA (gold tags the HIPAA filter keeps) and per parent category; a token or
+character inside two gold tags counts once, and so do two tags on one span.
 """
 from __future__ import annotations
 
@@ -22,6 +24,12 @@ class LeakRates:
     leaked_tokens: int
     chars: int
     leaked_chars: int
+    entities: int = 0
+    leaked_entities: int = 0
+
+    @property
+    def entity_rate(self) -> float:
+        return self.leaked_entities / self.entities if self.entities else 0.0
 
     @property
     def token_rate(self) -> float:
@@ -32,7 +40,8 @@ class LeakRates:
         return self.leaked_chars / self.chars if self.chars else 0.0
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "token_rate": self.token_rate, "char_rate": self.char_rate}
+        return {**asdict(self), "token_rate": self.token_rate, "char_rate": self.char_rate,
+                "entity_rate": self.entity_rate}
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,8 @@ class LeakReport:
     overall: LeakRates
     hipaa: LeakRates
     by_category: dict[str, LeakRates]
+    # the same per document, in corpus order (``evaluate(..., leak_documents=True)``)
+    by_document: tuple["LeakReport", ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -86,15 +97,19 @@ def _expand(starts: np.ndarray, ends: np.ndarray):
     return starts[parent] + (np.arange(int(lengths.sum())) - first[parent]), parent
 
 
-def _unique_count(group: np.ndarray, item: np.ndarray, flag: np.ndarray, n_groups: int):
-    """Per group: distinct items, and distinct items with the flag set."""
+def _unique_count(group: np.ndarray, item: np.ndarray, flag: np.ndarray, n_groups: int, doc: np.ndarray, n_docs: int):
+    """Per document and group, (n_docs, n_groups): distinct items, and
+    distinct items with the flag set. An item (a global offset) lies in one
+    document, ``doc``."""
     key = item * n_groups + group
     order = np.argsort(key, kind="stable")
-    key, flag = key[order], flag[order]
+    key, flag, doc = key[order], flag[order], doc[order]
     first = np.ones(len(key), dtype=bool)
     first[1:] = key[1:] != key[:-1]
-    g = key[first] % n_groups
-    return np.bincount(g, minlength=n_groups), np.bincount(g[flag[first]], minlength=n_groups)
+    g = doc[first] * n_groups + key[first] % n_groups
+    size = n_docs * n_groups
+    return (np.bincount(g, minlength=size).reshape(n_docs, n_groups),
+            np.bincount(g[flag[first]], minlength=size).reshape(n_docs, n_groups))
 
 
 def leak_rates(
@@ -105,8 +120,12 @@ def leak_rates(
     category_of_label: list[str],
     hipaa_gold: np.ndarray,
     categories: list[str],
+    by_document: bool = False,
 ) -> LeakReport:
+    """The corpus's leak rates; with ``by_document``, each document's too
+    (the counts of one pass, for document-bootstrap intervals)."""
     cover = Coverage(system.gstart, system.gend)
+    n_docs = len(corpus)
     index = {c: i for i, c in enumerate(categories)}
     cat = np.array([index[c] for c in category_of_label], dtype=np.int64)[gold.label] if len(gold) else np.zeros(0, dtype=np.int64)
     # groups: 0..k-1 categories, k = all, k+1 = HIPAA; a tag belongs to its
@@ -129,7 +148,14 @@ def leak_rates(
     offsets = np.arange(int(counts.sum())) - (np.cumsum(counts) - counts)[member]
     tok = tok_index[tag_first[rows][member] + offsets]
     width = corpus.max_length + 2
-    tok_total, tok_leaked = _unique_count(groups[member], ts[tok] * width + (te[tok] - ts[tok]), leaked[tok], n_groups)
+    doc = gold.doc[rows]
+    tok_total, tok_leaked = _unique_count(groups[member], ts[tok] * width + (te[tok] - ts[tok]), leaked[tok], n_groups,
+                                          doc[member], n_docs)
+    # entities: tags with a token, leaked when one of their tokens is
+    tag_leaked = np.bincount(parent[leaked], minlength=len(gold)) > 0
+    has = by_tag[rows] > 0
+    ent_total, ent_leaked = _unique_count(groups[has], (gold.gstart * width + (gold.gend - gold.gstart))[rows][has],
+                                          tag_leaked[rows][has], n_groups, doc[has], n_docs)
 
     # characters past the end of a text (tags of lenient files) do not exist
     text_end = corpus.bases[gold.doc] + corpus.lengths[gold.doc]
@@ -138,9 +164,15 @@ def leak_rates(
     pos, owner = _expand(g_start[rows], g_end[rows])
     keep = corpus.nonspace_at(pos)
     pos, owner = pos[keep], owner[keep]
-    chr_total, chr_leaked = _unique_count(groups[owner], pos, ~cover.covers(pos), n_groups)
+    chr_total, chr_leaked = _unique_count(groups[owner], pos, ~cover.covers(pos), n_groups, doc[owner], n_docs)
+    tables = (tok_total, tok_leaked, chr_total, chr_leaked, ent_total, ent_leaked)
 
-    def rates(i: int) -> LeakRates:
-        return LeakRates(int(tok_total[i]), int(tok_leaked[i]), int(chr_total[i]), int(chr_leaked[i]))
+    def report(values) -> LeakReport:
+        def rates(i: int) -> LeakRates:
+            return LeakRates(*(int(v[i]) for v in values))
 
-    return LeakReport(rates(k), rates(k + 1), {c: rates(i) for i, c in enumerate(categories)})
+        return LeakReport(rates(k), rates(k + 1), {c: rates(i) for i, c in enumerate(categories)})
+
+    documents = tuple(report([t[d] for t in tables]) for d in range(n_docs)) if by_document else ()
+    whole = report([t.sum(axis=0) for t in tables])
+    return LeakReport(whole.overall, whole.hipaa, whole.by_category, documents)

@@ -632,6 +632,12 @@ class PredictionCache:
         bases = {p.with_suffix("") for p in entry_dir.glob("*/*.json")} | {p.with_suffix("") for p in entry_dir.glob("*/*.npz")}
         return sorted(bases)
 
+    def part_records(self, entry_dir: Path) -> list[dict]:
+        """The commit records of an entry's parts whose checksum holds (for
+        inventories: seconds, tokens; the npz is not read)."""
+        records = (self._read_json(base.with_suffix(".json"), strict=False) for base in self.part_files(entry_dir))
+        return [r for r in records if r is not None]
+
     def verify(self) -> list[Problem]:
         """Every corrupt or incomplete part, entry without manifest or parts,
         left-over temp file or scratch folder, and problem of a published folder."""

@@ -176,6 +176,13 @@ class TaggerRun:
         return sum(r.get(key, 0.0) for r, p in zip(self.records, self.parts) if (p in self.computed_parts) == computed)
 
     @property
+    def cost(self) -> float | None:
+        """Inference cost: CPU seconds per million tokens over the recorded parts (``experiment.cost``)."""
+        from .cost import inference_cost
+
+        return inference_cost(self.records)
+
+    @property
     def peak_mb(self) -> float:
         return max((r.get("peak_rss_mb", 0.0) for r in self.records), default=0.0)
 
@@ -237,15 +244,16 @@ def execute_task(
         with PeakMemory() as mem:
             t0 = time.perf_counter()
             tagger.fit([] if tagger.external else fit_docs)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             predictions = tagger.predict(predict_docs)
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
         check_predictions(predict_docs, predictions, f"tagger {task.spec.label}")
         meta = {
             "tagger_label": task.spec.label, "params": {k: _jsonable(v) for k, v in tagger.get_params().items()},
             "fold": task.fold, "target": task.target,
             "fit_documents": 0 if tagger.external else len(fit_docs),
             "fit_seconds": round(t1 - t0, 4), "predict_seconds": round(t2 - t1, 4),
+            "predict_cpu_seconds": round(c2 - c1, 4),  # the inference cost (experiment.cost)
             "peak_rss_mb": round(mem.peak, 1), "environment": tagger.environment(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

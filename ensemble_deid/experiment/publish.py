@@ -179,7 +179,8 @@ def publish(
                     "path": task.part.relpath.as_posix(), "kind": task.part.kind, "scope": task.part.scope,
                     "name": task.part.name, "fold": task.fold, "target": task.target,
                     **{key: record.get(key) for key in ("documents", "tokens", "fit_documents", "fit_seconds",
-                                                        "predict_seconds", "peak_rss_mb", "environment", "created")},
+                                                        "predict_seconds", "predict_cpu_seconds", "peak_rss_mb", "environment",
+                                                        "created") if key in record or key != "predict_cpu_seconds"},
                 })
             entries[rel_entry.as_posix()] = {
                 "tagger": entry.tagger, "tagger_label": spec.label, "version": entry.version,

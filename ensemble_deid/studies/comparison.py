@@ -3,7 +3,10 @@
 A comparison takes the predictions of several systems on one gold set,
 scores each by one criterion (strict micro by default), and tests every
 system against a reference (the first given, or the best) with the chosen
-paired tests; p-values of one comparison are Holm-corrected together.
+paired tests; p-values of one comparison are Holm-corrected together. Next
+to F1, each system's entity and token leak rates with 95% document-bootstrap
+intervals (``studies.leaks``), and the leak of the union of the compared
+members as the ceiling: no ensemble of them leaks less.
 """
 from __future__ import annotations
 
@@ -33,6 +36,9 @@ class Comparison:
     scores: dict[str, SystemScore]
     tests: dict[str, dict[str, TestResult]] = field(default_factory=dict)  # system -> test -> result
     adjusted: dict[str, dict[str, float]] = field(default_factory=dict)  # system -> test -> Holm p
+    leaks: dict[str, dict] = field(default_factory=dict)  # system -> unit -> "all"/category -> studies.leaks.Leak
+    ceiling: dict | None = None  # the leaks of the members' union
+    ceiling_of: tuple[str, ...] = ()  # the members whose union it is
 
     def not_different_from_reference(self, system: str, test: str, alpha: float = 0.05) -> bool:
         return system == self.reference or self.adjusted[system][test] >= alpha
@@ -41,10 +47,13 @@ class Comparison:
 def compare_systems(
     gold: Sequence[Document], systems: Mapping[str, Mapping[str, DocumentPrediction]], *,
     criterion: str = "strict", reference: str | None = "best", tests: Sequence[str] = ("randomization",),
-    trials: int = 10_000, seed: int = 0,
+    trials: int = 10_000, seed: int = 0, members: Sequence[str] | None = None,
 ) -> Comparison:
-    """``reference``: a system name, ``"best"`` (highest F1) or None (the first)."""
+    """``reference``: a system name, ``"best"`` (highest F1) or None (the
+    first). ``members``: the systems whose union is the leak ceiling (default
+    all)."""
     from ..evaluation import Scorer
+    from .leaks import leak_table, union_spans
 
     unknown = [t for t in tests if t not in TESTS]
     if unknown:
@@ -64,6 +73,11 @@ def compare_systems(
     elif reference not in scores:
         raise ValueError(f"reference {reference!r} is not among the systems {list(scores)}")
     comp = Comparison(criterion, reference, scores)
+    spans = {name: prediction_spans(gold, preds) for name, preds in systems.items()}
+    comp.leaks = {name: leak_table(gold, s, seed=seed) for name, s in spans.items()}
+    comp.ceiling_of = tuple(members) if members else tuple(systems)
+    if len(comp.ceiling_of) > 1:
+        comp.ceiling = leak_table(gold, union_spans(gold, {n: spans[n] for n in comp.ceiling_of}), seed=seed)
     others = [n for n in scores if n != reference]
     for name in others:
         pc = PairedCounts.from_document_counts(scores[reference].counts, scores[name].counts)
@@ -97,6 +111,15 @@ def comparison_rows(comp: Comparison, tests: Sequence[str]) -> tuple[tuple[list[
             ci = f"[{-res.ci_high:+.4f}, {-res.ci_low:+.4f}]" if t == "bootstrap" else ""
             rows.append([name, t, PValue(res.p_value), PValue(comp.adjusted[name][t]), ci])
     return (["system", "P", "R", "F1", "ΔF1 vs ref"], scores), (["system", "test", "p", "p (Holm)", "95% CI of ΔF1"], rows)
+
+
+def leak_rows(comp: Comparison) -> tuple[list[str], list[list]]:
+    """A narrow table (``studies.leaks.leak_rows``): F1, then the entity and
+    token leak rates in percent with their 95% document-bootstrap intervals;
+    the last row is the members' union, the ceiling."""
+    from . import leaks
+
+    return leaks.leak_rows(comp.leaks, {name: s.f1 for name, s in comp.scores.items()}, comp.ceiling)
 
 
 def compare_cached(workspace, corpus_name: str, systems: Sequence[str], *, criterion: str = "strict",
@@ -135,7 +158,8 @@ def compare_cached(workspace, corpus_name: str, systems: Sequence[str], *, crite
         predictions[text] = load_ensemble_member(engine, text, oof=False).test
     try:
         comp = compare_systems(corpus.test, {label: predictions[label] for label in labels},
-                               criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed)
+                               criterion=criterion, reference=reference, tests=tests, trials=trials, seed=seed,
+                               members=[s.label for s in specs] or None)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
     return corpus, comp

@@ -3,7 +3,9 @@ JavaScript, nothing fetched) showing members, ensembles and gold on one split.
 
 Every figure comes from the toolkit's own scoring: strict micro and
 per-category scores and leak rates from ``evaluation.evaluate`` (what the
-``evaluate`` and ``compare`` commands print), error kinds and the category
+``evaluate`` and ``compare`` commands print), entity and token leaks with
+95% document-bootstrap intervals and the members' union as the ceiling from
+``studies.leaks``, error kinds and the category
 confusion matrix from ``evaluation.overlap``, member agreement and marginal
 contributions from ``ensemble.diagnostics``.
 
@@ -62,6 +64,8 @@ class ReportData:
     overlaps: dict[str, dict[str, DocumentOverlap]] = field(default_factory=dict, init=False)
     confusions: dict[str, Confusion] = field(default_factory=dict, init=False)
     labels: list[str] = field(default_factory=list, init=False)
+    leaks: dict[str, dict] = field(default_factory=dict, init=False)  # system -> studies.leaks.leak_table
+    ceiling: dict | None = field(default=None, init=False)  # leak_table of the members' union
 
     def __post_init__(self):
         if not self.systems:
@@ -79,9 +83,15 @@ class ReportData:
         self.labels = _ordered_labels(docs, self.systems)
         nonspace = {d.id: nonspace_mask(d.text) for d in docs}
         for name, spans in self.systems.items():
-            self.reports[name] = evaluate(docs, spans, criteria="strict")
+            self.reports[name] = evaluate(docs, spans, criteria="strict", leak_documents=True)
             self.overlaps[name] = {d.id: document_overlap(d.annotations, spans[d.id], nonspace[d.id]) for d in docs}
             self.confusions[name] = confusion(docs, spans, self.overlaps[name], self.labels)
+        from .leaks import bootstrap_leaks, leak_table, union_spans
+
+        self.leaks = {name: bootstrap_leaks(self.reports[name].leak) for name in self.systems}
+        members = {n: s for n, s in self.systems.items() if n not in self.ensembles}
+        if len(members) > 1:
+            self.ceiling = leak_table(docs, union_spans(docs, members))
         if self.focus is None:
             pool = [n for n in self.systems if n in self.ensembles] or list(self.systems)
             self.focus = max(pool, key=lambda n: self.reports[n]["strict"].micro.f1)
@@ -163,6 +173,27 @@ def _table(headers: Sequence[str], rows: Sequence[str], cls: str = "sortable", a
     return f'<table class="{cls}"{attrs}><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def _leak_cells(leaks: dict, key: str) -> list[str]:
+    """Token leak interval, entity leak rate and its interval (blank where
+    there is no gold PHI of ``key``)."""
+    tok, ent = leaks["token"].get(key), leaks["entity"].get(key)
+    return [_cell(tok.low, f"{tok.low:.4f}-{tok.high:.4f}") if tok else _cell("", ""),
+            _cell(ent.rate) if ent else _cell(""), _cell(ent.low, f"{ent.low:.4f}-{ent.high:.4f}") if ent else _cell("", "")]
+
+
+def _ceiling_note(data: ReportData) -> str:
+    from .leaks import OVERALL
+
+    c = data.ceiling
+    if c is None or OVERALL not in c["token"]:
+        return ""
+    tok, ent = c["token"][OVERALL], c["entity"][OVERALL]
+    return (f"<p>Ceiling: the members' union (every span of the {len(data.systems) - len(data.ensembles)} members "
+            f"together) leaks {ent.rate:.4f} of the gold entities (95% CI {ent.low:.4f}-{ent.high:.4f}) and "
+            f"{tok.rate:.4f} of the PHI tokens ({tok.low:.4f}-{tok.high:.4f}); no ensemble of these members leaks "
+            "less.</p>")
+
+
 def _kind_of(data: ReportData, name: str) -> str:
     return "ensemble" if name in data.ensembles else "member"
 
@@ -175,13 +206,15 @@ def summary_section(data: ReportData) -> Section:
         rows.append(f'<tr data-sys="{escape(name)}">' + "".join([
             _cell(name), _cell(_kind_of(data, name)), _cell(s.precision), _cell(s.recall), _cell(s.f1),
             _cell(int(s.tp)), _cell(int(s.fp)), _cell(int(s.fn)),
-            _cell(leak.token_rate), _cell(leak.char_rate)]) + "</tr>")
+            _cell(leak.token_rate), _cell(leak.char_rate), *_leak_cells(data.leaks[name], "all")]) + "</tr>")
     n_gold = sum(len(d.annotations) for d in data.documents)
     note = (f"<p>{len(data.documents)} documents, {n_gold} gold spans. Strict micro scores (exact offsets and "
             "label) as <code>evaluate</code> and <code>compare</code> print them; leak rates: share of gold PHI "
-            "tokens and characters (white space excepted) that no span of the system covers. Click a header to "
-            f"sort. Documents are ranked by <b>{escape(str(data.focus))}</b>.</p>")
-    headers = ["system", "kind", "P", "R", "F1", "TP", "FP", "FN", "leaked tokens", "leaked chars"]
+            "tokens, characters (white space excepted) and entities (one of whose tokens leaks) that no span of the "
+            "system covers, with 95% document-bootstrap intervals. Click a header to "
+            f"sort. Documents are ranked by <b>{escape(str(data.focus))}</b>.</p>") + _ceiling_note(data)
+    headers = ["system", "kind", "P", "R", "F1", "TP", "FP", "FN", "leaked tokens", "leaked chars",
+               "95% CI (tokens)", "leaked entities", "95% CI (entities)"]
     return Section("summary", "Systems", note + _table(headers, rows, attrs=' id="systems"'))
 
 
@@ -196,11 +229,13 @@ def categories_section(data: ReportData) -> Section:
             rows.append(f'<tr data-cat="{escape(cat)}" data-sys="{escape(name)}">' + "".join([
                 _cell(name), _cell(cat), _cell(int(s.tp + s.fn)), _cell(s.precision), _cell(s.recall), _cell(s.f1),
                 _cell(int(s.fp)), _cell(int(s.fn)),
-                _cell(leak.token_rate if leak else 0.0), _cell(leak.leaked_tokens if leak else 0)]) + "</tr>")
+                _cell(leak.token_rate if leak else 0.0), _cell(leak.leaked_tokens if leak else 0),
+                *_leak_cells(data.leaks[name], cat)]) + "</tr>")
     note = ("<p>Strict scores per parent category (tags filtered to the category before matching, as the official "
-            "program does) and the category's token leak rate. The category filter of the documents applies here "
-            "too.</p>")
-    headers = ["system", "category", "gold", "P", "R", "F1", "FP", "FN", "leak rate (tokens)", "leaked tokens"]
+            "program does) and the category's token and entity leak rates with 95% document-bootstrap intervals. "
+            "The category filter of the documents applies here too.</p>")
+    headers = ["system", "category", "gold", "P", "R", "F1", "FP", "FN", "leak rate (tokens)", "leaked tokens",
+               "95% CI (tokens)", "leak rate (entities)", "95% CI (entities)"]
     return Section("categories", "Per category", note + _table(headers, rows, attrs=' id="category-table"'))
 
 

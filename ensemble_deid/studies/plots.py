@@ -11,6 +11,9 @@
   chosen by cross-validation marked, and the members as single points.
 - ``leak_vs_precision``: token leak rate against precision, one point per
   system (lower left is better), with 95% intervals of the leak.
+- ``cost_front``: the objective of voting over member subsets against their
+  summed inference cost, the Pareto front drawn as a staircase, the budget
+  and the point chosen by cross-validation marked.
 """
 from __future__ import annotations
 
@@ -279,4 +282,37 @@ def leak_vs_precision(points: Mapping[str, dict], path: str | Path, title: str =
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title or "leak against precision (bars: 95% document bootstrap)", fontsize=10)
+    return _save(fig, path)
+
+
+def cost_front(points: Sequence, front: Sequence, chosen, path: str | Path, metric: str = "F1",
+               budget: float | None = None, title: str = "", unit: str = "CPU s per million tokens") -> Path:
+    """``points``/``front``: ``ensemble.budget.SubsetPoint`` s (every
+    (threshold, subset) scored, and the undominated ones); ``chosen``: the
+    point cross-validation chose (marked, on the front or not). Points far
+    below the front (more than 10 points under its best) are left out of
+    the axes and counted in the label."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    top = 100 * max(p.score for p in front)
+    low = min(100 * min(p.score for p in front), top - 10)
+    shown = [p for p in points if 100 * p.score >= low]
+    hidden = len(points) - len(shown)
+    ax.scatter([p.cost for p in shown], [100 * p.score for p in shown], s=5, color="lightgrey",
+               label=f"(threshold, subset): {len(points):,} scored" + (f", {hidden:,} far below not shown" if hidden else ""))
+    xs = [p.cost for p in front]
+    ys = [100 * p.score for p in front]
+    ax.step(xs, ys, where="post", color="tab:blue", linewidth=1.2)
+    ax.plot(xs, ys, "o", color="tab:blue", ms=4, label=f"Pareto front ({len(front)} points)")
+    if chosen is not None:
+        ax.plot([chosen.cost], [100 * chosen.score], "*", color="tab:red", ms=14,
+                label=f"chosen by CV: t={chosen.threshold}, {len(chosen.subset)} member(s), cost {chosen.cost:,.1f}")
+    if budget is not None:
+        ax.axvline(budget, color="tab:red", linestyle="--", linewidth=1, label=f"budget {budget:g}")
+    ax.set_ylim(*data_range([100 * p.score for p in shown], step=1.0))
+    ax.set_xlabel(f"inference cost of the kept members ({unit})")
+    ax.set_ylabel(f"{metric} on the training out-of-fold predictions (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title or f"{metric} against inference cost, voting over member subsets", fontsize=10)
     return _save(fig, path)

@@ -1,15 +1,17 @@
 """Studies: what a researcher publishes [KIM20 sections 5-7].
 
-One corpus: a table of base taggers (test strict P, R, F1; [KIM20] Table 4)
-and a table of ensembles ([KIM20] Table 5). Two corpora A and B: every trainable tagger is
+One corpus: a table of base taggers (test strict P, R, F1; [KIM20] Table 4),
+a table of ensembles ([KIM20] Table 5) and their leaks (F1 beside the entity
+and token leak rates with 95% document-bootstrap intervals, and the leak of
+the members' union, the ceiling; ``studies.leaks``). Two corpora A and B: every trainable tagger is
 trained on A, on B and on A∪B and scored on both test splits; ensembles are
 built of the A-models, of the B-models and of all models (A and B models plus
 the external systems, included once), each tuned on the test corpus's
 training-set outputs. Cells marked * are not significantly different from the
 best of their column (paired test over test documents, Holm-corrected).
 
-A study writes one results folder: tables (``base_taggers`` and ``ensembles``
-as Markdown, CSV, JSON, LaTeX), plots and a ``manifest.json`` of what produced
+A study writes one results folder: tables (``base_taggers``, ``ensembles``
+and ``leaks`` as Markdown, CSV, JSON, LaTeX), plots and a ``manifest.json`` of what produced
 it (git commit, command line, corpus and cache fingerprints, member cache
 entries, chosen hyperparameters, versions, seeds, timings).
 
@@ -48,7 +50,7 @@ from ..experiment.cache import PredictionCache
 from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError, did_you_mean
-from ..files import private_dir, write_private
+from ..files import private_dir, read_toml, write_private
 from ..progress import phase, progress_bar
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 from .report import Cell, ResultTable
@@ -123,15 +125,8 @@ class StudyConfig:
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> "StudyConfig":
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise EnsembleDeidError(f"{path}: cannot read study config ({exc})") from exc
+        data = read_toml(path, EnsembleDeidError, "study config")
         unknown = sorted(set(data) - _CONFIG_KEYS)
         if unknown:
             raise EnsembleDeidError(f"{path}: unknown key(s) {unknown}; known: {sorted(_CONFIG_KEYS)}")
@@ -149,6 +144,7 @@ class StudyResult:
     base_table: ResultTable
     ensemble_table: ResultTable
     manifest: dict
+    leak_table: ResultTable | None = None
 
 
 # --- scoring helpers -----------------------------------------------------------
@@ -245,7 +241,7 @@ class Study:
         self.log(f"[2/3] ensembles: {len(cfg.methods)} method(s) per member set, parameters chosen by "
                  f"{cfg.folds}-fold CV on each test corpus's training set")
         t0 = time.perf_counter()
-        ens, ens_counts, ens_preds, curves, category, chosen = self._ensembles(corpora, outputs, scorers)
+        ens, ens_counts, ens_preds, curves, category, chosen, leaks = self._ensembles(corpora, outputs, scorers)
         ens_seconds = time.perf_counter() - t0
         _mark_not_different(ens, ens_counts, cfg.test, cfg.trials, cfg.seed, cfg.significance_level)
         ens.mark_best()
@@ -253,6 +249,7 @@ class Study:
         self.log("[3/3] tables, plots, manifest")
         base.write(out, "base_taggers")
         ens.write(out, "ensembles")
+        leaks.write(out, "leaks")
         figures = []
         # One category axis for every corpus, so that their plots line up.
         all_categories = sorted({c for scores, gold in category.values() for c in gold})
@@ -275,8 +272,8 @@ class Study:
         manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, time.perf_counter() - t_start, figures,
                                   chosen)
         write_private(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
-        write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown())
-        return StudyResult(out, base, ens, manifest)
+        write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown() + "\n" + leaks.markdown())
+        return StudyResult(out, base, ens, manifest, leaks)
 
     # --- tables ------------------------------------------------------------
     def _training_sets(self, corpora: Sequence[Corpus]) -> list[str]:
@@ -353,6 +350,7 @@ class Study:
         category: dict[str, tuple[dict[str, dict[str, float | None]], dict[str, int]]] = {}
         chosen: dict[str, dict[str, Any]] = {}
         row_index = {name: i for i, name in enumerate(rows)}
+        leak_rows: list[tuple[str, list[Cell]]] = []
         # No time-remaining: a voting fit takes a second, a stacked learner's many minutes,
         # so an average over the fits done so far says nothing about the ones to come.
         bar = progress_bar(total=len(blocks) * len(cfg.methods), desc="ensembles", unit="fit",
@@ -410,12 +408,27 @@ class Study:
                     m: preds[(m, j)] for m in ("voting-pruned", "stacked-svm") if (m, j) in preds}})
                 say(f"  voting-threshold curves and category scores for the plots of {t.name} test: "
                     f"{time.perf_counter() - t0:.1f} s")
+            source = set_name.removesuffix(" models")
+            block = f", {_letter(corpora, t.name)}/{source if source == 'all' else _letter(corpora, source)}" \
+                if len(corpora) > 1 else ""
+            systems = {"best single member": (rows["best single member"][j], mo.test[best_member]),
+                       **{m: (rows[m][j], preds[(m, j)]) for m in cfg.methods if (m, j) in preds}}
+            leak_rows += _leak_rows(t.test, systems, test_members, block, cfg.seed)
         bar.close()
         for name, values in rows.items():
             table.add(name, values)
         table.note += (" Oracle recall (%), a bound on what an ensemble of these members can find, not an F1 "
                        "(a gold span counts as found if any member tagged it exactly): " + "; ".join(oracle_recall) + ".")
-        return table, counts, preds, curves, category, chosen
+        leaks = ResultTable("Leaks: strict F1 (%) beside the share of gold PHI entities and tokens no predicted span "
+                            "covers (%, 95% document-bootstrap interval), on each test split",
+                            ["F1", "entity leak", "token leak"], row_header="system",
+                            note="members' union (ceiling): every span of the members together; no ensemble of them "
+                                 "leaks less. An entity leaks when one of its tokens does."
+                                 + (f" T/M: test split T, members trained on M ({_letters_legend(corpora)})."
+                                    if len(corpora) > 1 else ""))
+        for label, cells in leak_rows:
+            leaks.add(label, cells)
+        return table, counts, preds, curves, category, chosen, leaks
 
     def _threshold_curves(self, corpus, train_members, test_members, scorer, best_single, best_name, set_name) -> dict:
         from ..ensemble import PrunedVoting, Voting
@@ -535,6 +548,26 @@ def _letters_legend(corpora: Sequence[Corpus]) -> str:
     if len(corpora) < 2:
         return ""
     return "; ".join(f"{_letter(corpora, c.name)} = {c.name}" for c in corpora) + " (A+B: trained on both)"
+
+
+def _leak_rows(documents, systems: Mapping[str, tuple], members: Mapping[str, Mapping], suffix: str,
+               seed: int) -> list[tuple[str, list[Cell]]]:
+    """Rows of the leak table for one column of the ensembles table: each
+    system's F1 cell beside its entity and token leaks, then the members'
+    union (the ceiling)."""
+    from .leaks import OVERALL, leak_table, union_spans
+    from .summary import prediction_spans
+
+    def cells(spans) -> list[Cell]:
+        got = leak_table(documents, spans, seed=seed)
+        return [Cell(got[u][OVERALL].percent() if OVERALL in got[u] else None,
+                     params={k: v.to_dict() for k, v in got[u].items()}) for u in ("entity", "token")]
+
+    out = [(name + suffix, [Cell(f1.value, precision=f1.precision, recall=f1.recall), *cells(prediction_spans(documents, p))])
+           for name, (f1, p) in systems.items() if f1 is not None]
+    union = union_spans(documents, {m: prediction_spans(documents, p) for m, p in members.items()})
+    out.append(("members' union (ceiling)" + suffix, [Cell(""), *cells(union)]))
+    return out
 
 
 def _oracle_recall(documents, members: Mapping[str, Mapping]) -> float:

@@ -6,8 +6,7 @@
         requires = ("somelib",)     # importable modules the tagger needs
 
         def __init__(self, c=1.0, random_state=0):
-            self.c = c                              # constructor only stores
-            self.random_state = random_state
+            self._store_params(locals())            # constructor only stores
 
         def fit(self, documents):                    # gold in doc.annotations
             ...; self.model_ = ...; return self      # learned attributes end in _
@@ -60,6 +59,7 @@ class Tagger:
     # predicting. A model bundle is loaded on another machine, so it may set
     # none of them (see ``deid/bundle.py``); the program is named by the user.
     program_param: ClassVar[str | None] = None
+    _kind: ClassVar[str] = "tagger"  # what messages call it (ensemble methods share this machinery)
     local_params: ClassVar[tuple[str, ...]] = ()
 
     # --- parameters (as scikit-learn's BaseEstimator) -------------------
@@ -75,17 +75,31 @@ class Tagger:
             names.append(p.name)
         return sorted(names)
 
+    def _store_params(self, arguments: dict[str, Any]) -> None:
+        """Store every constructor argument under its own name, as scikit-learn's
+        rule asks (``__init__`` only stores; ``get_params`` reads them back).
+        Call it as ``self._store_params(locals())`` from ``__init__``: the
+        signature is then the one list of parameters. Explicit ``self.c = c``
+        assignments remain just as valid. A subclass that adds parameters
+        and calls ``super().__init__`` stores its own: names this call was
+        not given are left to it."""
+        for name in self._param_names():
+            if name in arguments:
+                setattr(self, name, arguments[name])
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {n: getattr(self, n) for n in self._param_names()}
 
     def set_params(self, **params: Any) -> "Tagger":
+        """Set the named parameters; an unknown name sets none of them."""
         valid = set(self._param_names())
+        bad = sorted(set(params) - valid)
+        if bad:
+            raise ValueError(
+                f"invalid parameter {bad[0]!r} for {self._kind} {self.name or type(self).__name__}; "
+                f"valid parameters: {sorted(valid)}"
+            )
         for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"invalid parameter {key!r} for tagger {self.name or type(self).__name__}; "
-                    f"valid parameters: {sorted(valid)}"
-                )
             setattr(self, key, value)
         return self
 
@@ -184,7 +198,7 @@ class Tagger:
         """A tagger saved by :meth:`save`; refuses another tagger's or another
         version's files (the error names the folder)."""
         from .registry import tagger_class
-        from .state import StateError, decoded, read_header, read_state
+        from .state import StateError, read_header, read_state
 
         header = read_header(folder)
         if header.get("kind") != "tagger":
@@ -197,13 +211,22 @@ class Tagger:
                 f"this is {klass.name!r} version {klass.version}: refit it"
             )
         _, state = read_state(folder)
-        tagger = klass(**decoded(header["params"]))
-        try:  # a value no fit accepts (threshold=-5 in an edited file) is refused here, not used
-            tagger.validate_params()
-        except InvalidParameter as exc:
+        return klass._from_saved(folder, header["params"], state)
+
+    @classmethod
+    def _from_saved(cls, folder, params: Any, state: dict[str, Any]):
+        """An instance with the saved ``params`` and learned ``state`` read
+        from ``folder``. A value no fit accepts (threshold=-5 in an edited
+        file) is refused here, naming the folder, not used."""
+        from .state import StateError, decoded
+
+        made = cls(**decoded(params))
+        try:
+            made.validate_params()
+        except ValueError as exc:
             raise StateError(f"{folder}: {exc}") from None
-        tagger._restore_state(state)
-        return tagger
+        made._restore_state(state)
+        return made
 
     def _fitted_state(self) -> dict[str, Any]:
         """What ``save`` stores: the learned attributes (override to leave out

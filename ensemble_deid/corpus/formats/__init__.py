@@ -12,7 +12,7 @@ from ...errors import ERROR, CorpusError, ParameterError, Problem, printable
 from ..labelmap import LabelMap
 from .brat import read_brat
 from .i2b2 import read_i2b2_xml, to_i2b2_xml, write_i2b2_xml
-from .source import corpus_files
+from .source import corpus_files, read_each
 
 __all__ = [
     "I2B2_GROUP_PATTERN", "compile_group_pattern", "detect_format", "group_ids", "load_directory", "read_directory",
@@ -51,21 +51,11 @@ def read_directory(
     if suffix is not None and not files:
         # e.g. --format brat on a folder of XML: refuse rather than load 0 documents.
         raise CorpusError(f"{printable(directory)}: no {suffix} files for format {fmt}")
-    problems: list[Problem] = []
-    docs: list[Document] = []
     if fmt == "xml":
-        for path in files:
-            doc, found = read_i2b2_xml(path)
-            problems += found
-            if doc is not None:
-                docs.append(doc)
+        docs, problems = read_each(files, read_i2b2_xml)
     elif fmt == "brat":
         parents = label_map.parents() if label_map else None
-        for path in files:
-            doc, found = read_brat(path, parents)
-            problems += found
-            if doc is not None:
-                docs.append(doc)
+        docs, problems = read_each(files, lambda path: read_brat(path, parents))
         for ann in corpus_files(directory, ".ann"):
             if not os.path.lexists(ann.with_suffix(".txt")):
                 problems.append(Problem(ERROR, str(ann), "no .txt file beside this .ann file"))

@@ -5,9 +5,10 @@ cache records and reports), and the file must be a regular file: a FIFO or
 device named ``*.xml`` would block or never end. Problems name the file
 (escaped where it holds control characters), never its content.
 
-Sizes are capped before anything is read: a note costs about 0.4 GB of
-memory per MB of text in feature extraction alone and about 1.2 GB in a full
-cv, fit or deidentify run (benchmarks/bench_long_inputs.py), so a note over
+Sizes are capped before anything is read: feature extraction alone (what
+the linear taggers do with each note in cv, fit and deidentify) takes about
+``FEATURE_GB_PER_NOTE_MB`` of memory per MB of note text
+(benchmarks/bench_long_inputs.py), so a note over
 ``MAX_NOTE_BYTES`` (2 MB, some 300,000 words: forty times a long discharge
 summary) is refused with its size and the limit, never loaded to end in a
 MemoryError. Any other corpus file (an XML record with its tags, a BRAT
@@ -18,19 +19,23 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 from ...errors import ERROR, Problem
 
 MAX_NOTE_BYTES = 2_000_000  # the text of one note (UTF-8 bytes; characters for a decoded XML TEXT)
 MAX_FILE_BYTES = 64_000_000  # any one corpus file
+# GB of memory per MB of note text in feature extraction: the largest figure in
+# benchmarks/results/long-inputs.json (0.36 at 1 MB; 0.30 at 0.25 MB).
+FEATURE_GB_PER_NOTE_MB = 0.36
 
 
 def too_large(size: int, name: str, what: str = "note", limit: int = MAX_NOTE_BYTES) -> Problem | None:
     """The problem of a note (or file) of ``size`` bytes over ``limit``, else None."""
     if size <= limit:
         return None
-    why = (" per note (memory grows about 1.2 GB per MB of note text): split it into several documents"
-           if limit == MAX_NOTE_BYTES else " per corpus file")
+    why = (f" per note (feature extraction alone takes about {FEATURE_GB_PER_NOTE_MB:.2f} GB of memory per MB of "
+           "note text): split it into several documents" if limit == MAX_NOTE_BYTES else " per corpus file")
     return Problem(ERROR, name, f"{what} of {size / 1e6:.1f} MB is over the limit of {limit / 1e6:.0f} MB{why}")
 
 
@@ -46,6 +51,19 @@ def corpus_files(directory: Path, suffix: str) -> list[Path]:
 
         raise CorpusError(f"{directory}: cannot list the folder ({exc.strerror or type(exc).__name__})") from exc
     return [directory / name for name in names]
+
+
+def read_each(paths: Iterable[Path], reader: Callable[[Path], tuple[Any, list[Problem]]]) -> tuple[list, list[Problem]]:
+    """What ``reader`` (a path -> (item or None, problems) function) reads
+    from each of ``paths``: the items it gave and every problem it found."""
+    items: list = []
+    problems: list[Problem] = []
+    for path in paths:
+        item, found = reader(path)
+        problems += found
+        if item is not None:
+            items.append(item)
+    return items, problems
 
 
 def read_source(path: Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> tuple[bytes | None, list[Problem]]:

@@ -32,14 +32,11 @@ import numpy as np
 
 from ...corpus.document import Annotation, Document, split_label
 from ...errors import EnsembleDeidError
+from ...files import read_toml
 from ...corpus.formats.schemes import KNOWN_PARENTS
 from ..prediction import DocumentPrediction
 from ..base import Tagger, TaggerUnavailable
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from ..state import register_state_class
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +83,7 @@ def _parse_target(value: str, source: str, key: str) -> tuple[str, str]:
     return parent, value
 
 
+@register_state_class
 @dataclass(frozen=True)
 class CategoryMap:
     """Foreign category name -> (category, type).
@@ -111,16 +109,7 @@ class CategoryMap:
 
     @classmethod
     def load(cls, path: str | Path) -> "CategoryMap":
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise EnsembleDeidError(f"{path}: cannot read category map ({exc.strerror})") from exc
-        except UnicodeDecodeError as exc:
-            raise EnsembleDeidError(f"{path}: category map is not UTF-8") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise EnsembleDeidError(f"{path}: not valid TOML ({exc})") from exc
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_toml(path, EnsembleDeidError, "category map"), str(path))
 
     @classmethod
     def packaged(cls, name: str) -> "CategoryMap":
@@ -154,6 +143,24 @@ class CategoryMap:
             table.setdefault(key, value)
         ign = frozenset(_norm(i) for i in ignore) | frozenset("~" + _loose(i) for i in ignore)
         return cls(table, ign, _parse_target(default, source, "default") if default else None, source)
+
+    # Saved with a fitted tagger (taggers/state.py), so an external member can
+    # sit in a model bundle; read back, every label is checked as a map file's is.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"labels": {k: ":".join(v) for k, v in self.labels.items()}, "ignore": sorted(self.ignore),
+                "default": ":".join(self.default) if self.default else None, "source": self.source}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        source = "saved category map"
+        labels, ignore, default = state["labels"], state["ignore"], state["default"]
+        if not (isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+                and isinstance(ignore, list) and all(isinstance(v, str) for v in ignore)
+                and (default is None or isinstance(default, str)) and isinstance(state["source"], str)):
+            raise EnsembleDeidError(f"{source}: malformed (labels, ignore, default or source)")
+        object.__setattr__(self, "labels", {k: _parse_target(v, source, k) for k, v in labels.items()})
+        object.__setattr__(self, "ignore", frozenset(ignore))
+        object.__setattr__(self, "default", _parse_target(default, source, "default") if default else None)
+        object.__setattr__(self, "source", state["source"])
 
     def lookup(self, name: str) -> tuple[str, str] | None:
         """The label of a foreign category; None when it is ignored.
@@ -306,6 +313,17 @@ def files_digest(paths: Iterable[str | Path]) -> str:
     return h.hexdigest()[:16]
 
 
+def local_files_digest(*paths: str | None) -> str:
+    """``files_digest`` of those of ``paths`` that are set and are files ("" when none is)."""
+    files = [p for p in paths if p and Path(p).is_file()]
+    return files_digest(files) if files else ""
+
+
+def label_map_problem(label_map: str | None) -> str:
+    """Why an adapter's ``label_map`` parameter cannot be used ("" when it is unset or a file)."""
+    return f"label_map {label_map} is not a file" if label_map and not Path(label_map).is_file() else ""
+
+
 # --- availability checked on the class (environment) or an instance (parameters) ---
 
 class hybridmethod:
@@ -323,9 +341,10 @@ class hybridmethod:
 
 
 def requirements_available(cls, extra: str = "external") -> tuple[bool, str]:
-    """(ok, reason) for a tagger class's ``requires`` modules, with the install hint."""
+    """(ok, reason) for a tagger class's (or instance's) ``requires`` modules, with the install hint."""
     import importlib.util
 
+    cls = cls if isinstance(cls, type) else type(cls)
     missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
     if missing:
         return False, f"missing optional dependency: {', '.join(missing)} (pip install 'ensemble-deid[{extra}]')"

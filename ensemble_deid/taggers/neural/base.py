@@ -151,35 +151,7 @@ class NeuralTagger(Tagger):
         num_threads: int | None = 1,
         verbose: bool = False,
     ):
-        self.epochs = epochs
-        self.patience = patience
-        self.batch_size = batch_size
-        self.lr = lr
-        self.optimizer = optimizer
-        self.lr_decay = lr_decay
-        self.anneal = anneal
-        self.anneal_patience = anneal_patience
-        self.ema_decay = ema_decay
-        self.clip = clip
-        self.dropout = dropout
-        self.output_dropout = output_dropout
-        self.bio_constraints = bio_constraints
-        self.char_dim = char_dim
-        self.char_lstm_dim = char_lstm_dim
-        self.word_dim = word_dim
-        self.word_lstm_dim = word_lstm_dim
-        self.shape_dim = shape_dim
-        self.embeddings_path = embeddings_path
-        self.corpus_vectors = corpus_vectors
-        self.unk_prob = unk_prob
-        self.context = context
-        self.max_length = max_length
-        self.device = device
-        self.random_state = random_state
-        self.validation_fraction = validation_fraction
-        self.refit = refit
-        self.num_threads = num_threads
-        self.verbose = verbose
+        self._store_params(locals())
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
