@@ -15,8 +15,12 @@ or computed and cached there); (3) ``ensemble-deid deidentify MODEL
 to exit (interpreter start-up, bundle checks and loading, reading, tagging,
 writing: "end to end"); the command's own tokens/s (tagging and writing only)
 is recorded beside it; (4) the spans it wrote are compared with the
-reference, document by document. Results: benchmarks/results/deidentify.json.
-No note text is printed.
+reference, document by document; (5) the same command with ``--jobs N``
+(default 2: worker processes, each loading the bundle once) in the same run
+on the same machine: its wall time against step 3's (the sequential path),
+its tokens/s, and whether every file it wrote is byte-identical to step
+3's. The load average is recorded beside (the machine may be shared).
+Results: benchmarks/results/deidentify.json. No note text is printed.
 
 MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez
 Martin J, Villegas M, Krallinger M. "Automatic De-identification of Medical
@@ -53,6 +57,22 @@ def reference_predictions(corpus_name: str, method: str, members: str, folds: in
     return done.corpus, ws.spec(done.corpus.name).splits["test"], done.test
 
 
+def _timed_run(args, test_dir: Path, out: Path, *extra: str) -> tuple[float, float, int, float]:
+    """``deidentify`` in a fresh process: (wall s, CPU s of it and its children, tokens, tagging s)."""
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([CLI, "deidentify", args.model, str(test_dir), "--out", str(out), "--mode", args.mode,
+                           "--no-progress", *extra], capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
+    m = re.search(r"(\d+) tokens in ([\d.]+) s", proc.stdout)
+    return wall, cpu, int(m.group(1)), float(m.group(2))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for sub in ("text", "spans") for p in (folder / sub).iterdir()}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default="meddocan")
@@ -63,6 +83,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--metric", default="f1")
     ap.add_argument("--model", required=True, help="bundle folder (fitted first when absent)")
     ap.add_argument("--mode", default="tag", choices=["tag", "mask", "surrogate"])
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes of the parallel run (step 5)")
     ap.add_argument("--out", type=Path, default=RESULTS / "deidentify.json")
     args = ap.parse_args(argv)
 
@@ -82,15 +103,12 @@ def main(argv=None) -> dict:
     corpus, test_dir, reference = reference_predictions(args.corpus, args.method, args.members, args.folds,
                                                         args.seed, args.metric)
     with tempfile.TemporaryDirectory(prefix="bench-deid-") as tmp:
+        load_before = os.getloadavg()
         out = Path(tmp) / "out"
-        t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        proc = subprocess.run([CLI, "deidentify", args.model, str(test_dir), "--out", str(out), "--mode", args.mode,
-                               "--no-progress"], capture_output=True, text=True, check=True)
-        wall = time.perf_counter() - t0
-        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
-        m = re.search(r"(\d+) tokens in ([\d.]+) s", proc.stdout)
-        tokens, tagging_s = int(m.group(1)), float(m.group(2))
+        wall, cpu, tokens, tagging_s = _timed_run(args, test_dir, out)
+        par_out = Path(tmp) / "out-jobs"
+        par_wall, par_cpu, _, par_tagging_s = _timed_run(args, test_dir, par_out, "--jobs", str(args.jobs))
+        load_after = os.getloadavg()
         from ensemble_deid.corpus.formats import read_i2b2_xml
 
         differ = []
@@ -98,6 +116,9 @@ def main(argv=None) -> dict:
             written, _ = read_i2b2_xml(out / "spans" / f"{doc.id}.xml", doc_id=doc.id)
             if list(written.annotations) != reference[doc.id].spans(doc):
                 differ.append(doc.id)
+        files = _files(out)
+        par_files = _files(par_out)
+        par_differ = sorted(set(files) ^ set(par_files) | {k for k in files if par_files.get(k) != files[k]})
     result = {
         "benchmark": "deidentify", "corpus": args.corpus, "method": args.method, "members": args.members,
         "members_in_bundle": [m["label"] for m in manifest["members"]], "mode": args.mode,
@@ -107,6 +128,12 @@ def main(argv=None) -> dict:
         "tagging_wall_s": tagging_s, "tagging_tokens_per_s": round(tokens / tagging_s) if tagging_s else None,
         "documents_identical_to_ensemble_command": len(corpus.test) - len(differ),
         "documents_differing": len(differ), "fit_wall_s": None if fit_s is None else round(fit_s, 1),
+        "jobs": args.jobs, "jobs_end_to_end_wall_s": round(par_wall, 3),
+        "jobs_end_to_end_tokens_per_s": round(tokens / par_wall), "jobs_end_to_end_cpu_s": round(par_cpu, 3),
+        "jobs_tagging_wall_s": par_tagging_s, "jobs_speedup_end_to_end": round(wall / par_wall, 3),
+        "jobs_files_compared": len(files), "jobs_files_differing": len(par_differ),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
         "bundle_test_scores": manifest.get("scores"), "machine": machine_description(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -117,6 +144,9 @@ def main(argv=None) -> dict:
           f"({cpu:.1f} CPU s = {result['end_to_end_tokens_per_cpu_s']:,} tokens/CPU s; load average "
           f"{os.getloadavg()[0]:.1f}); "
           f"tagging and writing only: {result['tagging_tokens_per_s']:,} tokens/s")
+    print(f"--jobs {args.jobs}: {par_wall:.1f} s wall = {result['jobs_end_to_end_tokens_per_s']:,} tokens/s end to end, "
+          f"x{result['jobs_speedup_end_to_end']} the sequential run's; {len(files) - len(par_differ)}/{len(files)} "
+          f"output files byte-identical to it (load average {load_before[0]:.1f} before, {load_after[0]:.1f} after)")
     print(f"spans identical to the 'ensemble' command's predictions: "
           f"{result['documents_identical_to_ensemble_command']}/{result['documents']} documents")
     print(f"wrote {args.out}")

@@ -138,3 +138,16 @@ def test_dask_backend_on_a_local_cluster(tmp_path):
     assert runs["memorize"].computed == 6
     local = _engine(tmp_path / "local").run([spec], progress=False)
     assert _tags(runs) == _tags(local)
+
+
+@pytest.mark.slow
+def test_ray_backend_on_a_local_cluster(tmp_path):
+    from .clusters import ray_cluster
+
+    with ray_cluster(tmp_path / "cluster.log") as (address, _):
+        engine = _engine(tmp_path / "ray")
+        spec = TaggerSpec.parse("memorize")
+        runs = engine.run([spec], jobs=2, backend="ray", scheduler=address, progress=False)
+    assert runs["memorize"].computed == 6
+    local = _engine(tmp_path / "local").run([spec], progress=False)
+    assert _tags(runs) == _tags(local)

@@ -20,7 +20,9 @@ from ensemble_deid.taggers.registry import entry_points
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "cached_predictions" / "meddocan"
 LABELS = ["crf", "rules:label_map=i2b2-to-meddocan", "memm", "searn", "mira", "svm", "ogd", "struct-svm",
-          "lstm-crf-l", "lstm-crf-n", "lstm-l", "lstm-crf-fea"]
+          # the published members: version 2's fixed epochs (validation_fraction=0), chosen by dev F1
+          "lstm-crf-l:epochs=12,validation_fraction=0", "lstm-crf-n:epochs=12,validation_fraction=0",
+          "lstm-l:epochs=16,validation_fraction=0", "lstm-crf-fea:epochs=12,validation_fraction=0"]
 MEMBERS = ",".join(LABELS)
 
 
@@ -62,10 +64,10 @@ def test_stacked_svm_gain_is_significant(meddocan_workspace):
                                   "--no-progress", "--no-oof", "--no-diagnostics"])
     assert fitted.exit_code == 0, fitted.output
     result = runner.invoke(main, ["compare", "--corpus", "meddocan", "--test", "randomization", "--trials", "2000",
-                                  "--reference", "ensemble.stacked-svm", "crf", "lstm-crf-fea", "ensemble.stacked-svm"])
+                                  "--reference", "ensemble.stacked-svm", "crf", "lstm-crf-fea:epochs=12,validation_fraction=0", "ensemble.stacked-svm"])
     assert result.exit_code == 0, result.output
     # The member chosen by CV F1 and the best member on dev.
-    for label in ("crf", "lstm-crf-fea"):
+    for label in ("crf", "lstm-crf-fea:epochs=12,validation_fraction=0"):
         rows = [[c.strip() for c in x.strip("|").split("|")] for x in result.output.splitlines()
                 if x.startswith(f"| {label} ")]
         delta = float(rows[0][4])  # the scores table, then the tests table

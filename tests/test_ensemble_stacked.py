@@ -238,3 +238,56 @@ def test_unknown_member_tags_at_prediction_are_tolerated():
         learner.fit(m_train, train)
         assert len(learner.predict(m_test, test)) == len(test)
     assert spans_of(test[0], learner.predict(m_test, test)[0]) is not None
+
+
+def test_stacked_searn_features_by_hand():
+    """Per token, member j's input id at each offset of the window, in the
+    order offsets -w..w then members; -1 past the document edge, the
+    unknown id for a tag not seen in fit."""
+    from ensemble_deid.ensemble.tokens import build_token_table
+
+    d = Document("x", "a b c", [], {"group": "x"})
+    tags = {"A": ("B-NAME:P", "I-NAME:P", "O"), "B": ("O", "B-LOCATION:CITY", "O")}
+    table = build_token_table([{d.id: DocumentPrediction(d.id, t)} for t in tags.values()], tuple(tags), [d])
+    learner = StackedSEARN(window=1)
+    # ids in fit: O -> 0, B-NAME:P -> 1, I-NAME:P -> 2; B-LOCATION:CITY unseen -> 3 (unknown)
+    learner.input_tags_ = {"O": 0, "B-NAME:P": 1, "I-NAME:P": 2}
+    assert learner._features(table) == [[
+        "m0@-1=-1 m1@-1=-1 m0@0=1 m1@0=0 m0@1=2 m1@1=3",
+        "m0@-1=1 m1@-1=0 m0@0=2 m1@0=3 m0@1=0 m1@1=0",
+        "m0@-1=2 m1@-1=3 m0@0=0 m1@0=0 m0@1=-1 m1@1=-1",
+    ]]
+
+
+def test_stacked_lstm_threads_leave_torch_as_it_was_and_change_nothing():
+    """Fit and prediction run on ``threads`` CPU threads (default 1) and give
+    torch its own setting back; two threads give the same network."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchcrf")
+    docs, members = oracle_case(n_docs=12, n_tokens=16)
+    train, m_train, test, m_test = _split(docs, members, 8)
+    before = torch.get_num_threads()
+    outputs = []
+    for threads in (1, 2):
+        torch.set_num_threads(3)
+        learner = StackedLSTM(epochs=2, batch_size=2, early_stopping=False, device="cpu", threads=threads)
+        learner.fit(m_train, train)
+        outputs.append(([p.tags for p in learner.predict(m_test, test)], learner._marginals(
+            learner._prepare([m_test[n] for n in learner.member_names_], learner.member_names_, test))))
+        assert torch.get_num_threads() == 3
+    torch.set_num_threads(before)
+    assert StackedLSTM().threads == 1
+    assert outputs[0][0] == outputs[1][0]
+    assert all(np.allclose(a, b, rtol=0, atol=1e-6) for a, b in zip(outputs[0][1], outputs[1][1]))
+
+
+def test_stacked_lstm_cache_key_ignores_threads():
+    """CPU threads do not change the predictions: one cache entry whatever
+    they are set to, and the key records None, as entries cached before did."""
+    from ensemble_deid.ensemble import GridSearch
+    from ensemble_deid.ensemble.run import key_settings
+
+    keys = [key_settings(GridSearch(StackedLSTM(threads=t))) for t in (None, 1, 4)]
+    assert keys[0] == keys[1] == keys[2]
+    assert keys[0]["params"]["threads"] is None
+    assert key_settings(GridSearch(StackedLSTM(epochs=3)))["params"]["epochs"] == 3

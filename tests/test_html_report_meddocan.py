@@ -18,8 +18,9 @@ from .test_html_report import VISIBLE_DOCS, _summary_rows, assert_no_note_text, 
 
 pytestmark = pytest.mark.slow
 
-MEMBERS = ("crf,memm,searn,mira,svm,ogd,struct-svm,rules:label_map=i2b2-to-meddocan,lstm-crf-l,lstm-crf-n,lstm-l,"
-           "lstm-crf-fea")
+MEMBERS = ("crf,memm,searn,mira,svm,ogd,struct-svm,rules:label_map=i2b2-to-meddocan,lstm-crf-l:epochs=12,validation_fraction=0,"
+           "lstm-crf-n:epochs=12,validation_fraction=0,lstm-l:epochs=16,validation_fraction=0,"
+           "lstm-crf-fea:epochs=12,validation_fraction=0")
 
 
 def _run(*args):
@@ -45,14 +46,14 @@ def test_meddocan_dev_page(meddocan_dir, workspace, tmp_path, monkeypatch):
 
     rows = _summary_rows(page)
     assert len(rows) == 13
-    for system in ("crf", "lstm-crf-fea", "rules:label_map=i2b2-to-meddocan", "ensemble.voting"):
+    for system in ("crf", "lstm-crf-fea:epochs=12,validation_fraction=0", "rules:label_map=i2b2-to-meddocan", "ensemble.voting"):
         ev = json.loads(_run("evaluate", "--corpus", "meddocan", "--system", system, "--criteria", "strict",
                              "--format", "json"))
         micro = ev["strict"]["micro"] if "strict" in ev else ev["criteria"]["strict"]["micro"]
         assert [float(x) for x in rows[system][2:5]] == [micro["precision"], micro["recall"], micro["f1"]]
         assert [int(x) for x in rows[system][5:8]] == [micro["tp"], micro["fp"], micro["fn"]]
-    out = _run("compare", "--corpus", "meddocan", "--test", "t-test", "crf", "lstm-crf-fea", "ensemble.voting")
-    for system in ("crf", "lstm-crf-fea", "ensemble.voting"):
+    out = _run("compare", "--corpus", "meddocan", "--test", "t-test", "crf", "lstm-crf-fea:epochs=12,validation_fraction=0", "ensemble.voting")
+    for system in ("crf", "lstm-crf-fea:epochs=12,validation_fraction=0", "ensemble.voting"):
         line = next(x for x in out.splitlines() if x.startswith(f"| {system} "))
         shown = tuple(float(c) for c in line.strip("|").split("|")[1:4])
         assert shown == tuple(round(float(x), 4) for x in rows[system][2:5])

@@ -421,8 +421,8 @@ def test_param_hash_ignores_verbosity_and_threads():
     assert cls().param_hash() == cls(verbose=True, num_threads=2).param_hash()
     assert cls().param_hash() != cls(lr=0.1).param_hash()
     # An int for a float parameter (as typed in a spec) is the same model.
-    assert cls(validation_fraction=0).param_hash() == cls().param_hash()
-    assert cls(validation_fraction=0).param_hash() != cls(validation_fraction=0.1).param_hash()
+    assert cls(validation_fraction=0).param_hash() == cls(validation_fraction=0.0).param_hash()
+    assert cls(validation_fraction=0).param_hash() != cls().param_hash()  # the default holds out 0.1
 
 
 def test_adapters_share_the_base_parameters():
@@ -436,9 +436,9 @@ def test_adapters_share_the_base_parameters():
     assert tagger_class("lstm-crf-n")().lr == 0.01
     assert tagger_class("lstm-crf-l")().lr == 0.005
     assert tagger_class("lstm-l")().lr == 0.2
-    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [12, 12, 16]
+    assert [tagger_class(n)().epochs for n in ("lstm-crf-n", "lstm-crf-l", "lstm-l")] == [30, 30, 30]  # ceilings
     assert {n: tagger_class(n)().batch_size for n in NAMES} == {n: 64 if n == "lstm-l" else 16 for n in NAMES}
-    assert all(tagger_class(n)().validation_fraction == 0.0 for n in NAMES)
+    assert all(tagger_class(n)().validation_fraction == 0.1 for n in NAMES)
 
 
 def test_adapters_derive_their_constructor_from_the_base():
@@ -449,7 +449,7 @@ def test_adapters_derive_their_constructor_from_the_base():
     fea = tagger_class("lstm-crf-fea")
     tagger = fea(feature_dim=8)
     assert tagger.get_params()["feature_dim"] == 8 and tagger.get_params()["ehr_names_path"] is None
-    assert tagger.epochs == 12 and tagger.lr == 0.01
+    assert tagger.epochs == 30 and tagger.lr == 0.01
     assert tagger.clone().get_params() == tagger.get_params()
     assert repr(tagger) == "LstmCrfFeaTagger(feature_dim=8)"
     lstm = tagger_class("lstm-l")(0)  # positional as in the signature: epochs
@@ -519,11 +519,11 @@ class TestLstmCrfFeaContract(TaggerContract):
 
 
 
-def test_default_schedule_trains_every_note_for_every_epoch(docs):
-    # Version 2: no held-out part, so no early stopping and no refit; the
-    # model is the last epoch's averaged weights, after exactly ``epochs``.
+def test_version_2_schedule_trains_every_note_for_every_epoch(docs):
+    # The published members (version 2, validation_fraction=0): no held-out part, so no early
+    # stopping and no refit; the model is the last epoch's averaged weights, after exactly ``epochs``.
     small = {k: FAST[k] for k in ("char_dim", "char_lstm_dim", "word_dim", "word_lstm_dim", "lr")}
-    tagger = tagger_class("lstm-crf-l")(**small, epochs=3).fit(docs[:8])
+    tagger = tagger_class("lstm-crf-l")(**small, epochs=3, validation_fraction=0).fit(docs[:8])
     info = tagger.train_info_
     assert info["epochs_run"] == 3 and info["best_epoch"] == 3 and not info["stopped_early"]
     assert info["held_out_documents"] == 0 and info["train_documents"] == 8 and "refit" not in info

@@ -61,7 +61,7 @@ def test_csv_and_json_carry_p_r_f1_p_values_and_parameters():
                         "params": {"C": 1.0}}
 
 
-NEURAL = "lstm-crf-l:epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false"
+NEURAL = "lstm-crf-l:epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false,validation_fraction=0"
 
 
 def test_terminal_table_fits_the_width_with_aliases_and_a_legend():

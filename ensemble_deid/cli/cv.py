@@ -14,12 +14,14 @@ from .common import fail_on_error, workspace_of
 @click.option("--jobs", type=int, default=1, help="Parallel jobs; -1 uses every core.")
 @click.option("--backend", type=click.Choice(["loky", "threading", "dask", "ray"]), default="loky", help="joblib backend running the (tagger, fold) jobs.")
 @click.option("--scheduler", default=None, help="dask.distributed scheduler address (tcp://HOST:PORT) for --backend dask.")
+@click.option("--address", default=None, metavar="ADDR", help="--backend ray: the cluster's head (HOST:PORT; default: "
+              "$RAY_ADDRESS, else a Ray instance started for the run).")
 @click.option("--target", "targets", multiple=True, metavar="CORPUS", help="Also predict this registered corpus's "
               "test split with the models trained on all of --corpus's training set (repeatable); cached as 'study' "
               "caches them, scored in the summary and per category.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets, no_progress):
+def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, targets, no_progress):
     """Out-of-fold predictions on the training set and test-set predictions,
     for each tagger, computed once and kept in the prediction cache.
 
@@ -32,7 +34,8 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets, no
 
     ws = workspace_of(ctx)
     with fail_on_error():
-        done = cross_validate(ws, corpus_name, taggers, k, seed, jobs, backend, scheduler, targets,
+        cluster = address if backend == "ray" else scheduler
+        done = cross_validate(ws, corpus_name, taggers, k, seed, jobs, backend, cluster, targets,
                               progress=not no_progress, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
     corpus, runs = done.corpus, done.runs
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {done.engine.folds.fingerprint}), cache {ws.cache_dir}")

@@ -35,15 +35,23 @@ from .common import fail_on_error
               help='Re-point the bundle\'s ensemble to another decision threshold without retraining, e.g. '
                    '\'{"*": -0.8, "NAME": -1.2}\' (the held-out curve of the thresholds is in the bundle manifest; '
                    '\'null\': the method\'s own rule).')
+@click.option("--jobs", type=click.IntRange(min=1), default=1,
+              help="Worker processes on this machine (--backend local), each loading the bundle once; 1: tag here.")
+@click.option("--backend", type=click.Choice(["local", "dask", "ray"]), default="local",
+              help="Where chunks of notes are tagged: local processes (--jobs), the workers of a Dask scheduler "
+              "(--scheduler) or of a Ray cluster (--address). Workers must see MODEL, INPUT and --out at the same paths.")
+@click.option("--scheduler", default=None, metavar="ADDR", help="--backend dask: the scheduler, e.g. tcp://HOST:8786.")
+@click.option("--address", default=None, metavar="ADDR", help="--backend ray: the cluster's head, e.g. HOST:6379.")
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
-               batch_size, allow_external, trusted, operating_point, no_progress):
+               batch_size, allow_external, trusted, operating_point, jobs, backend, scheduler, address, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume);
     a resume must use the same options (recorded in OUT/run.json; without
     --seed it reuses the first run's seed). When INPUT has gold annotations,
     prints the scores and the leak rate."""
+    import contextlib
     import sys
 
     from ..corpus.formats import compile_group_pattern
@@ -59,6 +67,14 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
             raise click.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--allow-external")
         programs[name.strip()] = path.strip()
     point = _operating_point(operating_point)
+    if scheduler and backend != "dask":
+        raise click.BadParameter("only --backend dask has a scheduler", param_hint="--scheduler")
+    if address and backend != "ray":
+        raise click.BadParameter("only --backend ray has an --address", param_hint="--address")
+    if backend == "dask" and not scheduler:
+        raise click.BadParameter("--backend dask needs --scheduler tcp://HOST:PORT", param_hint="--scheduler")
+    if backend == "ray" and not address:
+        raise click.BadParameter("--backend ray needs --address HOST:PORT", param_hint="--address")
     with fail_on_error():  # options that need no model are checked before it is loaded
         if group_pattern is not None:
             compile_group_pattern(group_pattern)
@@ -82,8 +98,18 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         total = len(scan_notes(input_dir))
         from ..progress import progress_bar
 
-        with progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress, file=sys.stderr) as bar:
-            run = runner.run(input_dir, out, progress=bar.update)
+        executor = contextlib.nullcontext()
+        if backend != "local" or jobs > 1:
+            from pathlib import Path
+
+            from ..deid.distribute import UNSET, BundleRef, Distributor
+
+            ref = BundleRef(str(Path(model).resolve()), deid.manifest.get("manifest_sha256"), programs,
+                            tuple(trusted) or None, UNSET if operating_point is None else point)
+            executor = Distributor(ref, backend, jobs, scheduler or address)
+        with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
+                                            file=sys.stderr) as bar:
+            run = runner.run(input_dir, out, progress=bar.update, executor=pool)
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "

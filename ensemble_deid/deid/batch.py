@@ -161,6 +161,19 @@ class FolderRun:
         return self.tokens / self.seconds if self.seconds else 0.0
 
 
+@dataclass
+class TaggedChunk:
+    """What tagging some notes gave back (counts, and in surrogate mode with
+    a mapping file, their mapping: PHI, kept in memory only until written)."""
+
+    notes: int = 0
+    tokens: int = 0
+    mapping: dict[str, list] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # never the mapping (PHI) in a log or traceback
+        return f"TaggedChunk(notes={self.notes}, tokens={self.tokens})"
+
+
 class FolderDeidentifier:
     """De-identify every note of a folder with a fitted :class:`Deidentifier`.
 
@@ -220,7 +233,9 @@ class FolderDeidentifier:
         return opts
 
     def run(self, input_dir: str | Path, out: str | Path,
-            progress: Callable[[int], None] | None = None) -> FolderRun:
+            progress: Callable[[int], None] | None = None, executor=None) -> FolderRun:
+        """``executor``: spreads chunks of notes over processes or a cluster
+        (:mod:`.distribute`); None: tagged here, batch after batch."""
         notes = scan_notes(input_dir)
         check_notes(notes, self.span_formats)  # before any output: one clear error, nothing half done
         groups = group_ids([n.doc_id for n in notes], self.group_pattern)  # a bad or runaway pattern: now
@@ -240,26 +255,46 @@ class FolderDeidentifier:
             if progress:
                 progress(summary.skipped)
             t0 = time.perf_counter()
-            with _scratch(out):
-                for batch in _batches(todo, self.batch_size):
-                    docs = [read_note(n)[0] for n in batch]
-                    for doc in docs:
-                        doc.metadata["group"] = groups[doc.id]
-                    spans = self.model.spans(docs)
-                    for doc in docs:
-                        if self.mapping is not None:
-                            self.surrogates.mapping.pop(doc.id, None)
-                        self._write(out, doc, spans[doc.id])
-                        summary.tokens += len(doc.tokens)
-                    if self.mapping is not None:
-                        mapped.update({d.id: self.surrogates.mapping.get(d.id, []) for d in docs})
-                        self.surrogates.mapping.clear()
-                        write_private(self.mapping, _mapping_json(mapped))
-                    summary.processed += len(docs)
-                    if progress:
-                        progress(len(docs))
+            if executor is None:
+                with _scratch(out):
+                    for batch in _batches(todo, self.batch_size):
+                        done = self.tag_notes(out, batch, [groups[n.doc_id] for n in batch])
+                        self._finish(summary, done, mapped, progress)
+            else:  # chunks of whole batches, so each note is tagged in the same batch as here
+                chunks = ((c, [groups[n.doc_id] for n in c]) for c in _batches(todo, self.batch_size * executor.batches))
+                with _scratch(out):
+                    for done in executor.map(self, out, chunks):
+                        self._finish(summary, done, mapped, progress)
             summary.seconds = time.perf_counter() - t0
         return summary
+
+    def tag_notes(self, out: Path, notes: Sequence[Note], groups: Sequence[str]) -> "TaggedChunk":
+        """Tag and write a few notes (one batch); what a worker of a
+        distributed run does for its chunk, batch after batch."""
+        docs = [read_note(n)[0] for n in notes]
+        for doc, group in zip(docs, groups):
+            doc.metadata["group"] = group
+        spans = self.model.spans(docs)
+        done = TaggedChunk(notes=len(docs))
+        for doc in docs:
+            if self.mapping is not None:
+                self.surrogates.mapping.pop(doc.id, None)
+            self._write(out, doc, spans[doc.id])
+            done.tokens += len(doc.tokens)
+        if self.mapping is not None:
+            done.mapping = {d.id: self.surrogates.mapping.get(d.id, []) for d in docs}
+            self.surrogates.mapping.clear()
+        return done
+
+    def _finish(self, summary: FolderRun, done: "TaggedChunk", mapped: dict, progress) -> None:
+        """Count a tagged chunk; its notes' mapping is saved before they count as done."""
+        if self.mapping is not None:
+            mapped.update(done.mapping)
+            write_private(self.mapping, _mapping_json(mapped))
+        summary.tokens += done.tokens
+        summary.processed += done.notes
+        if progress:
+            progress(done.notes)
 
     # -- the run record ---------------------------------------------------------------
     def _record(self) -> dict:

@@ -91,6 +91,12 @@ class MetaLearner:
     level: ClassVar[str] = "span"  # "span" (candidate spans) or "token"
     description: ClassVar[str] = ""
 
+    # Parameters that change the predictions at most by float rounding (CPU
+    # threads, as the base neural taggers' num_threads), each with
+    # the value the cache key records whatever it is set to: entries cached
+    # before it was a free setting stay valid (ensemble.run.run_ensemble).
+    unkeyed_params: ClassVar[dict[str, object]] = {}
+
     # Parameters: the Tagger machinery, reused as is (constraints included).
     _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED]}
     parameter_constraints = Tagger.__dict__["parameter_constraints"]

@@ -164,6 +164,18 @@ def key_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if not (k in LEFT_OUT_AT_NONE and v is None)}
 
 
+def key_settings(learner: GridSearch) -> dict:
+    """What of a grid search enters its ensemble's cache key (with the members)."""
+    # The objective keeps the key "metric" it had: entries cached before it stay valid.
+    params = key_params(learner.estimator.get_params())
+    params.update((k, v) for k, v in type(learner.estimator).unkeyed_params.items() if k in params)
+    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
+                "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
+    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
+        settings["fixed"] = sorted(learner.fixed)
+    return settings
+
+
 def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],
                  refit: bool = False, oof: bool = True, echo: Say = print, progress: bool = False) -> dict:
     """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
@@ -178,12 +190,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     from .selection import fold_predictions
 
     train, test = engine.train, engine.targets["test"]
-    # The objective keeps the key "metric" it had: entries cached before it stay valid.
-    params = key_params(learner.estimator.get_params())
-    settings = {"params": params, "grid": learner.param_grid, "folds": learner.folds,
-                "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
-    if learner.fixed:  # only then: entries cached without fixed parameters keep their key
-        settings["fixed"] = sorted(learner.fixed)
+    settings = key_settings(learner)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
     cache = engine.cache
     description = {"tagger_label": f"ensemble.{method}", "params": jsonable(settings["params"]),

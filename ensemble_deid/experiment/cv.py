@@ -257,6 +257,9 @@ def execute_task(
             "peak_rss_mb": round(mem.peak, 1), "environment": tagger.environment(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        choices = {} if tagger.external else tagger.training_choices()
+        if choices:
+            meta["training_choices"] = {k: _jsonable(v) for k, v in choices.items()}
         cache.write_part(task.part, predictions, predict_docs, meta)
     return {"status": "computed", "task": task, **meta}
 
@@ -423,6 +426,7 @@ class CrossValidation:
             s.spill()
         config: dict[str, Any] = {"backend": backend, "n_jobs": jobs}
         client = None
+        started_ray = False
         try:
             if backend == "dask":
                 if not scheduler:
@@ -433,8 +437,12 @@ class CrossValidation:
                 config.update(scatter=shipped, wait_for_workers_timeout=60)
                 config["n_jobs"] = -1
             elif backend == "ray":
+                import ray
                 from ray.util.joblib import register_ray
 
+                if not ray.is_initialized():  # the cluster at --address (None: RAY_ADDRESS, else a local one)
+                    ray.init(address=scheduler, log_to_driver=False, configure_logging=False)
+                    started_ray = True
                 register_ray()
             # Parts of different taggers take seconds to hours: no time-remaining.
             bar = progress_bar(total=len(todo), desc=desc, unit="part", disable=not progress, eta=False)
@@ -450,7 +458,8 @@ class CrossValidation:
                 if jobs == 1 and backend == "loky":
                     stream = (execute_task(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo)
                 else:
-                    stream = Parallel(return_as="generator_unordered")(
+                    # Ray's joblib backend returns only a list (no progress until the end)
+                    stream = Parallel(return_as="list" if backend == "ray" else "generator_unordered")(
                         call(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo
                     )
                 for res in stream:
@@ -464,6 +473,10 @@ class CrossValidation:
                 s.cleanup()
             if client is not None:
                 client.close()
+            if started_ray:
+                import ray
+
+                ray.shutdown()
 
     def collect(self, specs: Sequence[TaggerSpec]) -> dict[str, TaggerRun]:
         """Read every tagger's predictions back from the cache (all parts must be valid)."""

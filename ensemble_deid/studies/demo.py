@@ -15,7 +15,8 @@ from .study import ALL_METHODS, StudyConfig
 # networks; lstm-l with Adam, as its SGD learns nothing in two epochs), 10
 # stacked-SEARN passes and 4 stacked-LSTM epochs. docs/guide.md ("The demo")
 # lists them; `ensemble-deid study` runs the full settings.
-_NEURAL_DEMO = "epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false"
+_NEURAL_DEMO = ("epochs=2,context=sentence,batch_size=32,corpus_vectors=false,ema_decay=0,refit=false,"
+                "validation_fraction=0")
 DEMO_TAGGERS = [
     "crf:max_iterations=30", "memm:max_iter=20,min_count=3", "searn:passes=5", "mira:epochs=10", "svm",
     "ogd:passes=3", "struct-svm:epochs=4",

@@ -172,6 +172,11 @@ class Tagger:
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         raise NotImplementedError(f"{type(self).__name__} must implement predict()")
 
+    def training_choices(self) -> dict[str, Any]:
+        """What a fit chose by itself from its training documents (the epoch early
+        stopping kept, ...), recorded in the cache metadata of the run; {} when nothing."""
+        return {}
+
     def is_fitted(self) -> bool:
         return any(k.endswith("_") and not k.startswith("_") for k in vars(self))
 

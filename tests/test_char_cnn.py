@@ -1,0 +1,58 @@
+"""The character-level member (issue 29): chunks of whole tokens, early
+stopping on held-out training patients, save and load, the adapter contract."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from ensemble_deid.corpus.document import Document  # noqa: E402
+from ensemble_deid.taggers.neural.base import held_out_fingerprint, split_held_out  # noqa: E402
+from ensemble_deid.taggers.neural.chars import chunk_documents  # noqa: E402
+from ensemble_deid.taggers.registry import make_tagger  # noqa: E402
+
+from .tagger_contract import TaggerContract  # noqa: E402
+from .tiny_corpus import tiny_corpus  # noqa: E402
+
+FAST = {"epochs": 30, "patience": 0, "validation_fraction": 0.0, "channels": 32, "token_dim": 24, "lr": 0.005,
+        "batch_size": 2, "dropout": 0.0}
+
+
+def test_chunks_hold_whole_tokens_and_point_at_their_characters():
+    doc = Document("d", "Ana Pérez vio 12/03 ayer")
+    index = {c: i + 2 for i, c in enumerate(sorted(set(doc.text)))}
+    chunks = chunk_documents([doc], index, max_chars=12)
+    assert [c.first for c in chunks] == [0, 2, 6]  # "Ana Pérez" | "vio 12/03" (4 tokens) | "ayer"
+    assert sum(len(c.starts) for c in chunks) == len(doc.tokens)
+    for c in chunks:
+        text = "".join(sorted(index, key=index.get)[i - 2] for i in c.chars)
+        assert text[c.starts[0]] == doc.tokens.words[c.first][0]
+        assert text[c.ends[-1]] == doc.tokens.words[c.first + len(c.starts) - 1][-1]
+        assert len(c.chars) <= 12 or len(c.starts) == 1
+
+
+def test_the_epoch_is_chosen_on_held_out_training_patients():
+    docs = tiny_corpus(24)[:16]
+    params = {**FAST, "validation_fraction": 0.25, "epochs": 6, "patience": 2}
+    tagger = make_tagger("char-cnn", **params).fit(docs)
+    choices = tagger.training_choices()
+    held = split_held_out(docs, 0.25, 0)[1]
+    assert choices["held_out_fingerprint"] == held_out_fingerprint(held) and choices["held_out_documents"] == 4
+    f1s = [h["held_out_f1"] for h in tagger.history_]
+    assert choices["chosen_epoch"] == 1 + int(np.argmax(f1s)) and choices["epochs_run"] == len(f1s)
+    again = make_tagger("char-cnn", **params).fit(docs)
+    assert again.training_choices() == choices  # deterministic for a seed
+
+
+def test_it_saves_and_loads(tmp_path):
+    docs = tiny_corpus(12)
+    tagger = make_tagger("char-cnn", **{**FAST, "epochs": 2}).fit(docs[:8])
+    tagger.save(tmp_path / "m")
+    again = type(tagger).load(tmp_path / "m")
+    assert [p.tags for p in again.predict(docs[8:])] == [p.tags for p in tagger.predict(docs[8:])]
+
+
+class TestCharCnnContract(TaggerContract):
+    tagger_name = "char-cnn"
+    tagger_params = FAST

@@ -1,0 +1,184 @@
+"""``deidentify --jobs N`` and ``--backend dask|ray`` on real local workers
+(processes started here on 127.0.0.1 and stopped after, never mocks):
+outputs byte-identical to the sequential run, a worker or the client killed
+mid-run loses nothing, every file owner-only, bad addresses refused first."""
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.corpus.formats import write_i2b2_xml
+
+from .clusters import dask_cluster, env, free_port, ray_cluster
+from .test_deid_cli import tiny_bundle  # noqa: F401 - the fixture: one bundle-fitting recipe
+
+CLI = [sys.executable, "-c", "from ensemble_deid.cli import main; main()"]
+
+
+def _run(*args, ok=True):
+    result = CliRunner().invoke(main, list(map(str, args)))
+    if ok:
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+@pytest.fixture(scope="module")
+def bundle(tiny_bundle):
+    """The voting bundle of the deidentify CLI tests, a folder of 120 notes
+    (its 8 test notes under 15 ids each) and that folder tagged sequentially."""
+    from ensemble_deid.corpus.formats import read_i2b2_xml
+
+    (tiny_bundle / "notes").mkdir(exist_ok=True)
+    for copy in range(15):
+        for path in sorted((tiny_bundle / "test").glob("*.xml")):
+            doc, _ = read_i2b2_xml(path)
+            name = f"c{copy:02d}-{doc.id}"
+            write_i2b2_xml(doc.__class__(name, doc.text, doc.annotations, doc.metadata), tiny_bundle / "notes" / f"{name}.xml")
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "notes", "--out", tiny_bundle / "sequential", *OPTIONS)
+    return tiny_bundle
+
+
+# Surrogate mode with a mapping: the most state a worker must reproduce.
+OPTIONS = ("--batch-size", "2", "--spans", "xml", "--spans", "brat", "--mode", "surrogate", "--seed", "7",
+           "--no-progress")
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name not in (".lock",)}
+
+
+def _same_as_sequential(bundle: Path, out: Path) -> None:
+    assert _files(out) == _files(bundle / "sequential")
+    for path in [out, *out.rglob("*")]:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+    assert not (out / ".scratch").exists()
+
+
+def test_jobs_give_the_sequential_outputs_byte_for_byte(bundle, tmp_path):
+    out = tmp_path / "out"
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2",
+                  "--save-mapping", tmp_path / "map.json")
+    assert "120 note(s) de-identified" in result.output
+    _same_as_sequential(bundle, out)
+    seq_map = tmp_path / "seq-map.json"
+    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "seq", *OPTIONS,
+         "--save-mapping", seq_map)
+    assert (tmp_path / "map.json").read_bytes() == seq_map.read_bytes()
+    again = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2",
+                 "--save-mapping", tmp_path / "map.json")
+    assert "0 note(s) de-identified, 120 already done" in again.output
+
+
+def test_backend_options_are_checked_before_any_work(bundle, tmp_path):
+    for args, hint in ((("--backend", "dask"), "--scheduler"), (("--backend", "ray"), "--address"),
+                       (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler")):
+        result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", *args, ok=False)
+        assert result.exit_code == 2 and hint in result.output
+    port = free_port()  # nothing listens there
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "dask",
+                  "--scheduler", f"tcp://127.0.0.1:{port}", "--no-progress", ok=False)
+    assert result.exit_code != 0 and "cannot reach a Dask scheduler" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+# -- a real Dask cluster ---------------------------------------------------------------------------
+
+
+def _start(bundle: Path, out: Path, *backend: str) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, "deidentify", str(bundle / "model"), str(bundle / "notes"), "--out", str(out),
+                             *OPTIONS, *backend], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for_outputs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if (out / "text").is_dir() and len(list((out / "text").glob("*.txt"))) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} notes done in {timeout} s")
+
+
+@pytest.mark.slow
+def test_dask_two_workers_give_the_sequential_outputs(bundle, tmp_path):
+    with dask_cluster(tmp_path / "cluster.log") as (address, _):
+        out = tmp_path / "out"
+        result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--backend", "dask",
+                      "--scheduler", address)
+        assert "120 note(s) de-identified" in result.output
+    _same_as_sequential(bundle, out)
+
+
+@pytest.mark.slow
+def test_dask_worker_killed_mid_run_loses_nothing(bundle, tmp_path):
+    with dask_cluster(tmp_path / "cluster.log") as (address, workers):
+        out = tmp_path / "out"
+        proc = _start(bundle, out, "--backend", "dask", "--scheduler", address)
+        _wait_for_outputs(out, 10, proc)
+        os.kill(workers[0].pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        assert workers[0].wait(timeout=10) == -signal.SIGKILL
+    _same_as_sequential(bundle, out)
+
+
+@pytest.mark.slow
+def test_dask_client_killed_mid_run_resumes(bundle, tmp_path):
+    with dask_cluster(tmp_path / "cluster.log") as (address, _):
+        out = tmp_path / "out"
+        proc = _start(bundle, out, "--backend", "dask", "--scheduler", address)
+        _wait_for_outputs(out, 10, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        done_before = len(list((out / "text").glob("*.txt")))
+        assert done_before < 120
+        result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--backend", "dask",
+                      "--scheduler", address)
+        assert "already done" in result.output
+    _same_as_sequential(bundle, out)
+
+
+# -- a real Ray cluster (ray from PyPI, CPU only: pip install 'ensemble-deid[ray]') ---------------
+
+
+def _ray_workers_on_a_chunk(head) -> list:
+    import psutil
+
+    return [p for p in psutil.Process(head.pid).children(recursive=True)
+            if "tag_chunk" in " ".join(p.cmdline())]
+
+
+@pytest.mark.slow
+def test_ray_gives_the_sequential_outputs_and_survives_a_killed_worker(bundle, tmp_path):
+    with ray_cluster(tmp_path / "cluster.log") as (address, head):
+        out = tmp_path / "out"
+        proc = _start(bundle, out, "--backend", "ray", "--address", address)
+        _wait_for_outputs(out, 10, proc)
+        busy = _ray_workers_on_a_chunk(head)
+        assert busy, "no Ray worker was tagging a chunk"
+        busy[0].kill()
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+    _same_as_sequential(bundle, out)
+
+
+def test_stream_benchmark_small_version_keeps_memory_flat(bundle, tmp_path):
+    """benchmarks/bench_stream.py on 60 notes: memory over the last 20 within 10% of the first 20."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_stream
+
+    result = bench_stream.main(["--model", str(bundle / "model"), "--notes", "60", "--window", "20", "--pool", "5",
+                                "--batch-size", "4", "--workdir", str(tmp_path), "--out", str(tmp_path / "s.json")])
+    assert result["notes"] == 60 and result["tokens"] > 0
+    assert result["flat_within_10_percent"], result["last_over_first"]
+    assert (tmp_path / "s.md").is_file() and not list(tmp_path.glob("bench-stream-*"))
