@@ -432,6 +432,8 @@ def test_deidentify_says_a_bundle_holds_training_words_and_publish_refuses_a_bun
     """Issue 34 item 1: a bundle is never treated as public: deidentify tells
     whoever runs it that it holds words of its training notes, and ``cache
     publish`` refuses to write into (or reuse) a bundle folder."""
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+
     res = _deidentify(bundle, tmp_path)
     assert res.exit_code == 0, res.output
     assert "contains words of its training notes" in res.stderr
