@@ -428,6 +428,31 @@ def test_a_shareable_bundle_holds_no_word_of_fewer_than_k_training_notes(tmp_pat
     assert bad.exit_code == 2 and not (tmp_path / "x").exists()
 
 
+def test_deidentify_says_a_bundle_holds_training_words_and_publish_refuses_a_bundle(bundle, tmp_path, monkeypatch):
+    """Issue 34 item 1: a bundle is never treated as public: deidentify tells
+    whoever runs it that it holds words of its training notes, and ``cache
+    publish`` refuses to write into (or reuse) a bundle folder."""
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+
+    res = _deidentify(bundle, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "contains words of its training notes" in res.stderr
+    copy = _copy(bundle, tmp_path, "model")
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    docs = tiny_corpus(8, seed=2)
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+        for doc in docs:
+            write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
+    monkeypatch.setenv("ENSEMBLE_DEID_HOME", str(tmp_path / "ws"))
+    run = CliRunner().invoke
+    assert run(main, ["corpus", "add", "t", "--train", str(tmp_path / "train"), "--test", str(tmp_path / "test")]).exit_code == 0
+    pub = run(main, ["cache", "publish", "--corpus", "t", "--out", str(copy), "--folds", "2", "--public",
+                      "--licence", "CC BY 4.0"])
+    assert pub.exit_code != 0 and "is not a published folder" in pub.output, pub.output
+    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+
+
 def test_deidentify_trust_accepts_only_the_named_bundle(bundle, tmp_path):
     manifest = json.loads((bundle / "manifest.json").read_text())
     ok = _deidentify(bundle, tmp_path, "--trust", manifest["manifest_sha256"].upper())

@@ -47,7 +47,7 @@ def test_ensemble_fits_scores_caches_and_reuses(tiny):
     members = [float(_table_row(out, m)[7].replace(",", "")) for m in MEMBERS.split(",")]
     assert float(row[7].replace(",", "")) == pytest.approx(sum(members), abs=0.2)
     assert "chosen parameters: {'threshold': " in out
-    assert re.search(r"\| threshold=3 +\|", out)  # the CV table of every setting
+    assert re.search(r"\| threshold=3, trust=0.9 +\|", out)  # the CV table of every setting
     assert "oracle (test):" in out and "marginal contributions" in out and "pairwise agreement" in out
     cache = PredictionCache(tiny / "cached_predictions")
     entries = [m["tagger"] for _, m in cache.entries()]
@@ -184,4 +184,4 @@ def test_an_unreached_target_is_said(tiny):
                "--objective", "recall>=0.95", "--no-progress", "--no-diagnostics", "--no-oof").output
     # the memorize members find well under half of the tiny corpus's spans: 0.95 is out of reach
     assert "target of recall>=0.95 NOT reached on the out-of-fold data: the closest setting was taken" in out
-    assert "chosen parameters: {'threshold': 1}" in out  # the closest: the most recall
+    assert "chosen parameters: {'threshold': 1, 'trust': None}" in out  # the closest: the most recall

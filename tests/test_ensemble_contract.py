@@ -100,7 +100,7 @@ def test_grid_search_scores_are_pooled_held_out_counts():
     """No overlaps and no learned state but the tie-break: each threshold's CV
     counts equal voting's counts over all documents."""
     docs, members = random_case(4, n_docs=10, n_members=4)
-    search = GridSearch(Voting(), folds=5, seed=1).fit(members, docs)
+    search = GridSearch(Voting(), folds=5, seed=1, fixed=("trust",)).fit(members, docs)  # thresholds only
     table = build_candidates(list(members.values()), tuple(members), docs)
     assert [r.params for r in search.cv_results_] == [{"threshold": t} for t in range(1, 5)]
     rank = table.member_rank()
@@ -120,7 +120,7 @@ def test_grid_search_scores_are_pooled_held_out_counts():
 def test_grid_search_objective_recall_prefers_low_thresholds():
     docs, members = random_case(4, n_docs=10, n_members=4)
     search = GridSearch(Voting(), folds=5, objective="recall").fit(members, docs)
-    assert search.best_params_ == {"threshold": 1}
+    assert search.best_params_ == {"threshold": 1, "trust": None}
     with pytest.raises(ValueError, match="objective=.accuracy."):
         GridSearch(Voting(), objective="accuracy").fit(members, docs)
 
@@ -135,8 +135,8 @@ def test_nested_cv_reports_its_cost_and_choices():
     docs, members = random_case(5, n_docs=12, n_members=3)
     search = GridSearch(Voting(), folds=3, nested=True).fit(members, docs)
     nested = search.nested_
-    assert len(nested.chosen) == 3 and all(set(c) == {"threshold"} for c in nested.chosen)
-    assert nested.fits == 3 * (3 * 3 + 1)
+    assert len(nested.chosen) == 3 and all(set(c) == {"threshold", "trust"} for c in nested.chosen)
+    assert nested.fits == 3 * (3 * 3 * 4 + 1)  # 3 thresholds x 4 trust levels
     assert nested.tp + nested.fn == sum(len(d.annotations) for d in docs)
     assert 0 <= nested.score <= 1 and nested.seconds >= 0
 

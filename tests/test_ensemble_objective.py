@@ -219,12 +219,12 @@ def test_voting_gets_a_per_category_threshold_by_hand():
     docs, members = _category_case()
     # t = 1: tp 3 fp 2 fn 0 -> F1 6/8; t = 2: tp 2 fp 0 fn 1 -> 4/5; t = 3: 2/4. NAME at t = 1: recall 1.
     search = GridSearch(Voting(), folds=2, objective="f1,NAME=token:recall>=1").fit(members, docs)
-    assert search.best_params_ == {"threshold": 2, "operating_point": {"NAME": 1.0}}
+    assert search.best_params_ == {"threshold": 2, "trust": None, "operating_point": {"NAME": 1.0}}
     assert search.operating_search_.reached == {"*": True, "NAME": True}
     kept = {(a.start, a.end, a.label) for a in search.predict(members, docs[:1])[0].spans(docs[0])}
     assert kept == {(0, 1, "NAME:PATIENT"), (6, 7, "DATE:DATE"), (12, 13, "DATE:DATE"), (18, 19, "NAME:PATIENT")}
     plain = GridSearch(Voting(), folds=2).fit(members, docs)
-    assert plain.best_params_ == {"threshold": 2}
+    assert plain.best_params_ == {"threshold": 2, "trust": None}
 
 
 def test_pruned_voting_gets_per_category_thresholds_on_its_fitting_documents():

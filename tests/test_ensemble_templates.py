@@ -184,7 +184,8 @@ def test_authors_threshold_is_chosen_by_cross_validation():
     assert search.best_params_["min_similarity"] == max(
         search.cv_results_, key=lambda r: r.score).params["min_similarity"]
     assert search.best_estimator_.overlap == "chain"
-    assert DecisionTemplates().default_grid(4) == {}  # the paper's variant has nothing to choose
+    # the paper's variant chooses only whether to trust members (ensemble.trust)
+    assert DecisionTemplates().default_grid(4) == {"trust": [None, 0.99, 0.95, 0.9]}
 
 
 def test_variants_are_parameters_in_the_hash_and_checked():

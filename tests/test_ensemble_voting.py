@@ -244,4 +244,5 @@ def test_bad_overlap_rule_is_refused(threshold_case):
 
 def test_overlap_rule_is_part_of_the_parameter_hash():
     assert Voting().param_hash() != Voting(overlap="chain").param_hash()
-    assert Voting(overlap="chain").get_params() == {"threshold": 2, "overlap": "chain", "operating_point": None}
+    assert Voting(overlap="chain").get_params() == {"threshold": 2, "overlap": "chain", "operating_point": None,
+                                                      "trust": None}

@@ -63,10 +63,11 @@ def _f1(docs, preds) -> float:
 def test_fixed_voting_threshold_is_the_one_used(threshold, expected_f1):
     docs, members = _three_vote_case()
     chosen = GridSearch(Voting(), folds=2).fit(members, docs)
-    assert chosen.best_params_ == {"threshold": 2}
+    assert chosen.best_params_ == {"threshold": 2, "trust": None}
     assert _f1(docs, chosen.predict(members, docs)) == 1.0
     fixed = GridSearch(Voting(threshold=threshold), folds=2, fixed=("threshold",)).fit(members, docs)
-    assert fixed.best_params_ == {} and fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold, "operating_point": None}
+    assert fixed.best_params_ == {"trust": None}  # only trust (ensemble.trust) is left to choose
+    assert fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold, "operating_point": None, "trust": None}
     assert math.isclose(_f1(docs, fixed.predict(members, docs)), expected_f1)
 
 
@@ -74,7 +75,7 @@ def test_fixed_value_equal_to_the_default_is_still_fixed():
     # Voting's constructor default is threshold=2: fixing 2 must not search 1..m.
     docs, members = _three_vote_case()
     search = GridSearch(Voting(threshold=2), folds=2, fixed=("threshold",)).fit(members, docs)
-    assert search.cv_results_ == [] and search.fits_ == 1
+    assert all("threshold" not in r.params for r in search.cv_results_) and search.fits_ == 4 * 2 + 1  # trust only
 
 
 def test_fixed_and_searched_together_is_refused_before_fitting():
@@ -141,15 +142,17 @@ def test_cli_param_is_used_printed_and_recorded(tiny, workspace, tmp_path, comma
     fixed = _ensemble_or_fit(command, tmp_path / "fixed", "--corpus", tiny, "--method", "voting", "--members",
                              MEMBERS, "--folds", "3", "--param", f"threshold={threshold}").output
     params, names = _fixed_record(command, tmp_path / "fixed", workspace)
+    params.pop("trust")  # chosen by CV (ensemble.trust), not fixed
     assert params == {"overlap": "greedy", "threshold": threshold, "operating_point": None} and names == ["threshold"]
     if command == "ensemble":
-        assert "chosen parameters: (none to choose: no values searched)" in fixed
+        assert "chosen parameters: {'trust': " in fixed  # only trust (ensemble.trust) is left to choose
         assert f"parameters used: overlap='greedy', threshold={threshold} (fixed)" in fixed
     else:
         assert f"fixed {{'threshold': {threshold}}}" in fixed
     searched = _ensemble_or_fit(command, tmp_path / "searched", "--corpus", tiny, "--method", "voting", "--members",
-                                MEMBERS, "--folds", "3", "--grid", f"threshold={threshold}").output
-    # The same model: threshold fixed or the one value searched.
+                                MEMBERS, "--folds", "3", "--grid", f"threshold={threshold}",
+                                "--grid", "trust=None|0.99|0.95|0.9").output
+    # The same model: threshold fixed or the one value searched (trust searched in both).
     assert _f1_of(command, searched, tmp_path / "searched") == _f1_of(command, fixed, tmp_path / "fixed")
 
 
@@ -328,8 +331,9 @@ def test_study_uses_and_records_fixed_method_params(tmp_path, workspace, tiny):
     result = Study(Workspace(workspace), cfg, log=lambda m: None, progress=False).run(tmp_path / "out")
     chosen = [record for column in result.manifest["chosen"].values()
               for method, record in column.items() if method != "best single member"]
-    assert chosen and all(v["params"] == {"overlap": "greedy", "threshold": 1, "operating_point": None} and v["fixed"] == ["threshold"]
-                          and v["chosen_by_cv"] == {} for v in chosen)
+    untrusted = lambda d: {k: x for k, x in d.items() if k != "trust"}  # noqa: E731  (trust: chosen by CV)
+    assert chosen and all(untrusted(v["params"]) == {"overlap": "greedy", "threshold": 1, "operating_point": None}
+                          and v["fixed"] == ["threshold"] and untrusted(v["chosen_by_cv"]) == {} for v in chosen)
 
 
 # --- 22.7: taggers NAME and "did you mean" ----------------------------------------

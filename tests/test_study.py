@@ -184,3 +184,24 @@ def test_summary_table_compares_best_member_and_best_ensemble_and_lists_skipped(
     row = next(line for line in out.splitlines() if line.startswith("A test: A models"))
     assert row.split() == ["A", "test:", "A", "models", "crf@A", "80.00", "stacked-svm", "83.25", "+3.25"]
     assert "skipped mist: not configured" in out and "time: 12 s" in out
+
+
+def test_study_ensembles_bar_shows_no_time_remaining_on_a_terminal(two_corpora, tmp_path, monkeypatch):
+    """Issue 34 item 5: the fits differ by orders of magnitude (voting vs a
+    stacked learner), so the ensembles' bar shows the count and the elapsed
+    time but never tqdm's average-based "elapsed<remaining"."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    cfg = StudyConfig(corpora=["tinyA"], taggers=["memorize", "memorize:max_len=2"], methods=["voting", "stacked-svm"],
+                      folds=3, trials=200, name="t")
+    Study(two_corpora, cfg, log=lambda m: None, progress=True).run(tmp_path / "out")
+    bars = [x for x in re.split(r"[\r\n]", term.getvalue()) if x.startswith("ensembles")]
+    assert bars and any("2/2" in x for x in bars)
+    assert not any(re.search(r"\d<(\d|\?)", x) for x in bars), bars

@@ -89,9 +89,14 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
                 raise click.BadParameter(str(exc) if deid.method is not None else "the bundle holds no ensemble",
                                          param_hint="--operating-point")
         click.echo(selection_line(deid, operating_point is not None), err=True)
+        from ..deid.bundle import training_text_notice
+
+        notice = training_text_notice(model)  # whoever runs a bundle may not know what it holds
+        if notice:
+            click.echo(notice, err=True)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
         total = len(scan_notes(input_dir))
-        from tqdm.auto import tqdm
+        from ..progress import progress_bar
 
         executor = contextlib.nullcontext()
         if backend != "local" or jobs > 1:
@@ -102,8 +107,8 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
             ref = BundleRef(str(Path(model).resolve()), deid.manifest.get("manifest_sha256"), programs,
                             tuple(trusted) or None, UNSET if operating_point is None else point)
             executor = Distributor(ref, backend, jobs, scheduler or address)
-        with executor as pool, tqdm(total=total, desc="deidentify", unit="note", disable=no_progress,
-                                    file=sys.stderr) as bar:
+        with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
+                                            file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update, executor=pool)
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")

@@ -141,6 +141,9 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
                    + ("" if record.get("reached", True) else
                       f"; the target of {objective} was NOT reached on the training out-of-fold data: "
                       "the closest result was kept"))
+    if record.get("trusted"):
+        click.echo(f"trusted members at trust {record.get('trust')} (their spans of these labels kept where the "
+                   "ensemble leaves O): " + ", ".join(f"{m} on {lab}" for m, lab in record["trusted"]))
     if record.get("cv_results"):
         cv_rows = [[", ".join(f"{k}={v}" for k, v in r["params"].items()), r["tp"], r["fp"], r["fn"], r["score"]]
                    for r in record["cv_results"]]

@@ -30,9 +30,13 @@ def fit_member(spec, train: Sequence[Document]):
 
 def needed_members(method, names: Sequence[str]) -> list[str]:
     """The members whose predictions can change the method's output: a pruned
-    voting ignores the members it eliminated."""
+    voting ignores the members it eliminated, unless they are trusted on a
+    label (``ensemble.trust``)."""
+    from ..ensemble.trust import trusted_members
+
     subset = getattr(method, "subset_", None) if method is not None else None
-    return [n for n in names if subset is None or n in subset]
+    trusted = trusted_members(method) if method is not None else set()
+    return [n for n in names if subset is None or n in subset or n in trusted]
 
 
 class SharedFeatures:

@@ -108,12 +108,13 @@ class MetaLearner:
     clone = Tagger.clone
 
     def hashed_params(self) -> dict[str, Any]:
-        """The cache key's parameters. ``operating_point`` at None (the
-        learner's own rule, what every earlier version did) is left out, so
-        entries cached before it existed stay valid."""
+        """The cache key's parameters. ``operating_point`` and ``trust`` at
+        None (the learner's own rule, what every earlier version did) are left
+        out, so entries cached before they existed stay valid."""
         params = Tagger.hashed_params(self)
-        if params.get("operating_point", 0) is None:
-            del params["operating_point"]
+        for later in ("operating_point", "trust"):
+            if params.get(later, 0) is None:
+                del params[later]
         return params
 
     param_hash = Tagger.param_hash
@@ -341,6 +342,29 @@ class SpanMetaLearner(MetaLearner):
         if len(values) > 200:
             values = np.unique(np.quantile(values, np.linspace(0, 1, 200), method="lower"))
         return [float(v) for v in values]
+
+    def _learn_trust(self, table) -> None:
+        """The (member, label) pairs that have earned trust on the fitting
+        documents (``trust``; see ``ensemble.trust``)."""
+        from .trust import trusted_pairs
+
+        trust = getattr(self, "trust", None)
+        self.trusted_ = trusted_pairs(table, float(trust)) if trust is not None else []
+
+    def _trusted(self, table, selected):
+        """``selected`` (a candidate mask, or a list of them) with the trusted
+        members' spans added where it leaves their tokens O."""
+        from .trust import veto_outside
+
+        pairs = getattr(self, "trusted_", None)
+        if not pairs:
+            return selected
+        if isinstance(selected, list):
+            if not selected:
+                return selected
+            out = veto_outside(table, np.stack(selected, axis=1), pairs, self.member_rank_)
+            return [out[:, i] for i in range(out.shape[1])]
+        return veto_outside(table, selected, pairs, self.member_rank_)
 
     def _member_ranks(self, table) -> None:
         """Members' strict F1 on the fitting documents and their ranks: the

@@ -177,12 +177,14 @@ def key_settings(learner: GridSearch) -> dict:
 
 
 def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],
-                 refit: bool = False, oof: bool = True, echo: Say = print) -> dict:
+                 refit: bool = False, oof: bool = True, echo: Say = print, progress: bool = False) -> dict:
     """Fit/predict/cache (or reuse) an ensemble; returns a dict with its
     test and OOF predictions, the entry, the test part's record
     (``test_record``: fit and predict seconds, peak memory) and the selection
-    record (``record``)."""
+    record (``record``). ``progress``: a bar (or plain lines) over the
+    selection's fits, the test prediction and the out-of-fold fits."""
     from ..experiment.cv import PeakMemory
+    from ..progress import phase, progress_bar
     from .caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
     from .objective import parse_objective
     from .selection import fold_predictions
@@ -200,10 +202,20 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
 
     if refit or cache.part_status(test_part) != "valid":
         echo(f"fitting {method} on {len(train)} training documents ({len(runs)} members)")
-        with PeakMemory() as mem:
+        patients = len({d.group for d in train})
+        settings_n = len(learner.grid(len(runs)))
+        with PeakMemory() as mem, progress_bar(total=learner.planned_fits(len(runs), patients), desc=method,
+                                               unit="fit", disable=not progress) as bar:
+            learner.on_fit = bar.update
+            phase(bar, f"choosing parameters: {settings_n} setting{'s' if settings_n != 1 else ''} x "
+                       f"{min(learner.folds, patients)} folds, then the refit on every training document")
             t0 = time.perf_counter()
-            learner.fit(members_oof, train)
+            try:
+                learner.fit(members_oof, train)
+            finally:
+                learner.on_fit = None
             t1 = time.perf_counter()
+            phase(bar, f"predicting {len(test)} test documents")
             preds = learner.predict(members_test, test)
             t2 = time.perf_counter()
         record = {
@@ -241,7 +253,8 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
             echo(f"{method}: out-of-fold predictions ({engine.k} folds"
                  f"{', selection inside each fold' if learner.nested else ''})")
             t0 = time.perf_counter()
-            by_fold = fold_predictions(estimator, members_oof, train, engine.folds)
+            with progress_bar(total=engine.k, desc=f"{method} out-of-fold", unit="fold", disable=not progress) as bar:
+                by_fold = fold_predictions(estimator, members_oof, train, engine.folds, bar.update)
             seconds = time.perf_counter() - t0
             docs_by_id = {d.id: d for d in train}
             cache.ensure_entry(entry, description)
@@ -272,6 +285,9 @@ def learned(model) -> dict:
             out["budget"] = model.search_.budget
     if getattr(model, "operating_point_", None):
         out["category_thresholds"] = model.operating_point_
+    if getattr(model, "trusted_", None):
+        out["trusted"] = model.trusted_
+        out["trust"] = getattr(model, "trust_", getattr(model, "trust", None))
     return out
 
 
@@ -343,7 +359,7 @@ def run_method(workspace, corpus_name: str, method: str, members: str, params: M
         learner = make_search(method, {**(params or {}), "budget": budget, "costs": costs}, grid,
                               **settings)
     learner.set_params(folds=engine.k)  # the members' cached CV may have been reused
-    result = run_ensemble(engine, learner, method, runs, refit=refit, oof=oof, echo=log)
+    result = run_ensemble(engine, learner, method, runs, refit=refit, oof=oof, echo=log, progress=progress)
     return MethodRun(method, corpus, engine, runs, learner, result)
 
 

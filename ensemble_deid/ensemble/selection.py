@@ -75,8 +75,13 @@ class SettingResult:
         return {"params": self.params, "tp": self.tp, "fp": self.fp, "fn": self.fn, "score": self.score}
 
 
-def cv_scores(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAssignment, metric: str) -> list[SettingResult]:
-    """Pooled held-out counts of every setting."""
+def _no_step() -> None:
+    pass
+
+
+def cv_scores(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAssignment, metric: str,
+              step=_no_step) -> list[SettingResult]:
+    """Pooled held-out counts of every setting (``step()`` after each fit)."""
     results = [SettingResult(dict(p)) for p in grid]
     for train_idx, test_idx in fold_indices(prepared.documents, folds):
         if not len(test_idx) or not len(train_idx):
@@ -85,6 +90,7 @@ def cv_scores(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         for res in results:
             model = estimator.clone().set_params(**res.params)
             model._fit_prepared(train)
+            step()
             tp, fp, fn = model._raw_counts(test, model._predict_raw(test))
             res.tp += tp
             res.fp += fp
@@ -130,7 +136,7 @@ class OperatingPointSearch:
 
 
 def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAssignment, objective: Objective,
-              scored: bool):
+              scored: bool, step=_no_step):
     """Objective scores of every setting on the pooled held-out folds and,
     when ``scored``, the best setting's operating point (module docstring).
     Returns (results, best index, OperatingPointSearch or None, whether each
@@ -145,6 +151,7 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         for i, res in enumerate(results):
             model = estimator.clone().set_params(**res.params)
             model._fit_prepared(train)
+            step()
             if scored:
                 fitted[i].append((model, test, model._scores(test)))
             else:
@@ -234,6 +241,9 @@ class GridSearch(MetaLearner):
         A learner that fits its own objective (pruned voting) is given it.
     nested : bool
         Also estimate the whole procedure by nested cross-validation.
+
+    ``on_fit`` (an attribute, not a parameter: clones do not report) is
+    called after each of the search's fits, :meth:`planned_fits` of them.
     """
 
     name = "grid-search"
@@ -251,6 +261,14 @@ class GridSearch(MetaLearner):
         self.objective = objective
         self.nested = nested
         self.fixed = tuple(fixed)
+        self.on_fit = None
+
+    def planned_fits(self, n_members: int, n_patients: int) -> int:
+        """The fits :meth:`fit` makes (k lowered to the patients as the folds are)."""
+        grid = self.grid(n_members)
+        k = min(int(self.folds), n_patients)
+        searched = len(grid) > 1 or self._scored(self.objective_estimator(), parse_objective(self.objective))
+        return (len(grid) * k if searched else 0) + 1
 
     def grid(self, n_members: int) -> list[dict[str, Any]]:
         if self.param_grid is not None:
@@ -319,14 +337,15 @@ class GridSearch(MetaLearner):
         self.operating_search_ = None
         self.reached_ = {}  # per target, met on the held-out folds (filled for objectives other than plain F1)
         point = None
+        step = self.on_fit or _no_step
         if len(grid) > 1 or scored:
             folds = make_folds(prepared.documents, self.folds, self.seed)
             if objective.is_default:  # today's strict F1 choice, counted as it always was
-                results = cv_scores(estimator, grid, prepared, folds, "f1")
+                results = cv_scores(estimator, grid, prepared, folds, "f1", step)
                 best = max(range(len(results)), key=lambda i: (results[i].score, -i))
             else:
                 results, best, self.operating_search_, self.reached_ = cv_choose(
-                    estimator, grid, prepared, folds, objective, scored)
+                    estimator, grid, prepared, folds, objective, scored, step)
                 point = self.operating_search_.chosen if self.operating_search_ else None
             self.cv_results_ = results
             self.best_score_ = results[best].score
@@ -341,6 +360,7 @@ class GridSearch(MetaLearner):
             self.best_params_["operating_point"] = point
         model = estimator.clone().set_params(**self.best_params_)
         model._fit_prepared(prepared)
+        step()
         model.member_names_ = prepared.member_names
         self.best_estimator_ = model
         self.seconds_ = time.perf_counter() - t0
@@ -387,6 +407,7 @@ class GridSearch(MetaLearner):
 
 def cross_val_predict(
     estimator: MetaLearner, members: Members, documents: Sequence[Document], folds: FoldAssignment,
+    step=_no_step,
 ) -> dict[str, DocumentPrediction]:
     """The method's own out-of-fold predictions: for each fold, fitted on the
     other folds' documents and predicting this one's (so that an ensemble can
@@ -401,6 +422,7 @@ def cross_val_predict(
         model = estimator.clone()
         test = prepared.subset(test_idx)
         model._fit_prepared(prepared.subset(train_idx))
+        step()
         model.member_names_ = names
         for pred in model._raw_to_predictions(test, model._predict_raw(test)):
             out[pred.doc_id] = pred
@@ -408,9 +430,9 @@ def cross_val_predict(
 
 
 def fold_predictions(estimator: MetaLearner, members: Members, documents: Sequence[Document],
-                     folds: FoldAssignment) -> dict[int, list[DocumentPrediction]]:
+                     folds: FoldAssignment, step=_no_step) -> dict[int, list[DocumentPrediction]]:
     """Like :func:`cross_val_predict`, grouped by fold (for the cache's parts)."""
-    preds = cross_val_predict(estimator, members, documents, folds)
+    preds = cross_val_predict(estimator, members, documents, folds, step)
     by_fold: dict[int, list[DocumentPrediction]] = {}
     for doc in documents:
         by_fold.setdefault(folds.folds[doc.id], []).append(preds[doc.id])

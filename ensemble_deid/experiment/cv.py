@@ -412,7 +412,7 @@ class CrossValidation:
         if not todo:
             return []
         from joblib import Parallel, delayed, parallel_config
-        from tqdm.auto import tqdm
+        from ..progress import progress_bar
 
         cores = os.cpu_count() or 1
         jobs = max(1, min(jobs if jobs > 0 else cores, len(todo)))
@@ -444,7 +444,8 @@ class CrossValidation:
                     ray.init(address=scheduler, log_to_driver=False, configure_logging=False)
                     started_ray = True
                 register_ray()
-            bar = tqdm(total=len(todo), desc=desc, unit="part", disable=not progress)
+            # Parts of different taggers take seconds to hours: no time-remaining.
+            bar = progress_bar(total=len(todo), desc=desc, unit="part", disable=not progress, eta=False)
             out = []
             call = delayed(execute_task)
             with parallel_config(**config), warnings.catch_warnings():

@@ -51,6 +51,7 @@ from .crosscorpus import MemberOutputs, collect_cross_corpus, members_trained_on
 from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError, did_you_mean
 from ..files import private_dir, read_toml, write_private
+from ..progress import phase, progress_bar
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
@@ -316,8 +317,6 @@ class Study:
         return {k: v for k, v in sets.items() if v}
 
     def _ensembles(self, corpora, outputs, scorers):
-        from tqdm.auto import tqdm
-
         from ..ensemble import GridSearch, make_method
         from ..evaluation import Scorer
 
@@ -352,8 +351,10 @@ class Study:
         chosen: dict[str, dict[str, Any]] = {}
         row_index = {name: i for i, name in enumerate(rows)}
         leak_rows: list[tuple[str, list[Cell]]] = []
-        bar = tqdm(total=len(blocks) * len(cfg.methods), desc="ensembles", unit="fit", disable=not self.progress,
-                   file=sys.stderr)
+        # No time-remaining: a voting fit takes a second, a stacked learner's many minutes,
+        # so an average over the fits done so far says nothing about the ones to come.
+        bar = progress_bar(total=len(blocks) * len(cfg.methods), desc="ensembles", unit="fit",
+                           disable=not self.progress, eta=False, file=sys.stderr)
         say = (lambda m: bar.write(m, file=sys.stderr)) if self.progress else self.log
         for j, (t, set_name, members) in enumerate(blocks):
             mo = outputs[t.name]
@@ -371,7 +372,7 @@ class Study:
                                  f"{100 * _oracle_recall(t.test, test_members):.2f}")
             for method in cfg.methods:
                 where = f"{method} on {t.name} test, {set_name} ({len(members)} members)"
-                bar.set_postfix_str(where, refresh=True)
+                phase(bar, where)
                 fixed = cfg.method_params.get(method, {})
                 search = GridSearch(make_method(method, **fixed), folds=cfg.folds, seed=cfg.seed, objective=cfg.objective,
                                     fixed=tuple(fixed))
@@ -521,6 +522,8 @@ def _learned(model) -> dict[str, Any]:
         out["threshold"] = int(model.threshold_)
     if hasattr(model, "subset_"):
         out["members"] = list(model.subset_)
+    if getattr(model, "trusted_", None):
+        out["trusted"] = [list(p) for p in model.trusted_]
     return out
 
 

@@ -91,7 +91,8 @@ class NeuralTagger(Tagger):
         final model is that one (about twice the training time);
       num_threads: torch CPU threads during fit/predict (None: leave torch's
         setting; 1 is fastest on a small shared CPU for networks this size);
-      verbose: a tqdm bar with loss and held-out F1 per epoch (per-epoch lines
+      verbose: a tqdm bar with loss and held-out F1 per epoch on a terminal,
+        plain lines (one per epoch, at most one each 30 s) elsewhere (``progress``; per-epoch lines
         also go to the ``ensemble_deid.taggers.neural`` logger at INFO level).
     ``verbose`` and ``num_threads`` do not enter the cache key (param_hash).
     """

@@ -374,7 +374,7 @@ def train_model(
     of the best epoch so far: late epochs cannot drift away from the best
     model (Adam at an undamped rate did, its training loss rising again).
     """
-    from tqdm.auto import tqdm
+    from ...progress import progress_bar
 
     rng = np.random.default_rng(config.seed)
     model.to(device)
@@ -391,7 +391,8 @@ def train_model(
     steps = 0
     lengths = [len(s) for s in train.sequences]
     start_all = time.perf_counter()
-    bar = tqdm(range(1, config.epochs + 1), desc=config.name, unit="epoch", disable=not config.verbose, leave=False)
+    bar = progress_bar(range(1, config.epochs + 1), desc=config.name, unit="epoch", disable=not config.verbose,
+                       leave=False)  # a log gets a line per epoch (at most one each 30 s), not a redraw per second
     scale = 1.0
     for epoch in bar:
         if config.lr_schedule:

@@ -276,7 +276,7 @@ def fine_tune(model, windows: list[Window], labels: list[np.ndarray], held_out: 
     the held-out documents, keeping the best epoch's weights (early stopping
     after ``patience`` epochs without a better one). Without held-out
     documents every epoch runs and the last weights are kept."""
-    from tqdm.auto import tqdm
+    from ...progress import progress_bar
 
     rng = np.random.default_rng(config.seed)
     model.to(device)
@@ -296,7 +296,8 @@ def fine_tune(model, windows: list[Window], labels: list[np.ndarray], held_out: 
     result = FineTuneResult()
     best_state, best_f1, bad = None, -1.0, 0
     started = time.perf_counter()
-    bar = tqdm(range(1, config.epochs + 1), desc="transformer", unit="epoch", disable=not config.verbose, leave=False)
+    bar = progress_bar(range(1, config.epochs + 1), desc="transformer", unit="epoch", disable=not config.verbose,
+                       leave=False)
     for epoch in bar:
         model.train()
         t0, c0 = time.perf_counter(), time.process_time()

@@ -1,0 +1,122 @@
+"""Per-label member trust: a member precise on a label may veto ``O``.
+
+A vote-based ensemble drops a span that only one member found, however
+reliable that member is on its label: the rule tagger finds social security
+numbers, e-mail addresses and phone numbers with no false positive, and the
+learned members, which miss most of them, outvote it. With ``trust=p`` a
+span-level method learns, on the documents it is fitted on (the members'
+out-of-fold predictions), which (member, label) pairs have earned trust:
+
+    trusted  <=>  tp / (n + 1) >= p
+
+where n is the number of spans of that label the member predicted and tp how
+many of them are strict gold matches. The ``+ 1`` counts one false positive
+not seen yet, so that a handful of lucky spans never earn trust (p = 0.95
+needs at least 19 spans, all correct). When predicting, a trusted member's
+span of its trusted label is kept where the method's own output leaves every
+token of it ``O`` (overlapping trusted spans: the one with more votes, then
+the better member, as in voting); it never replaces a span the method kept.
+
+``trust=None`` (the default of a method) is the method's own rule, unchanged.
+Which p, if any, is chosen by cross-validation like any other parameter
+(``GridSearch`` over the method's default grid, ``None`` first so that a tie
+keeps the method's own rule).
+"""
+from __future__ import annotations
+
+from typing import Callable, Collection, Sequence
+
+import numpy as np
+
+from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
+from ..taggers.constraints import Interval
+
+# The values cross-validation chooses from (None first: ties keep the method's own rule).
+TRUST_GRID = (None, 0.99, 0.95, 0.9)
+TRUST = [None, Interval(float, 0, 1, closed="right")]  # the parameter's declared constraint
+TRUST_FOLDS = 10  # folds of choose_trust (fewer when there are fewer patients)
+
+
+def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] | None = None) -> list[list]:
+    """[member name, label] pairs whose spans on ``table`` satisfy
+    tp / (n + 1) >= ``trust`` (module docstring), in member then label order;
+    ``allowed``: only these members (None: all)."""
+    pairs = []
+    if not len(table):
+        return pairs
+    for lab_id, label in enumerate(table.labels):
+        rows = table.label == lab_id
+        if not rows.any():
+            continue
+        votes = table.votes[rows]
+        n = votes.sum(axis=0)
+        tp = (votes & table.gold[rows, None]).sum(axis=0)
+        for j in np.flatnonzero(tp >= trust * (n + 1)).tolist():
+            if allowed is None or table.member_names[j] in allowed:
+                pairs.append([table.member_names[j], label])
+    return sorted(pairs, key=lambda p: (table.member_names.index(p[0]), p[1]))
+
+
+def trusted_candidates(table: CandidateTable, pairs: Sequence[Sequence[str]]) -> np.ndarray:
+    """(n,) candidates predicted by a member on a label it is trusted on.
+    Members or labels the table does not hold are ignored."""
+    out = np.zeros(len(table), dtype=bool)
+    label_index = {lab: i for i, lab in enumerate(table.labels)}
+    for member, label in pairs:
+        if member in table.member_names and label in label_index:
+            out |= table.votes[:, table.member_names.index(member)] & (table.label == label_index[label])
+    return out
+
+
+def veto_outside(table: CandidateTable, selected: np.ndarray, pairs: Sequence[Sequence[str]],
+                 rank: np.ndarray) -> np.ndarray:
+    """``selected`` (non-overlapping candidates, (n,) or (n, k)) plus every
+    trusted candidate that overlaps none of them; trusted candidates that
+    overlap each other are resolved by voting priority (``rank``: the members'
+    ranks, 0 = best)."""
+    if not pairs or not len(table):
+        return selected
+    trusted = trusted_candidates(table, pairs)
+    if not trusted.any():
+        return selected
+    flat = selected.ndim == 1
+    sel = selected[:, None] if flat else selected
+    base = voting_priority(table.vote_count, best_voter_rank(table.votes, rank), table.n_members)
+    top = int(base.max()) + 1 if len(base) else 1
+    # The method's own spans first (they never overlap each other), then the trusted ones.
+    priority = base[:, None] + sel.astype(np.int64) * top
+    out = resolve_overlaps(table, sel | trusted[:, None], priority)
+    return out[:, 0] if flat else out
+
+
+def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarray], rank: np.ndarray,
+                 seed: int = 0, allowed: Collection[str] | None = None) -> float | None:
+    """The trust level of ``TRUST_GRID`` with the best strict F1 pooled over
+    patient-grouped folds of ``table``: each fold's pairs are learned on the
+    other folds and applied to it, on top of ``own`` (the method's output,
+    fitted once on the whole table: a method whose own fit is too costly to
+    repeat per fold and per level). Ties: the earlier value (None first)."""
+    from .selection import fold_indices, make_folds
+
+    try:
+        folds = make_folds(table.documents, TRUST_FOLDS, seed)
+    except ValueError:  # a single patient: nothing to cross-validate on
+        return None
+    splits = [(table.subset(a), table.subset(b)) for a, b in fold_indices(table.documents, folds) if len(a) and len(b)]
+    held_out = [(fit_on, test, own(test)) for fit_on, test in splits]
+    best, best_f1 = None, -1.0
+    for trust in TRUST_GRID:
+        tp = fp = fn = 0
+        for fit_on, test, mine in held_out:
+            pairs = trusted_pairs(fit_on, trust, allowed) if trust is not None else []
+            a, b, c = test.counts(veto_outside(test, mine, pairs, rank))
+            tp, fp, fn = tp + a, fp + b, fn + c
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+        if f1 > best_f1:
+            best, best_f1 = trust, f1
+    return best
+
+
+def trusted_members(method) -> set[str]:
+    """Members whose spans a fitted method may keep through trust."""
+    return {member for member, _ in (getattr(method, "trusted_", None) or [])}
