@@ -31,11 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chromium import Chromium, find_chromium  # noqa: E402
-from common import ROOT, console_script, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN_PUBLISHED_MEMBERS, ROOT, console_script, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
 
-MEMBERS = ("crf,memm,searn,mira,svm,ogd,struct-svm,rules:label_map=i2b2-to-meddocan,lstm-crf-l:epochs=12,validation_fraction=0,"
-           "lstm-crf-n:epochs=12,validation_fraction=0,lstm-l:epochs=16,validation_fraction=0,"
-           "lstm-crf-fea:epochs=12,validation_fraction=0")
+MEMBERS = ",".join(MEDDOCAN_PUBLISHED_MEMBERS)
 ENSEMBLES = "voting,voting-pruned,decision-templates,stacked-svm,stacked-searn,stacked-lstm"
 TARGET_S, TARGET_MB = 30, 20
 CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"

@@ -24,6 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 # MEDDOCAN lives beside the repository (../shared/corpora/meddocan); MEDDOCAN_DIR overrides.
 MEDDOCAN = Path(os.environ.get("MEDDOCAN_DIR", ROOT.parent / "shared" / "corpora" / "meddocan"))
+# The 12 members published in cached_predictions/meddocan/. The neural ones are
+# named with version 2's fixed schedules: their bare names now choose epochs by
+# early stopping inside each run, which would train new models.
+MEDDOCAN_PUBLISHED_MEMBERS = (
+    "crf", "rules:label_map=i2b2-to-meddocan", "memm", "searn", "mira", "svm", "ogd", "struct-svm",
+    "lstm-crf-l:epochs=12,validation_fraction=0", "lstm-crf-n:epochs=12,validation_fraction=0",
+    "lstm-l:epochs=16,validation_fraction=0", "lstm-crf-fea:epochs=12,validation_fraction=0",
+)
+MEDDOCAN_CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
 
 # Distributions whose versions describe a run (absent ones are left out).
 LIBRARIES = (

@@ -33,10 +33,9 @@ import os
 import time
 from pathlib import Path
 
-from common import RESULTS, machine_description, machine_lines, progress, shown, write_json, write_markdown
+from common import MEDDOCAN_PUBLISHED_MEMBERS, RESULTS, machine_description, machine_lines, progress, shown, write_json, write_markdown
 
-MEDDOCAN_MEMBERS = ("crf,memm,searn,mira,svm,ogd,struct-svm,rules:label_map=i2b2-to-meddocan,"
-                    "lstm-crf-l,lstm-crf-n,lstm-l,lstm-crf-fea")
+MEDDOCAN_MEMBERS = ",".join(MEDDOCAN_PUBLISHED_MEMBERS)
 METHODS = ("voting", "voting-pruned", "decision-templates")
 
 

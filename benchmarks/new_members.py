@@ -38,12 +38,10 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_PUBLISHED_MEMBERS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
 
 PUBLISHED = ROOT / "cached_predictions" / "meddocan"
-PUBLISHED_MEMBERS = ["crf", "rules:label_map=i2b2-to-meddocan", "memm", "searn", "mira", "svm", "ogd", "struct-svm",
-                     "lstm-crf-l:epochs=12,validation_fraction=0", "lstm-crf-n:epochs=12,validation_fraction=0",
-                     "lstm-l:epochs=16,validation_fraction=0", "lstm-crf-fea:epochs=12,validation_fraction=0"]
+PUBLISHED_MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 NEW_MEMBERS = ["crf-chars", "doc-consistency", "char-cnn"]
 DERIVED = {"doc-consistency": "crf"}  # member -> the published member whose parts it is computed from
 STEM = RESULTS / "new-members-meddocan"

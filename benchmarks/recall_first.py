@@ -36,13 +36,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_PUBLISHED_MEMBERS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
 
 PUBLISHED = ROOT / "cached_predictions" / "meddocan"
-MEMBERS = ["crf", "rules:label_map=i2b2-to-meddocan", "memm", "searn", "mira", "svm", "ogd", "struct-svm",
-           # the published members: version 2's fixed epochs (validation_fraction=0), chosen by dev F1
-           "lstm-crf-l:epochs=12,validation_fraction=0", "lstm-crf-n:epochs=12,validation_fraction=0",
-           "lstm-l:epochs=16,validation_fraction=0", "lstm-crf-fea:epochs=12,validation_fraction=0"]
+MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 METHODS = ["voting-pruned", "stacked-svm", "stacked-lstm", "voting", "decision-templates"]
 LEAK_FIRST = "binary-token:recall>=0.99"
 PER_CATEGORY = "f1,NAME+ID+CONTACT=token:recall>=0.99"

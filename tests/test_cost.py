@@ -304,6 +304,8 @@ def test_pruned_voting_without_a_budget_keeps_its_cache_key():
     the key, so those entries are still found (the key's parameters are the ones it had before)."""
     from ensemble_deid.ensemble.run import key_params
 
+    # trust (issue 34 item 2) is in the key on purpose: "auto" cross-validates it, a new choice
     assert key_params(PrunedVoting().get_params()) == {"threshold": None, "objective": "f1",
-                                                        "removal_ties": "worse", "overlap": "greedy"}
+                                                        "removal_ties": "worse", "overlap": "greedy",
+                                                        "trust": "auto"}
     assert key_params(PrunedVoting(budget=5.0, costs={"A": 1.0}).get_params())["budget"] == 5.0
