@@ -259,9 +259,10 @@ def test_stacked_searn_features_by_hand():
     ]]
 
 
-def test_stacked_lstm_threads_leave_torch_as_it_was_and_change_nothing():
-    """Fit and prediction run on ``threads`` CPU threads (default 1) and give
-    torch its own setting back; two threads give the same network."""
+def test_stacked_lstm_threads_leave_torch_as_it_was():
+    """Fit and prediction run on ``threads`` CPU threads (default None: torch's
+    own) and give torch its setting back; on a short fit one and two threads
+    give the same tags (over many epochs the rounding can add up)."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchcrf")
     docs, members = oracle_case(n_docs=12, n_tokens=16)
@@ -276,18 +277,20 @@ def test_stacked_lstm_threads_leave_torch_as_it_was_and_change_nothing():
             learner._prepare([m_test[n] for n in learner.member_names_], learner.member_names_, test))))
         assert torch.get_num_threads() == 3
     torch.set_num_threads(before)
-    assert StackedLSTM().threads == 1
+    assert StackedLSTM().threads is None
     assert outputs[0][0] == outputs[1][0]
     assert all(np.allclose(a, b, rtol=0, atol=1e-6) for a, b in zip(outputs[0][1], outputs[1][1]))
 
 
-def test_stacked_lstm_cache_key_ignores_threads():
-    """CPU threads do not change the predictions: one cache entry whatever
-    they are set to, and the key records None, as entries cached before did."""
+def test_stacked_lstm_cache_key_holds_a_set_thread_count():
+    """A thread count changes the network by float rounding over many epochs
+    (MEDDOCAN dev 0.9642 on one thread, 0.9644 on two): a set count is its own
+    entry; the default None keeps the key entries were cached under."""
     from ensemble_deid.ensemble import GridSearch
     from ensemble_deid.ensemble.run import key_settings
 
     keys = [key_settings(GridSearch(StackedLSTM(threads=t))) for t in (None, 1, 4)]
-    assert keys[0] == keys[1] == keys[2]
     assert keys[0]["params"]["threads"] is None
+    assert keys[1]["params"]["threads"] == 1 and keys[2]["params"]["threads"] == 4
+    assert keys[0] != keys[1] != keys[2] != keys[0]
     assert key_settings(GridSearch(StackedLSTM(epochs=3)))["params"]["epochs"] == 3
