@@ -135,7 +135,8 @@ def main(argv=None) -> None:
         "machine": machine, "citation": CITATION,
     }
     write_json(Path(args.out), result)
-    n_members, n_ens = len(args.members.split(",")), len([e for e in args.ensembles.split(",") if e])
+    from ensemble_deid.ensemble.run import parse_members  # a member's own parameters hold commas too
+    n_members, n_ens = len(parse_members(args.members)[0]), len([e for e in args.ensembles.split(",") if e])
     lines = [
         f"# The report page on MEDDOCAN dev: {n_members} members, {n_ens} ensembles",
         "",
