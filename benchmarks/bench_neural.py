@@ -154,6 +154,10 @@ def main() -> None:
         if sweep.exists():
             text += "\nTraining throughput by batch size:\n\n" + throughput_table(
                 json.loads(sweep.read_text(encoding="utf-8")))
+        gpu = args.out.with_name("neural-gpu.json")
+        if gpu.exists():
+            text += "\n" + gpu_table(json.loads(args.out.read_text(encoding="utf-8")),
+                                     json.loads(gpu.read_text(encoding="utf-8")))
         write_markdown(args.out.with_suffix(".md"), text)
         replace_between_markers(DOC, BEGIN, END, text)
         print(text)
@@ -241,6 +245,7 @@ def save(args, train, dev, results: dict, baselines: dict, extra: dict) -> None:
             "torch": torch.__version__,
             "pytorch-crf": metadata.version("pytorch-crf"),
             "cpus": os.cpu_count(),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "threads": args.threads,
         },
         "variants": results,
@@ -314,6 +319,30 @@ def _epochs(r: dict) -> str:
         return str(r["epochs_run"])  # no held-out part: every epoch, no best one
     held = f"{r['epochs_run']} ({r['best_epoch']})"
     return held + (f" + {r['refit']['epochs']} refit" if r.get("refit") else "")
+
+
+def gpu_table(cpu: dict, gpu: dict) -> str:
+    """The same variants and settings fitted on a GPU (``--device cuda --out
+    neural-gpu.json``) beside the CPU figures of the main results file."""
+    env = gpu.get("environment", {})
+    lines = [f"On a GPU ({env.get('gpu') or 'GPU'}, torch {env.get('torch')}, {env.get('cpus')} CPU cores), "
+             "the same settings (epochs, no held-out part) against the CPU figures above"
+             + (f"; {gpu['note']}" if gpu.get("note") else "") + ":", "",
+             "| tagger | device | strict F1 | fit wall s | training tokens/s | inference tokens/s |",
+             "|---|---|---:|---:|---:|---:|"]
+    for name in VARIANTS:
+        g, c = gpu.get("variants", {}).get(name), cpu.get("variants", {}).get(name)
+        if g is None:
+            continue
+        for label, r in (("CPU", c), ("GPU", g)):
+            if r is not None:
+                lines.append(f"| `{name}` | {label} | {r['f1']:.4f} | {r['fit']['wall_s']:.0f} | "
+                             f"{_n(r['train_tokens_per_s'])} | {_n(r['predict']['tokens_per_s'])} |")
+        if c is not None:
+            lines.append(f"| `{name}` | GPU speed-up | | {_x(c['fit']['wall_s'] / g['fit']['wall_s'])} | "
+                         f"{_x(g['train_tokens_per_s'] / c['train_tokens_per_s'])} | "
+                         f"{_x(g['predict']['tokens_per_s'] / c['predict']['tokens_per_s'])} |")
+    return "\n".join(lines) + "\n"
 
 
 def tables(data: dict) -> str:

@@ -126,6 +126,17 @@ def member_points(test, dev) -> dict:
     return out
 
 
+def _device(model) -> str:
+    """Where the meta-learner ran: the GPU's name for a network on one, else "cpu"
+    (rows computed on different machines sit in one file)."""
+    if not hasattr(model, "_device"):  # no network
+        return "cpu"
+    import torch
+
+    device = model._device(torch)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
 def run_row(method, objective, train, test, oof, dev, folds, seed) -> dict:
     from ensemble_deid.ensemble import GridSearch, make_method
 
@@ -141,7 +152,7 @@ def run_row(method, objective, train, test, oof, dev, folds, seed) -> dict:
         chosen.update(threshold=model.threshold_, kept=len(model.subset_),
                       operating_point=getattr(model, "operating_point_", None))
     row = {"method": method, "objective": objective, "folds": folds, "chosen": chosen,
-           "fit_s": round(fit_s, 1), "dev": scores(test, preds)}
+           "fit_s": round(fit_s, 1), "device": _device(model), "dev": scores(test, preds)}
     op = search.operating_search_
     if op is not None:
         row["oof_reached"] = op.reached
@@ -170,8 +181,16 @@ def run_row(method, objective, train, test, oof, dev, folds, seed) -> dict:
     return row
 
 
+def _ordered(rows: list) -> list:
+    """Rows in METHODS then OBJECTIVES order, whenever (and wherever) each was computed."""
+    def key(r):
+        m, o = r["method"], r["objective"]
+        return (METHODS.index(m) if m in METHODS else len(METHODS), OBJECTIVES.index(o) if o in OBJECTIVES else len(OBJECTIVES))
+    return sorted(rows, key=key)
+
+
 def markdown(result: dict) -> str:
-    rows = result["rows"]
+    rows = _ordered(result["rows"])
     f1 = {r["method"]: r for r in rows if r["objective"] == "f1"}
     lines = [
         "| method | objective | strict F1 | binary-token P | binary-token R | token leak (95% CI) | "
@@ -199,6 +218,12 @@ def markdown(result: dict) -> str:
         lines.append("")
         lines.append(f"Ceiling: the 12 members together find {o['binary_token_recall']:.4f} of the dev PHI tokens "
                      f"(binary token) and {o['strict_recall']:.4f} of the spans exactly (oracle recall).")
+    on_gpu = sorted({(r["method"], r["device"]) for r in rows if r.get("device", "cpu") != "cpu"})
+    if on_gpu:
+        lines.append("")
+        lines.append("Trained on a GPU (the other rows on the CPU machine in the JSON's `machine`): "
+                     + ", ".join(f"{m} ({d})" for m, d in on_gpu) + ". A network trained on another device "
+                     "sums in another order, so its F1 row can differ slightly from the CPU-trained figures elsewhere.")
     return "\n".join(lines)
 
 
