@@ -288,3 +288,45 @@ def test_verify_names_a_publication_made_on_other_documents(published, tmp_path)
     out = _cli("cache", "verify", ws=clone).output
     assert "made on other train documents than the registered corpus 'tiny'" in out
     assert "2 stale entries" in out
+
+
+def test_shared_task_protocol_train_plus_dev_published_and_reused_with_another_test_split(workspace, tmp_path,
+                                                                                        monkeypatch):
+    """The MEDDOCAN shared-task protocol on a small corpus: train and dev registered together as the
+    training set (two --train folders), CV'd, published (verify clean); a user who registers the same
+    two folders with their own test split reuses every out-of-fold part and trains only the full-data
+    model, and verify tells them so instead of calling the folder stale."""
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+
+    from .tiny_corpus import tiny_corpus
+
+    docs = tiny_corpus(50)
+    folders = {}
+    for name, part in (("train", docs[:20]), ("dev", docs[20:30]), ("held-out", docs[30:40]),
+                       ("official-test", docs[40:])):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        for doc in part:
+            write_i2b2_xml(doc, folders[name] / f"{doc.id}.xml")
+    add = ["corpus", "add", "tiny-train-dev", "--train", str(folders["train"]), "--train", str(folders["dev"])]
+    res = _cli(*add, "--test", str(folders["held-out"]))
+    assert "train: 30 documents" in res.output
+    _cli("cv", "--corpus", "tiny-train-dev", "--taggers", "memorize", "--folds", "3", "--no-progress")
+    clone = tmp_path / "clone"
+    (clone / "cached_predictions").mkdir(parents=True)
+    out = clone / "cached_predictions" / "tiny-train-dev"
+    _cli("cache", "publish", "--corpus", "tiny-train-dev", "--out", str(out), "--folds", "3", *PUBLISH)
+    manifest = json.loads((out / PUBLISHED_MANIFEST).read_text())
+    assert manifest["documents"]["train"]["documents"] == 30
+    verified = _cli("cache", "verify", ws=clone).output
+    assert "0 corrupt or incomplete, 0 stale entries" in verified
+
+    _cli(*add, "--test", str(folders["official-test"]), ws=clone)
+    fits = []
+    real = cv_module.execute_task
+    monkeypatch.setattr(cv_module, "execute_task", lambda *a, **kw: fits.append(a) or real(*a, **kw))
+    res = _cli("cv", "--corpus", "tiny-train-dev", "--taggers", "memorize", "--folds", "3", "--no-progress", ws=clone)
+    assert len(fits) == 1 and "1/4" in res.output  # the 3 folds come from the published folder
+    verified = _cli("cache", "verify", ws=clone).output
+    assert "0 stale entries" in verified and "not used" not in verified
+    assert "out-of-fold parts are used" in verified

@@ -203,7 +203,9 @@ def verify(ctx, remove):
 
 def _stale_published_corpora(ws, pc) -> int:
     """Name published folders made on other documents than the registered
-    corpus of the same name: their keys never match, so nothing in them is used."""
+    corpus of the same name: their keys never match, so nothing in them is used.
+    Another test split alone is the shared-task protocol (the out-of-fold parts
+    of the same training notes, the user's own test split): not stale, but said."""
     stale = 0
     try:
         registered = ws.corpus_specs()
@@ -217,7 +219,12 @@ def _stale_published_corpora(ws, pc) -> int:
             fingerprints = ws.load(name).fingerprints
         except Exception:  # moved or damaged corpus files: nothing to compare with
             continue
-        for split, fp in folder.manifest["corpus_fingerprints"].items():
+        published = folder.manifest["corpus_fingerprints"]
+        if fingerprints.get("train") == published.get("train") and fingerprints.get("test") != published.get("test"):
+            click.echo(f"note: {folder.path}: made with another test split than the registered corpus {name!r}: its "
+                       "out-of-fold parts are used; the test predictions are computed by training on all the training notes")
+            continue
+        for split, fp in published.items():
             if fingerprints.get(split) != fp:
                 click.echo(f"stale: {folder.path}: made on other {split} documents than the registered corpus "
                            f"{name!r} (fingerprint {fp}, registered {fingerprints.get(split)}); its entries are not used")
