@@ -131,3 +131,26 @@ def test_bench_commands_times_a_whole_command_and_keeps_the_others(tmp_path, mon
     assert "CPU" in new["figure"] and "load" in new["figure"]
     md = (tmp_path / "commands.md").read_text(encoding="utf-8")
     assert "`ensemble-deid demo`" in md and "`ensemble-deid taggers`" in md
+
+
+def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registered, workspace, tmp_path, scripts,
+                                                                  monkeypatch):
+    """benchmarks/cv_runs.py: each tagger one niced ``cv`` child, its CPU time and load appended per
+    invocation; ``status`` trains nothing and reads the parts back (a rerun computes nothing new)."""
+    if "rules" not in set(entry_points()):
+        pytest.skip("rules adapter not registered")
+    cv_runs = scripts("cv_runs")
+    monkeypatch.setattr(cv_runs, "RESULTS", tmp_path)
+    args = ["--label", "smoke", "--workspace", str(workspace), "--corpus", tiny_registered, "--taggers", "rules",
+            "--folds", "3"]
+    assert cv_runs.main(["run", *args]) == 0
+    assert cv_runs.main(["run", *args]) == 0  # resumed: every part read from the cache
+    run = json.loads((tmp_path / "cv-runs-smoke.json").read_text())
+    first, second = run["invocations"]
+    assert first["exit_status"] == second["exit_status"] == 0 and first["cpu_s"] > 0
+    assert {"wall_s", "load_before", "load_after", "nice", "started"} <= set(first)
+    assert run["taggers"]["rules"]["parts_done"] == run["taggers"]["rules"]["parts"] == 2
+    assert run["taggers"]["rules"]["oof_documents"] == 30
+    assert cv_runs.main(["status", *args]) == 0
+    assert len(json.loads((tmp_path / "cv-runs-smoke.json").read_text())["invocations"]) == 2
+    assert "| rules | 2/2 |" in (tmp_path / "cv-runs-smoke.md").read_text()
