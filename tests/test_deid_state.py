@@ -137,6 +137,38 @@ def test_members_sharing_features_predict_as_alone(corpus):
     assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
 
 
+def test_members_with_other_feature_settings_never_share(corpus):
+    """A per-note feature cache is keyed on the whole feature configuration:
+    members whose extractors differ (a window; gazetteer lists of the same
+    sizes but other entries) each see their own features, and every member
+    predicts inside the Deidentifier exactly as it does alone."""
+    if "crf" not in entry_points():
+        pytest.skip("crf not registered")
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.gazetteers import Gazetteers
+
+    train, test = corpus
+    cities = sorted({d.text[a.start:a.end] for d in train for a in d.annotations if a.type == "CITY"})[:4]
+    words = ["Patient", "Call", "Signed", "Denies"]  # in every note, never PHI: the list's feature means O
+    settings = {"cities": {"gazetteers": Gazetteers({"city": cities})},
+                "words": {"gazetteers": Gazetteers({"city": words})},
+                "window-1": {"window": 1}, "default": None}
+    taggers = {n: make_tagger("crf", max_iterations=10, features=f).fit(train) for n, f in settings.items()}
+    alone = {n: [(p.tags, p.confidences.tolist()) for p in t.predict(test)] for n, t in taggers.items()}
+    assert alone["cities"] != alone["words"]  # the two lists do change the predictions
+    learner = make_method("voting", threshold=1).fit({n: {p.doc_id: p for p in t.predict(train)}
+                                                      for n, t in taggers.items()}, train)
+    deid = Deidentifier(taggers, learner)
+    inside = {}
+    for name, tagger in taggers.items():  # what each member returns inside the Deidentifier
+        own = tagger.predict
+        tagger.predict = lambda docs, own=own, name=name: inside.setdefault(name, own(docs))
+    preds = deid.predict(test)
+    assert {n: [(p.tags, p.confidences.tolist()) for p in inside[n]] for n in taggers} == alone
+    members = {n: {d.id: p for d, p in zip(test, inside[n])} for n in taggers}
+    assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
+
+
 def test_a_neural_tagger_travels_in_a_bundle(corpus, tmp_path):
     """The neural family's own weights-only checkpoint is the bundle member."""
     pytest.importorskip("torch")

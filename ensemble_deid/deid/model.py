@@ -67,8 +67,6 @@ def share_features(members: Mapping[str, Any]) -> list[SharedFeatures]:
     """Give members with equal feature settings one :class:`SharedFeatures`:
     the linear family keeps its extractor in ``extractor_``, the CRF adapter
     in ``_fx`` (built by ``_extractor()``)."""
-    import json
-
     shared: dict[str, SharedFeatures] = {}
     for tagger in members.values():
         if hasattr(tagger, "extractor_"):
@@ -82,9 +80,23 @@ def share_features(members: Mapping[str, Any]) -> list[SharedFeatures]:
             continue
         if isinstance(fx, SharedFeatures) or not hasattr(fx, "get_config"):
             continue
-        key = json.dumps([type(fx).__qualname__, fx.get_config()], sort_keys=True, default=str)
-        install(tagger, shared.setdefault(key, SharedFeatures(fx)))
+        install(tagger, shared.setdefault(sharing_key(fx), SharedFeatures(fx)))
     return list(shared.values())
+
+
+def sharing_key(extractor) -> str:
+    """What two extractors must agree on to share features: their class and
+    configuration, a gazetteer object by its entries (its configuration
+    names only the lists' sizes: two lists of the same size must not mix)."""
+    import hashlib
+    import json
+    import pickle
+
+    config = extractor.get_config()
+    gazetteers = getattr(extractor, "gazetteers", None)
+    if gazetteers is not None and not isinstance(gazetteers, bool):
+        config["gazetteers"] = hashlib.sha256(pickle.dumps(gazetteers, protocol=4)).hexdigest()
+    return json.dumps([type(extractor).__module__, type(extractor).__qualname__, config], sort_keys=True, default=str)
 
 
 class Deidentifier:
