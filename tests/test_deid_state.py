@@ -152,9 +152,16 @@ def test_members_with_other_feature_settings_never_share(corpus):
     words = ["Patient", "Call", "Signed", "Denies"]  # in every note, never PHI: the list's feature means O
     settings = {"cities": {"gazetteers": Gazetteers({"city": cities})},
                 "words": {"gazetteers": Gazetteers({"city": words})},
-                "window-1": {"window": 1}, "default": None}
+                "window-1": {"window": 1}, "default": None, "bigrams": {"ngrams": 2}}
     taggers = {n: make_tagger("crf", max_iterations=10, features=f).fit(train) for n, f in settings.items()}
-    alone = {n: [(p.tags, p.confidences.tolist()) for p in t.predict(test)] for n, t in taggers.items()}
+    # The linear family: hashed rows shared (svm, struct-svm, memm), n-grams left to VW (searn, ogd: order 1).
+    taggers.update({n: make_tagger(n, **FAST[n]).fit(train) for n in ("svm", "struct-svm", "memm", "searn", "ogd",
+                                                                       "mira") if n in entry_points()})
+    taggers["svm-window-1"] = make_tagger("svm", features={"window": 1}).fit(train)
+    def seen(preds):
+        return [(p.tags, None if p.confidences is None else p.confidences.tolist()) for p in preds]
+
+    alone = {n: seen(t.predict(test)) for n, t in taggers.items()}
     assert alone["cities"] != alone["words"]  # the two lists do change the predictions
     learner = make_method("voting", threshold=1).fit({n: {p.doc_id: p for p in t.predict(train)}
                                                       for n, t in taggers.items()}, train)
@@ -164,9 +171,26 @@ def test_members_with_other_feature_settings_never_share(corpus):
         own = tagger.predict
         tagger.predict = lambda docs, own=own, name=name: inside.setdefault(name, own(docs))
     preds = deid.predict(test)
-    assert {n: [(p.tags, p.confidences.tolist()) for p in inside[n]] for n in taggers} == alone
+    assert len(deid._shared) == 4  # each list; window 1 (crf and svm); the defaults at every n-gram order
+    assert {n: seen(inside[n]) for n in taggers} == alone
     members = {n: {d.id: p for d, p in zip(test, inside[n])} for n in taggers}
     assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
+
+
+@pytest.mark.parametrize("window", [0, 1, 2, 3])
+def test_fewer_ngrams_cut_from_longer_ones_are_what_extraction_gives(corpus, window):
+    """The features of a lower n-gram order, cut out of a higher order's
+    rows, equal the lower order's own extraction, row by row and in order."""
+    from ensemble_deid.taggers.features import FeatureExtractor
+
+    train, test = corpus
+    top = FeatureExtractor(window=window, ngrams=5)
+    for doc in list(test) + [train[0].with_annotations([])]:
+        rows = top.document_features(doc)
+        for n in range(1, 6):
+            assert top.fewer_ngrams(rows, n) == FeatureExtractor(window=window, ngrams=n).document_features(doc)
+    with pytest.raises(ValueError):
+        FeatureExtractor(ngrams=2).fewer_ngrams([], 3)
 
 
 def test_a_neural_tagger_travels_in_a_bundle(corpus, tmp_path):
