@@ -45,7 +45,8 @@ class FeatureCache:
     aside: ``extractor`` is the one of the highest order among them, and a
     member of a lower order gets these rows with the longer n-grams cut out
     (``FeatureExtractor.fewer_ngrams``). The hashed rows of the linear
-    members' feature indexes are kept too. Members only read them, never
+    members' feature indexes and the Vowpal Wabbit members' example lines
+    are kept too. Members only read them, never
     change them. Extraction and hashing are most of a linear tagger's
     prediction time."""
 
@@ -71,6 +72,11 @@ class FeatureCache:
 
         return self._memoized("hashed", doc, ngrams, lambda: FeatureIndex.hash(self.features(doc, ngrams)))
 
+    def vw_lines(self, doc: Document, ngrams: int | None, n_window: int) -> list[str]:
+        from ..taggers.linear import vw_lines
+
+        return self._memoized(("vw", n_window), doc, ngrams, lambda: vw_lines(self.features(doc, ngrams), None, n_window))
+
     def clear(self) -> None:
         self._memo.clear()
 
@@ -89,6 +95,10 @@ class SharedFeatures:
     def document_hashed(self, doc: Document):
         """The document's features hashed (``FeatureIndex.hash``)."""
         return self.cache.hashed(doc, _order(self.extractor))
+
+    def document_vw_lines(self, doc: Document, n_window: int) -> list[str]:
+        """The document's Vowpal Wabbit example lines (``linear.vw_lines``, no labels)."""
+        return self.cache.vw_lines(doc, _order(self.extractor), n_window)
 
     def __getattr__(self, name: str):
         return getattr(self.extractor, name)

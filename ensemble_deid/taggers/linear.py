@@ -694,6 +694,14 @@ class VowpalTagger(LinearTagger):
         self.n_window_ = n_window
         return self
 
+    def _test_lines(self, documents: Sequence[Document], feats) -> list[list[str]]:
+        """Each document's example lines, unlabelled; an extractor shared with
+        other members (``deid.model.SharedFeatures``) writes them once for all."""
+        shared = getattr(getattr(self, "extractor_", None), "document_vw_lines", None)
+        if shared is None:
+            return [vw_lines(f, None, self.n_window_) for f in feats]
+        return [shared(d, self.n_window_) for d in documents]
+
     def _sequences(self, documents, feats, labels: LabelIndex):
         """(features, VW label ids 1..K) per training chunk, in a seeded random order."""
         seqs = []
