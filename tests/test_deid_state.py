@@ -2,6 +2,7 @@
 them back with identical predictions (taggers/state.py, ensemble/base.py)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
@@ -163,8 +164,9 @@ def test_members_with_other_feature_settings_never_share(corpus):
 
     alone = {n: seen(t.predict(test)) for n, t in taggers.items()}
     assert alone["cities"] != alone["words"]  # the two lists do change the predictions
-    learner = make_method("voting", threshold=1).fit({n: {p.doc_id: p for p in t.predict(train)}
-                                                      for n, t in taggers.items()}, train)
+    # A method that reads the members' confidences: they are compared too.
+    learner = make_method("stacked-svm", confidences=True).fit({n: {p.doc_id: p for p in t.predict(train)}
+                                                                for n, t in taggers.items()}, train)
     deid = Deidentifier(taggers, learner)
     inside = {}
     for name, tagger in taggers.items():  # what each member returns inside the Deidentifier
@@ -191,6 +193,45 @@ def test_fewer_ngrams_cut_from_longer_ones_are_what_extraction_gives(corpus, win
             assert top.fewer_ngrams(rows, n) == FeatureExtractor(window=window, ngrams=n).document_features(doc)
     with pytest.raises(ValueError):
         FeatureExtractor(ngrams=2).fewer_ngrams([], 3)
+
+
+def test_a_voting_bundle_spares_its_members_the_confidences(corpus):
+    """Voting reads the members' spans alone: a bundle asks them for their
+    tags without confidences (no CRF or neural marginals), and tags exactly
+    as with them; a method that reads confidences still gets them."""
+    from ensemble_deid.deid import Deidentifier
+
+    train, test = corpus
+    names = [n for n in ("crf", "mira", "svm", "rules") if n in entry_points()]
+    taggers = {n: make_tagger(n, **FAST[n]).fit(train) for n in names}
+    if "lstm-crf-l" in entry_points() and importlib.util.find_spec("torchcrf"):
+        taggers["lstm-crf-l"] = make_tagger("lstm-crf-l", epochs=1, device="cpu").fit(train)
+    for name, tagger in taggers.items():
+        full, bare = tagger.predict(test), tagger.predict_tags(test)
+        assert [p.tags for p in bare] == [p.tags for p in full], name
+        if name in ("crf", "mira", "lstm-crf-l"):
+            assert all(p.confidences is None for p in bare) and all(p.confidences is not None for p in full), name
+    outputs = {n: {p.doc_id: p for p in t.predict(train)} for n, t in taggers.items()}
+    for method, reads in (("voting", False), ("voting-pruned", False), ("decision-templates", False),
+                          ("stacked-svm", True)):
+        learner = make_method(method).fit(outputs, train)
+        assert learner.reads_member_confidences is reads
+        seen = []
+        for name, tagger in taggers.items():
+            for call in ("predict", "predict_tags"):
+                own = getattr(tagger, call)
+                setattr(tagger, call, lambda docs, own=own, call=call, name=name: seen.append((name, call)) or own(docs))
+        deid = Deidentifier(taggers, learner)
+        preds = deid.predict(test)
+        for tagger in taggers.values():
+            del tagger.predict, tagger.predict_tags
+        if reads:
+            assert {call for _, call in seen} == {"predict"}, method
+        else:  # the others' predict_tags is their predict
+            assert {n for n, call in seen if call == "predict_tags"} == set(taggers), method
+            assert not {n for n, call in seen if call == "predict"} & {"crf", "mira", "lstm-crf-l"}, method
+        members = {n: {p.doc_id: p for p in t.predict(test)} for n, t in taggers.items()}
+        assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)], method
 
 
 def test_a_neural_tagger_travels_in_a_bundle(corpus, tmp_path):

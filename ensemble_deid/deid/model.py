@@ -223,9 +223,11 @@ class Deidentifier:
         """BIO predictions on the common tokens, one per document."""
         documents = self._mask(_documents(documents))
         outputs = {}
+        # A method that reads the members' spans alone (voting) spares them their confidences.
+        tags_only = self.method is not None and not getattr(self.method, "reads_member_confidences", True)
         try:
             for label, tagger in self.members.items():
-                preds = tagger.predict(documents)
+                preds = (getattr(tagger, "predict_tags", tagger.predict) if tags_only else tagger.predict)(documents)
                 check_predictions(documents, preds, f"member {label}")
                 outputs[label] = {p.doc_id: p for p in preds}
         finally:
