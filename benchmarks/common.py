@@ -33,6 +33,9 @@ MEDDOCAN_PUBLISHED_MEMBERS = (
     "lstm-l:epochs=16,validation_fraction=0", "lstm-crf-fea:epochs=12,validation_fraction=0",
 )
 MEDDOCAN_CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
+# The repository's published prediction folders (cached_predictions/<corpus>), read through
+# ENSEMBLE_DEID_PUBLISHED so nothing published is retrained.
+PUBLISHED_PREDICTIONS = ROOT / "cached_predictions"
 
 # Distributions whose versions describe a run (absent ones are left out).
 LIBRARIES = (
