@@ -46,6 +46,15 @@ def test_every_folder_the_docs_write_note_text_or_models_into_is_ignored():
     assert not [p for p in sorted(paths) if not ignored(p)]
 
 
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and a checkout")
+def test_the_api_walk_throughs_folders_are_ignored():
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    # fit_ensemble(..., "model", ...), Path("notes"), FolderDeidentifier(...).run(notes, "deidentified")
+    folders = {"model", "notes", "deidentified"}
+    assert all(f'"{f}"' in api for f in folders)
+    assert not [f for f in sorted(folders) if not ignored(f)]
+
+
 def test_the_commands_are_read_with_their_folders():
     assert written_paths("$ ensemble-deid deidentify models/m notes/ --out deid-out --jobs 2") == [
         "models/m", "notes/", "deid-out"]
