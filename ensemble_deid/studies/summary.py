@@ -74,7 +74,12 @@ def study_summary(result, skipped: Mapping[str, str] = {}, width: int | None = N
                      f"{100 * methods[best].value:.2f}", f"{100 * (methods[best].value - single.value):+.2f}"])
     secs = result.manifest["seconds"]
     notes = [table.headers_legend] if table.headers and table.headers_legend else []
-    notes += [f"time: {secs['total']:.0f} s (base taggers {secs['base_taggers']:.0f} s, ensembles {secs['ensembles']:.0f} s)"]
+    spent = f"time: {secs['total']:.0f} s wall"
+    if secs.get("cpu") is not None:  # wall alone mostly measures a shared machine's other work
+        spent += f", {secs['cpu']:.0f} s CPU"
+    if secs.get("load_average"):
+        spent += " (load " + "-".join(f"{x:.1f}" for x in sorted(secs["load_average"])) + ")"
+    notes += [f"{spent}; base taggers {secs['base_taggers']:.0f} s, ensembles {secs['ensembles']:.0f} s wall"]
     notes += [f"skipped {name}: {reason}" for name, reason in skipped.items()]
     notes.append(f"results: {result.directory} (base_taggers and ensembles as .md/.csv/.json/.tex, "
                  f"plots .png, manifest.json)")
