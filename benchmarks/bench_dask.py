@@ -7,6 +7,8 @@ average is recorded beside (a 2-core machine shared with other jobs caps
 what a second worker can give).
 
     python benchmarks/bench_dask.py --model MODEL --notes /work/shared/corpora/meddocan/dev/xml
+    python benchmarks/bench_dask.py --model MODEL --copies 2 \
+        --notes ../shared/corpora/meddocan/train/xml --notes ../shared/corpora/meddocan/dev/xml
 
 MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez
 Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638 (CC BY 4.0).
@@ -15,8 +17,10 @@ Results: benchmarks/results/deidentify-dask.json (and .md). No note text is prin
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,10 +51,34 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for sub in ("text", "spans") for p in (folder / sub).iterdir()}
 
 
+def _gather(folders: list[str], copies: int, into: Path) -> tuple[str, int]:
+    """One folder holding every note of ``folders``, each ``copies`` times
+    (hard links where possible), and the number of files; a single folder
+    without copies is used as it is."""
+    if len(folders) == 1 and copies == 1:
+        return folders[0], sum(1 for p in Path(folders[0]).iterdir() if p.is_file())
+    into.mkdir(mode=0o700)
+    n = 0
+    for i, folder in enumerate(folders):
+        for note in sorted(p for p in Path(folder).iterdir() if p.is_file()):
+            for c in range(copies):
+                target = into / f"{i}-{c}-{note.name}"
+                try:
+                    os.link(note, target)
+                except OSError:
+                    shutil.copyfile(note, target)
+                n += 1
+    return str(into), n
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
-    ap.add_argument("--notes", required=True, help="folder of notes")
+    ap.add_argument("--notes", required=True, action="append",
+                    help="folder of notes (repeatable: the folders' notes are run together)")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="each note this many times (as distinct files): enough work that the cluster's start-up "
+                         "and each worker's bundle loading do not dominate the ratio")
     ap.add_argument("--batch-size", type=int, default=8, help="notes per chunk sent to a worker")
     ap.add_argument("--out", type=Path, default=RESULTS / "deidentify-dask.json")
     args = ap.parse_args(argv)
@@ -59,14 +87,15 @@ def main(argv=None) -> dict:
     runs = {}
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
         tmp = Path(tmp)
-        progress("sequential local run (the reference) ...")
-        _deidentify(args.model, args.notes, tmp / "local", "--batch-size", str(args.batch_size))
+        notes, n_notes = _gather(args.notes, args.copies, tmp / "notes")
+        progress(f"{n_notes} notes; sequential local run (the reference) ...")
+        _deidentify(args.model, notes, tmp / "local", "--batch-size", str(args.batch_size))
         reference = _files(tmp / "local")
         for workers in (1, 2):
             progress(f"dask, {workers} worker(s) ...")
             with dask_cluster(tmp / "cluster.log", workers) as (address, _):
                 load = os.getloadavg()
-                wall, tokens = _deidentify(args.model, args.notes, tmp / f"dask{workers}", "--batch-size",
+                wall, tokens = _deidentify(args.model, notes, tmp / f"dask{workers}", "--batch-size",
                                            str(args.batch_size), "--backend", "dask", "--scheduler", address)
             files = _files(tmp / f"dask{workers}")
             runs[workers] = {"wall_s": round(wall, 2), "tokens": tokens, "tokens_per_s": round(tokens / wall),
@@ -75,7 +104,10 @@ def main(argv=None) -> dict:
                              "load_average_before": [round(x, 2) for x in load]}
             progress(f"  {wall:.1f} s, load average {load[0]:.1f}")
     speedup = runs[1]["wall_s"] / runs[2]["wall_s"]
-    result = {"benchmark": "deidentify-dask", "notes": args.notes, "model": args.model,
+    manifest = json.loads((Path(args.model) / "manifest.json").read_text(encoding="utf-8"))
+    result = {"benchmark": "deidentify-dask", "notes": args.notes, "copies": args.copies, "note_files": n_notes,
+              "model": args.model, "bundle": {"method": manifest["method"]["name"], "members": [m.get("label") for m in manifest["members"]],
+                                              "trained_on": manifest.get("corpus", {}).get("name")},
               "batch_size": args.batch_size, "workers_1": runs[1], "workers_2": runs[2],
               "speedup_2_over_1": round(speedup, 3), "load_average_end": [round(x, 2) for x in os.getloadavg()],
               "machine": machine_description(), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -85,7 +117,8 @@ def main(argv=None) -> dict:
     write_markdown(args.out.with_suffix(".md"),
                    "| dask workers | wall s (end to end) | tokens/s | files identical to a local run | load average "
                    "(1 min) |\n|---:|---:|---:|---:|---:|\n" + rows +
-                   f"\n2 workers vs 1: x{speedup:.2f} ({result['machine']['cpus']} cores).\n")
+                   f"\n2 workers vs 1: x{speedup:.2f} ({result['machine']['cpus']} cores; {n_notes} note files"
+                   + (f": each note {args.copies} times" if args.copies > 1 else "") + ").\n")
     for w, r in runs.items():
         print(f"{w} worker(s): {r['wall_s']} s = {r['tokens_per_s']:,} tokens/s; files identical to a local run: "
               f"{r['files_identical_to_local']}/{r['files']}; load average {r['load_average_before'][0]}")
