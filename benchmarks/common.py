@@ -47,19 +47,19 @@ LIBRARIES = (
 class Clock:
     """Wall-clock and CPU seconds of a block, and the 1-minute load average
     before and after it. CPU: this process only, or with ``children=True``
-    this process and the child processes it has waited for (worker pools
-    count once their workers exit: ``joblib`` workers, see ``reap_workers``)."""
+    this process and the child processes it has waited for, joblib's worker
+    pool ended at the stop so that its workers count (the package's own
+    ``cpu_seconds``, which a study's time line uses too)."""
 
     def __init__(self, children: bool = False):
         self.children = children
 
-    def _cpu(self) -> float:
+    def _cpu(self, stopping: bool = False) -> float:
         if not self.children:
             return time.process_time()
-        import resource
+        from ensemble_deid.studies.study import cpu_seconds
 
-        return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
-                                                    resource.getrusage(resource.RUSAGE_CHILDREN)))
+        return cpu_seconds(ended_workers=stopping)
 
     def __enter__(self) -> "Clock":
         return self.start()
@@ -73,22 +73,13 @@ class Clock:
         return self
 
     def stop(self) -> None:
-        if self.children:
-            reap_workers()
+        cpu = self._cpu(stopping=True)
         self.wall = time.perf_counter() - self.w0
-        self.cpu = self._cpu() - self.c0
+        self.cpu = cpu - self.c0
         self.load_after = round(os.getloadavg()[0], 2)
 
     def as_dict(self, digits: int = 3) -> dict:
         return {"wall_s": round(self.wall, digits), "cpu_s": round(self.cpu, digits)}
-
-
-def reap_workers() -> None:
-    """End joblib's reusable worker pool (if one was started), so that the
-    workers' CPU time reaches ``RUSAGE_CHILDREN``: live workers are not counted."""
-    pool = sys.modules.get("joblib.externals.loky.reusable_executor")
-    if pool is not None and pool._executor is not None:  # asking for one would start one
-        pool._executor.shutdown(wait=True)
 
 
 def repeat(fn: Callable[[], Any], times: int) -> dict:
