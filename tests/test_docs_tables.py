@@ -114,3 +114,29 @@ def test_the_duration_check_tells_claims_from_other_numbers(tmp_path, line, flag
     doc = tmp_path / "doc.md"
     doc.write_text(line + "\n", encoding="utf-8")
     assert bool(hand_typed_durations(doc)) is flagged
+
+
+def cli_help_texts():
+    """(command path, text) of every command's and option's help of the CLI."""
+    import click
+
+    from ensemble_deid.cli import main as cli
+
+    def walk(cmd, ctx, path):
+        yield path, cmd.help or ""
+        yield from ((f"{path} --{p.name}", getattr(p, "help", None) or "") for p in cmd.params)
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                yield from walk(sub, click.Context(sub, parent=ctx, info_name=name), f"{path} {name}")
+
+    return list(walk(cli, click.Context(cli, info_name="ensemble-deid"), "ensemble-deid"))
+
+
+def test_no_cli_help_text_claims_a_duration():
+    # the walk: `demo --quick` promised "a result in about a minute on two idle cores" (3.9 min measured, load 5-7)
+    texts = cli_help_texts()
+    assert any(path == "ensemble-deid demo --quick" for path, _ in texts)  # the walk reaches the subcommands
+    found = [f"{path}: {text}" for path, text in texts for m in DURATION.finditer(text)
+             if CLAIM.search(text[max(0, m.start() - 60):m.end() + 40])]
+    assert not found, "durations typed into the CLI's help (the docs give measured ones):\n" + "\n".join(found)
