@@ -193,6 +193,12 @@ class CRFTagger(Tagger):
         return tagger
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        return self._tag(documents, confidences=True)
+
+    def predict_tags(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        return self._tag(documents, confidences=False)  # no marginals: a Python call per token
+
+    def _tag(self, documents: Sequence[Document], confidences: bool) -> list[DocumentPrediction]:
         self.check_fitted()
         self.validate_params()
         tagger = self._get_tagger()
@@ -201,16 +207,18 @@ class CRFTagger(Tagger):
         for doc in documents:
             n = len(doc.tokens)
             if not n:
-                out.append(DocumentPrediction(doc.id, (), np.zeros(0, dtype=np.float32)))
+                out.append(DocumentPrediction(doc.id, (), np.zeros(0, dtype=np.float32) if confidences else None))
                 continue
             feats = fx.document_features(doc)
             tags: list[str] = []
-            conf = np.empty(n, dtype=np.float32)
+            conf = np.empty(n, dtype=np.float32) if confidences else None
             for a, b in self._chunks(doc):
                 chunk = tagger.tag(feats[a:b])
-                marginal = tagger.marginal  # CRFsuite has no batch call for marginals
-                conf[a:b] = [marginal(y, i) for i, y in enumerate(chunk)]
+                if confidences:
+                    marginal = tagger.marginal  # CRFsuite has no batch call for marginals
+                    conf[a:b] = [marginal(y, i) for i, y in enumerate(chunk)]
                 tags.extend(chunk)
-            np.clip(conf, 0.0, 1.0, out=conf)
+            if confidences:
+                np.clip(conf, 0.0, 1.0, out=conf)
             out.append(DocumentPrediction(doc.id, tuple(tags), conf))
         return out

@@ -66,17 +66,23 @@ class MiraTagger(LinearTagger):
         return self
 
     def predict(self, documents):
+        return self._tag(documents, self.confidences)
+
+    def predict_tags(self, documents):
+        return self._tag(documents, False)  # no marginals: a Python call per token
+
+    def _tag(self, documents, confidences: bool):
         self.check_fitted()
         feats = self._extract(documents)
         out = []
         with crfsuite_tagger(self.model_) as tagger:
             for doc, f in zip(documents, feats):
                 if not f:
-                    out.append((np.zeros(0, dtype=np.int64), np.zeros(0) if self.confidences else None))
+                    out.append((np.zeros(0, dtype=np.int64), np.zeros(0) if confidences else None))
                     continue
                 tags = tagger.tag(f)  # one call per document
                 conf = None
-                if self.confidences:
+                if confidences:
                     marginal = tagger.marginal
                     conf = np.fromiter((marginal(t, i) for i, t in enumerate(tags)), dtype=np.float64, count=len(tags))
                 out.append((self.labels_.encode(tags), conf))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_lines, vw_predict_file
+from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_predict_file
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
@@ -42,11 +42,12 @@ class OgdTagger(VowpalTagger):
         self.check_fitted()
         feats = self._extract(documents)
         K = len(self.labels_)
+        examples = self._test_lines(documents, feats)
 
         def write(fh):
-            for f in feats:
+            for f, lines in zip(feats, examples):
                 if f:
-                    fh.write("\n".join(vw_lines(f, None, self.n_window_)))
+                    fh.write("\n".join(lines))
                     fh.write("\n")
 
         n = sum(len(f) for f in feats)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_lines, vw_predict_file
+from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_predict_file
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
 
 
@@ -59,10 +59,11 @@ class SearnTagger(VowpalTagger):
         self.check_fitted()
         feats = self._extract(documents)
         todo = [i for i, f in enumerate(feats) if f]
+        examples = self._test_lines(documents, feats)
 
         def write(fh):
             for i in todo:
-                fh.write("\n".join(vw_lines(feats[i], None, self.n_window_)))
+                fh.write("\n".join(examples[i]))
                 fh.write("\n\n")
 
         lines = []

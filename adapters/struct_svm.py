@@ -74,10 +74,9 @@ class StructSvmTagger(LinearTagger):
 
     def predict(self, documents):
         self.check_fitted()
-        feats = self._extract(documents)
-        X = self.index_.transform(list(chain.from_iterable(feats)))
+        X, lengths = self._design(documents)
         Z = np.asarray(X @ self.weights_, dtype=np.float64)
-        offs = offsets_of([len(f) for f in feats])
+        offs = offsets_of(lengths)
         unaries = [Z[a:b] for a, b in zip(offs[:-1], offs[1:])]
         results = decode_chains(unaries, self.transitions_, self.start_, local=False)
         return self._predictions(documents, self.labels_, results)

@@ -66,9 +66,8 @@ class SvmTagger(LinearTagger):
     def decision_function(self, documents):
         """Per-token decision values, (n_tokens, n_labels), documents stacked."""
         self.check_fitted()
-        feats = self._extract(documents)
-        X = self.index_.transform(list(chain.from_iterable(feats)))
-        return np.asarray(X @ self.weights_, dtype=np.float64) + self.bias_, offsets_of([len(f) for f in feats])
+        X, lengths = self._design(documents)
+        return np.asarray(X @ self.weights_, dtype=np.float64) + self.bias_, offsets_of(lengths)
 
     def predict(self, documents):
         scores, offs = self.decision_function(documents)

@@ -19,8 +19,14 @@ reference, document by document; (5) the same command with ``--jobs N``
 (default 2: worker processes, each loading the bundle once) in the same run
 on the same machine: its wall time against step 3's (the sequential path),
 its tokens/s, and whether every file it wrote is byte-identical to step
-3's. The load average is recorded beside (the machine may be shared).
-Results: benchmarks/results/deidentify.json. No note text is printed.
+3's; (6) with ``--baseline DIR`` (a checkout of the code before a change,
+e.g. ``git archive <commit> | tar -x -C DIR``), the same sequential command
+run by that code on the same bundle and notes, alternating with this
+code's (``--pairs`` pairs, same run, same machine): the median ratio of the
+wall times, and whether both wrote the same bytes. The load average is
+recorded beside (the machine may be shared). Results:
+benchmarks/results/deidentify.json and a table in deidentify.md (the guide
+shows it). No note text is printed.
 
 MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez
 Martin J, Villegas M, Krallinger M. "Automatic De-identification of Medical
@@ -41,7 +47,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_description, progress, write_json  # noqa: E402
+from common import RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
 
 CLI = str(Path(sys.executable).parent / "ensemble-deid")
 
@@ -57,11 +63,19 @@ def reference_predictions(corpus_name: str, method: str, members: str, folds: in
     return done.corpus, ws.spec(done.corpus.name).splits["test"], done.test
 
 
-def _timed_run(args, test_dir: Path, out: Path, *extra: str) -> tuple[float, float, int, float]:
+def _code_env(tree: Path | None) -> dict | None:
+    """The environment that makes the CLI run ``tree``'s code (None: this process's)."""
+    if tree is None:
+        return None
+    paths = [str(tree)] + ([str(tree / ".devpath")] if (tree / ".devpath").is_dir() else [])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def _timed_run(args, test_dir: Path, out: Path, *extra: str, tree: Path | None = None) -> tuple[float, float, int, float]:
     """``deidentify`` in a fresh process: (wall s, CPU s of it and its children, tokens, tagging s)."""
     t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([CLI, "deidentify", args.model, str(test_dir), "--out", str(out), "--mode", args.mode,
-                           "--no-progress", *extra], capture_output=True, text=True, check=True)
+                           "--no-progress", *extra], capture_output=True, text=True, check=True, env=_code_env(tree))
     wall = time.perf_counter() - t0
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
@@ -84,8 +98,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--model", required=True, help="bundle folder (fitted first when absent)")
     ap.add_argument("--mode", default="tag", choices=["tag", "mask", "surrogate"])
     ap.add_argument("--jobs", type=int, default=2, help="worker processes of the parallel run (step 5)")
+    ap.add_argument("--baseline", type=Path, help="a source tree of the code before a change: its sequential run "
+                    "is timed against this code's (step 6)")
+    ap.add_argument("--baseline-label", help="what --baseline is (e.g. the commit it was made from)")
+    ap.add_argument("--pairs", type=int, default=2, help="alternating (baseline, this code) runs of step 6")
     ap.add_argument("--out", type=Path, default=RESULTS / "deidentify.json")
     args = ap.parse_args(argv)
+    from ensemble_deid.ensemble.run import parse_members
+
+    given = parse_members(args.members)[2]  # a published neural member's own parameters hold commas
 
     fit_s = None
     if not Path(args.model).exists():
@@ -97,8 +118,7 @@ def main(argv=None) -> dict:
         fit_s = time.perf_counter() - t0
     manifest = json.loads((Path(args.model) / "manifest.json").read_text())
     sel = manifest.get("selection", {})
-    if (manifest["corpus"]["name"], sel.get("method"), sel.get("members_given")) != (
-            args.corpus, args.method, [m.strip() for m in args.members.split(",")]):
+    if (manifest["corpus"]["name"], sel.get("method"), sel.get("members_given")) != (args.corpus, args.method, given):
         sys.exit(f"{args.model}: a bundle of another corpus, method or member list")
     corpus, test_dir, reference = reference_predictions(args.corpus, args.method, args.members, args.folds,
                                                         args.seed, args.metric)
@@ -119,6 +139,9 @@ def main(argv=None) -> dict:
         files = _files(out)
         par_files = _files(par_out)
         par_differ = sorted(set(files) ^ set(par_files) | {k for k in files if par_files.get(k) != files[k]})
+        baseline = None
+        if args.baseline is not None:
+            baseline = _against_baseline(args, test_dir, Path(tmp), files, wall)
     result = {
         "benchmark": "deidentify", "corpus": args.corpus, "method": args.method, "members": args.members,
         "members_in_bundle": [m["label"] for m in manifest["members"]], "mode": args.mode,
@@ -134,10 +157,11 @@ def main(argv=None) -> dict:
         "jobs_files_compared": len(files), "jobs_files_differing": len(par_differ),
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],
-        "bundle_test_scores": manifest.get("scores"), "machine": machine_description(),
+        "bundle_test_scores": manifest.get("scores"), "baseline": baseline, "machine": machine_description(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     write_json(args.out, result)
+    write_markdown(args.out.with_suffix(".md"), _table(result))
     print(f"{args.method} bundle ({', '.join(result['members_in_bundle'])}) on {args.corpus} test split: "
           f"{tokens} tokens, {result['documents']} documents")
     print(f"end to end (fresh process): {wall:.1f} s wall = {result['end_to_end_tokens_per_s']:,} tokens/s "
@@ -147,10 +171,62 @@ def main(argv=None) -> dict:
     print(f"--jobs {args.jobs}: {par_wall:.1f} s wall = {result['jobs_end_to_end_tokens_per_s']:,} tokens/s end to end, "
           f"x{result['jobs_speedup_end_to_end']} the sequential run's; {len(files) - len(par_differ)}/{len(files)} "
           f"output files byte-identical to it (load average {load_before[0]:.1f} before, {load_after[0]:.1f} after)")
+    if baseline:
+        print(f"against {baseline['label']} (sequential, {baseline['pairs']} alternating pairs): its median "
+              f"{baseline['baseline_wall_s']:.1f} s, this code's {baseline['wall_s']:.1f} s = "
+              f"x{baseline['speedup']} (load average {baseline['load_average_before'][0]:.1f} before, "
+              f"{baseline['load_average_after'][0]:.1f} after); {baseline['files_identical']}/{len(files)} output "
+              f"files byte-identical")
     print(f"spans identical to the 'ensemble' command's predictions: "
           f"{result['documents_identical_to_ensemble_command']}/{result['documents']} documents")
     print(f"wrote {args.out}")
     return result
+
+
+def _against_baseline(args, test_dir: Path, tmp: Path, files: dict[str, bytes], wall: float) -> dict:
+    """Step 6: the baseline's sequential run and this code's, alternating."""
+    import statistics
+
+    load_before = os.getloadavg()
+    ours, theirs, ratios, differ = [], [], [], set()
+    for i in range(max(1, args.pairs)):
+        b_out, o_out = tmp / f"baseline-{i}", tmp / f"ours-{i}"
+        theirs.append(_timed_run(args, test_dir, b_out, tree=args.baseline)[0])
+        ours.append(_timed_run(args, test_dir, o_out)[0])
+        ratios.append(theirs[-1] / ours[-1])
+        got = _files(b_out)
+        differ |= set(files) ^ set(got) | {k for k in files if got.get(k) != files[k]}
+        progress(f"pair {i + 1}: baseline {theirs[-1]:.1f} s, this code {ours[-1]:.1f} s")
+    return {"label": args.baseline_label or str(args.baseline), "pairs": len(ratios),
+            "baseline_wall_s": round(statistics.median(theirs), 3), "wall_s": round(statistics.median(ours), 3),
+            "baseline_runs_s": [round(x, 3) for x in theirs], "runs_s": [round(x, 3) for x in ours],
+            "speedup": round(statistics.median(ratios), 3), "files_identical": len(files) - len(differ),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _table(r: dict) -> str:
+    """The Markdown table the guide shows (sync_docs.py)."""
+    rows = [("bundle", f"{r['method']} over {r['members']!s}".replace("|", "\\|")),
+            ("members in the bundle", ", ".join(r["members_in_bundle"])),
+            ("notes, tokens", f"{r['documents']}, {r['tokens']:,}"),
+            ("sequential, end to end", f"{r['end_to_end_wall_s']:.1f} s = {r['end_to_end_tokens_per_s']:,} tokens/s "
+                                       f"({r['end_to_end_cpu_s']:.1f} CPU s)"),
+            (f"--jobs {r['jobs']}, end to end", f"{r['jobs_end_to_end_wall_s']:.1f} s = "
+                                                f"{r['jobs_end_to_end_tokens_per_s']:,} tokens/s "
+                                                f"(x{r['jobs_speedup_end_to_end']}); {r['jobs_files_compared'] - r['jobs_files_differing']}/"
+                                                f"{r['jobs_files_compared']} files identical")]
+    b = r.get("baseline")
+    if b:
+        rows.append((f"sequential, against {b['label']}", f"{b['baseline_wall_s']:.1f} s before, {b['wall_s']:.1f} s "
+                                                         f"now (median of {b['pairs']} alternating pairs): x{b['speedup']}; "
+                                                         f"{b['files_identical']}/{r['jobs_files_compared']} files identical"))
+    rows += [("spans identical to the 'ensemble' command", f"{r['documents_identical_to_ensemble_command']}/{r['documents']} notes"),
+             ("load average (1 min) before, after", f"{r['load_average_before'][0]}, {r['load_average_after'][0]}"),
+             ("machine", f"{r['machine'].get('cpus')} cores, {r['when']}")]
+    lines = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+    cite = "\n\nMEDDOCAN (CC BY 4.0): Marimon et al., IberLEF@SEPLN 2019, pp. 618-638." if r["corpus"].startswith("meddocan") else ""
+    return "\n".join(lines) + cite + "\n"
 
 
 if __name__ == "__main__":

@@ -309,3 +309,31 @@ def test_pruned_voting_without_a_budget_keeps_its_cache_key():
                                                         "removal_ties": "worse", "overlap": "greedy",
                                                         "trust": "auto"}
     assert key_params(PrunedVoting(budget=5.0, costs={"A": 1.0}).get_params())["budget"] == 5.0
+
+
+def test_fit_within_a_budget_saves_the_ensemble_commands_choice(costed, tmp_path):
+    """``fit --budget`` chooses exactly as ``ensemble --budget`` (the same cache
+    entry, so its spans match), saves only the kept members, and records the
+    budget and their summed cost in the manifest."""
+    out = _run("ensemble", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
+               "--budget", "17", "--no-progress", "--no-diagnostics").output
+    kept = re.search(r"pruned voting: threshold \d, members (.*); cost ([\d.]+) within the budget of 17", out)
+    chosen = kept.group(1).split(", ")
+    res = _run("fit", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
+               "--budget", "17", "--out", tmp_path / "model", "--no-progress")
+    manifest = json.loads((tmp_path / "model" / "manifest.json").read_text())
+    sel = manifest["selection"]
+    assert sel["members_used"] == chosen and [m["label"] for m in manifest["members"]] == chosen
+    assert sel["budget"] == 17.0 and sel["cost"] == pytest.approx(sum(HAND[m] for m in chosen))
+    assert sel["cost"] <= 17 and "memorize" not in chosen  # 30 alone is over the budget
+    assert "within the budget of 17" in res.output and re.search(r"identical .* on (\d+)/\1 test", res.output)
+    # Without a budget nothing about one is recorded.
+    _run("fit", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
+         "--out", tmp_path / "free", "--no-progress")
+    free = json.loads((tmp_path / "free" / "manifest.json").read_text())["selection"]
+    assert "budget" not in free and "cost" not in free
+    bad = _run("fit", "--corpus", costed, "--tagger", "memorize", "--budget", "17", "--out", tmp_path / "x", ok=False)
+    assert bad.exit_code == 2 and "--budget" in bad.output
+    bad = _run("fit", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
+               "--budget", "2", "--out", tmp_path / "y", "--no-progress", ok=False)
+    assert bad.exit_code == 2 and "costing 5.0" in bad.output and not (tmp_path / "y").exists()

@@ -2,6 +2,7 @@
 them back with identical predictions (taggers/state.py, ensemble/base.py)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
@@ -135,6 +136,102 @@ def test_members_sharing_features_predict_as_alone(corpus):
     assert {n: [p.tags for p in t.predict(test)] for n, t in taggers.items()} == alone
     members = {n: {d.id: p for d, p in zip(test, t.predict(test))} for n, t in taggers.items()}
     assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
+
+
+def test_members_with_other_feature_settings_never_share(corpus):
+    """A per-note feature cache is keyed on the whole feature configuration:
+    members whose extractors differ (a window; gazetteer lists of the same
+    sizes but other entries) each see their own features, and every member
+    predicts inside the Deidentifier exactly as it does alone."""
+    if "crf" not in entry_points():
+        pytest.skip("crf not registered")
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.gazetteers import Gazetteers
+
+    train, test = corpus
+    cities = sorted({d.text[a.start:a.end] for d in train for a in d.annotations if a.type == "CITY"})[:4]
+    words = ["Patient", "Call", "Signed", "Denies"]  # in every note, never PHI: the list's feature means O
+    settings = {"cities": {"gazetteers": Gazetteers({"city": cities})},
+                "words": {"gazetteers": Gazetteers({"city": words})},
+                "window-1": {"window": 1}, "default": None, "bigrams": {"ngrams": 2}}
+    taggers = {n: make_tagger("crf", max_iterations=10, features=f).fit(train) for n, f in settings.items()}
+    # The linear family: hashed rows shared (svm, struct-svm, memm), n-grams left to VW (searn, ogd: order 1).
+    taggers.update({n: make_tagger(n, **FAST[n]).fit(train) for n in ("svm", "struct-svm", "memm", "searn", "ogd",
+                                                                       "mira") if n in entry_points()})
+    taggers["svm-window-1"] = make_tagger("svm", features={"window": 1}).fit(train)
+    def seen(preds):
+        return [(p.tags, None if p.confidences is None else p.confidences.tolist()) for p in preds]
+
+    alone = {n: seen(t.predict(test)) for n, t in taggers.items()}
+    assert alone["cities"] != alone["words"]  # the two lists do change the predictions
+    # A method that reads the members' confidences: they are compared too.
+    learner = make_method("stacked-svm", confidences=True).fit({n: {p.doc_id: p for p in t.predict(train)}
+                                                                for n, t in taggers.items()}, train)
+    deid = Deidentifier(taggers, learner)
+    inside = {}
+    for name, tagger in taggers.items():  # what each member returns inside the Deidentifier
+        own = tagger.predict
+        tagger.predict = lambda docs, own=own, name=name: inside.setdefault(name, own(docs))
+    preds = deid.predict(test)
+    assert len(deid._shared) == 4  # each list; window 1 (crf and svm); the defaults at every n-gram order
+    assert {n: seen(inside[n]) for n in taggers} == alone
+    members = {n: {d.id: p for d, p in zip(test, inside[n])} for n in taggers}
+    assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
+
+
+@pytest.mark.parametrize("window", [0, 1, 2, 3])
+def test_fewer_ngrams_cut_from_longer_ones_are_what_extraction_gives(corpus, window):
+    """The features of a lower n-gram order, cut out of a higher order's
+    rows, equal the lower order's own extraction, row by row and in order."""
+    from ensemble_deid.taggers.features import FeatureExtractor
+
+    train, test = corpus
+    top = FeatureExtractor(window=window, ngrams=5)
+    for doc in list(test) + [train[0].with_annotations([])]:
+        rows = top.document_features(doc)
+        for n in range(1, 6):
+            assert top.fewer_ngrams(rows, n) == FeatureExtractor(window=window, ngrams=n).document_features(doc)
+    with pytest.raises(ValueError):
+        FeatureExtractor(ngrams=2).fewer_ngrams([], 3)
+
+
+def test_a_voting_bundle_spares_its_members_the_confidences(corpus):
+    """Voting reads the members' spans alone: a bundle asks them for their
+    tags without confidences (no CRF or neural marginals), and tags exactly
+    as with them; a method that reads confidences still gets them."""
+    from ensemble_deid.deid import Deidentifier
+
+    train, test = corpus
+    names = [n for n in ("crf", "mira", "svm", "rules") if n in entry_points()]
+    taggers = {n: make_tagger(n, **FAST[n]).fit(train) for n in names}
+    if "lstm-crf-l" in entry_points() and importlib.util.find_spec("torchcrf"):
+        taggers["lstm-crf-l"] = make_tagger("lstm-crf-l", epochs=1, device="cpu").fit(train)
+    for name, tagger in taggers.items():
+        full, bare = tagger.predict(test), tagger.predict_tags(test)
+        assert [p.tags for p in bare] == [p.tags for p in full], name
+        if name in ("crf", "mira", "lstm-crf-l"):
+            assert all(p.confidences is None for p in bare) and all(p.confidences is not None for p in full), name
+    outputs = {n: {p.doc_id: p for p in t.predict(train)} for n, t in taggers.items()}
+    for method, reads in (("voting", False), ("voting-pruned", False), ("decision-templates", False),
+                          ("stacked-svm", True)):
+        learner = make_method(method).fit(outputs, train)
+        assert learner.reads_member_confidences is reads
+        seen = []
+        for name, tagger in taggers.items():
+            for call in ("predict", "predict_tags"):
+                own = getattr(tagger, call)
+                setattr(tagger, call, lambda docs, own=own, call=call, name=name: seen.append((name, call)) or own(docs))
+        deid = Deidentifier(taggers, learner)
+        preds = deid.predict(test)
+        for tagger in taggers.values():
+            del tagger.predict, tagger.predict_tags
+        if reads:
+            assert {call for _, call in seen} == {"predict"}, method
+        else:  # the others' predict_tags is their predict
+            assert {n for n, call in seen if call == "predict_tags"} == set(taggers), method
+            assert not {n for n, call in seen if call == "predict"} & {"crf", "mira", "lstm-crf-l"}, method
+        members = {n: {p.doc_id: p for p in t.predict(test)} for n, t in taggers.items()}
+        assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)], method
 
 
 def test_a_neural_tagger_travels_in_a_bundle(corpus, tmp_path):

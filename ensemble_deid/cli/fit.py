@@ -6,6 +6,7 @@ import click
 
 from .common import fail_on_error, left_default, objective_option, workspace_of
 from .ensemble import METHOD_NAMES
+from .front import BUDGET_HELP
 
 
 @click.command("fit")
@@ -18,6 +19,8 @@ from .ensemble import METHOD_NAMES
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the members' CV and of the selection.")
 @click.option("--seed", type=int, default=0, help="Seed of the fold assignment.")
 @objective_option()
+@click.option("--budget", default=None, metavar="CPU_S_PER_M_TOKENS", help="With --method voting-pruned: "
+              + BUDGET_HELP + " Only the chosen subset's members are fitted and saved.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New folder for the model bundle.")
 @click.option("--verify/--no-verify", default=True, help="Check that the bundle reproduces the cached test predictions "
               "of the 'ensemble' command (ensembles) and report its test scores.")
@@ -26,8 +29,8 @@ from .ensemble import METHOD_NAMES
               "holds none of them.")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, objective, out, verify, shareable,
-        no_progress):
+def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, objective, budget, out, verify,
+        shareable, no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
     'ensemble' command makes; members missing from the cache are
@@ -40,6 +43,8 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, o
         raise click.UsageError("give either --tagger or --method with --members")
     if not tagger_spec and not (method and members):
         raise click.UsageError("give --method and --members (an ensemble) or --tagger (one tagger)")
+    if budget is not None and tagger_spec:
+        raise click.UsageError("--budget chooses an ensemble's members: give it with --method voting-pruned")
     if shareable and not tagger_spec:
         raise click.UsageError("--shareable applies to --tagger (an ensemble's members come from the cache)")
     say = lambda s: click.echo(s, err=True)  # noqa: E731
@@ -50,5 +55,5 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, o
         else:
             done = fit_ensemble(ws, corpus_name, method, members, out, parse_params(params), parse_grid(grid),
                                 folds=None if left_default(ctx, "k") else k, seed=seed, objective=objective, verify=verify,
-                                progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"))
+                                progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"), budget=budget)
     click.echo(done.summary)

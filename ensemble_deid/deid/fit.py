@@ -108,10 +108,20 @@ def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: S
         f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}", *_saved(out)])
 
 
+def _cost_record(method) -> dict:
+    """A budgeted choice's budget and the kept members' summed cost (CPU s
+    per million tokens); nothing for a choice made without a budget."""
+    search = getattr(method, "search_", None)
+    if getattr(search, "budget", None) is None:
+        return {}
+    return {"budget": search.budget, "cost": search.cost}
+
+
 def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
                  params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
                  folds: int | None = None, seed: int = 0, objective: str = "f1", verify: bool = True,
-                 progress: bool = True, log: Say = _quiet, warn: Say = _quiet) -> FitResult:
+                 progress: bool = True, log: Say = _quiet, warn: Say = _quiet,
+                 budget: float | str | None = None) -> FitResult:
     """Fit every member on the whole training split and the ensemble
     ``method`` on the members' out-of-fold predictions, chosen exactly as
     :func:`~ensemble_deid.ensemble.run.run_method` chooses it (members
@@ -119,7 +129,10 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     bundle to ``out``. ``verify`` checks that the bundle reproduces the
     ``ensemble`` step's cached test predictions and records its scores.
     The manifest's ``selection`` records the objective, the chosen operating
-    point, whether its targets were met out of fold and the held-out curve."""
+    point, whether its targets were met out of fold and the held-out curve.
+    ``budget`` (voting-pruned): the kept members' summed inference cost, in
+    CPU seconds per million tokens, may reach it; chosen as ``ensemble
+    --budget`` chooses, recorded with that cost in ``selection``."""
     import tempfile
 
     from ..ensemble.caching import jsonable
@@ -132,7 +145,7 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     # The 'ensemble' step itself (every parameter checked before any member
     # is computed): its cached test predictions are the reference.
     done = run_method(workspace, corpus_name, method, members, params, grid, folds=folds, seed=seed,
-                      objective=objective, oof=False, progress=progress, log=log, warn=warn)
+                      objective=objective, oof=False, progress=progress, log=log, warn=warn, budget=budget)
     corpus, engine, learner = done.corpus, done.engine, done.learner
     if not learner.is_fitted():  # reused from the cache: the same deterministic fit
         learner.fit({label: run.oof for label, run in done.runs.items()}, corpus.train)
@@ -153,8 +166,11 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
                                   "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
                                   "cv_best_score": learner.best_score_, "objective": learner.objective,
                                   "folds": engine.k, "seed": seed, "members_given": order, "members_used": keep,
-                                  **operating_point_record(learner)})
-    lines = [f"{method} over {len(order)} members ({len(keep)} used: {', '.join(keep)}); "
+                                  **_cost_record(chosen), **operating_point_record(learner)})
+    cost = info["selection"]
+    lines = [f"{method} over {len(order)} members ({len(keep)} used: {', '.join(keep)}"
+             + (f"; cost {cost['cost']:,.1f} within the budget of {cost['budget']:g} CPU s per million tokens"
+                if cost.get("budget") is not None else "") + "); "
              f"parameters {learner.best_params_ or '(none to choose)'}"
              + (f", fixed {dict((k, learner.estimator.get_params()[k]) for k in learner.fixed)}" if learner.fixed else "")
              + f"; members fitted in {fit_seconds:.1f} s"]

@@ -39,37 +39,76 @@ def needed_members(method, names: Sequence[str]) -> list[str]:
     return [n for n in names if subset is None or n in subset or n in trusted]
 
 
-class SharedFeatures:
-    """One feature extractor standing in for several members that use the
-    same settings: within one ``predict`` call each document's features are
-    computed once instead of once per member (they are only read, never
-    changed, by the taggers). Feature extraction is about half of a linear
-    tagger's prediction time."""
+class FeatureCache:
+    """Each document's features computed once, within one ``predict`` call,
+    for every member whose extractor has these settings, the n-gram order
+    aside: ``extractor`` is the one of the highest order among them, and a
+    member of a lower order gets these rows with the longer n-grams cut out
+    (``FeatureExtractor.fewer_ngrams``). The hashed rows of the linear
+    members' feature indexes and the Vowpal Wabbit members' example lines
+    are kept too. Members only read them, never
+    change them. Extraction and hashing are most of a linear tagger's
+    prediction time."""
 
     def __init__(self, extractor):
         self.extractor = extractor
-        self._memo: dict[int, tuple[Document, list]] = {}
+        self._memo: dict[tuple, tuple[Document, Any]] = {}
 
-    def document_features(self, doc: Document) -> list[list[str]]:
-        hit = self._memo.get(id(doc))
+    def _memoized(self, what: str, doc: Document, ngrams: int, make):
+        key = (what, id(doc), ngrams)
+        hit = self._memo.get(key)
         if hit is None or hit[0] is not doc:
-            hit = self._memo[id(doc)] = (doc, self.extractor.document_features(doc))
+            hit = self._memo[key] = (doc, make())
         return hit[1]
+
+    def features(self, doc: Document, ngrams: int | None) -> list[list[str]]:
+        if ngrams == _order(self.extractor):
+            return self._memoized("rows", doc, ngrams, lambda: self.extractor.document_features(doc))
+        return self._memoized("rows", doc, ngrams,
+                              lambda: self.extractor.fewer_ngrams(self.features(doc, self.extractor.ngrams), ngrams))
+
+    def hashed(self, doc: Document, ngrams: int | None):
+        from ..taggers.linear import FeatureIndex
+
+        return self._memoized("hashed", doc, ngrams, lambda: FeatureIndex.hash(self.features(doc, ngrams)))
+
+    def vw_lines(self, doc: Document, ngrams: int | None, n_window: int) -> list[str]:
+        from ..taggers.linear import vw_lines
+
+        return self._memoized(("vw", n_window), doc, ngrams, lambda: vw_lines(self.features(doc, ngrams), None, n_window))
 
     def clear(self) -> None:
         self._memo.clear()
+
+
+class SharedFeatures:
+    """A member's feature extractor answered from a :class:`FeatureCache`:
+    the member's own extractor for everything else."""
+
+    def __init__(self, cache: FeatureCache, extractor):
+        self.cache = cache
+        self.extractor = extractor
+
+    def document_features(self, doc: Document) -> list[list[str]]:
+        return self.cache.features(doc, _order(self.extractor))
+
+    def document_hashed(self, doc: Document):
+        """The document's features hashed (``FeatureIndex.hash``)."""
+        return self.cache.hashed(doc, _order(self.extractor))
+
+    def document_vw_lines(self, doc: Document, n_window: int) -> list[str]:
+        """The document's Vowpal Wabbit example lines (``linear.vw_lines``, no labels)."""
+        return self.cache.vw_lines(doc, _order(self.extractor), n_window)
 
     def __getattr__(self, name: str):
         return getattr(self.extractor, name)
 
 
-def share_features(members: Mapping[str, Any]) -> list[SharedFeatures]:
-    """Give members with equal feature settings one :class:`SharedFeatures`:
-    the linear family keeps its extractor in ``extractor_``, the CRF adapter
-    in ``_fx`` (built by ``_extractor()``)."""
-    import json
-
-    shared: dict[str, SharedFeatures] = {}
+def share_features(members: Mapping[str, Any]) -> list[FeatureCache]:
+    """Give members whose extractors agree (:func:`sharing_key`) one
+    :class:`FeatureCache`: the linear family keeps its extractor in
+    ``extractor_``, the CRF adapter in ``_fx`` (built by ``_extractor()``)."""
+    found = []
     for tagger in members.values():
         if hasattr(tagger, "extractor_"):
             fx, install = tagger.extractor_, lambda t, s: setattr(t, "extractor_", s)
@@ -82,9 +121,37 @@ def share_features(members: Mapping[str, Any]) -> list[SharedFeatures]:
             continue
         if isinstance(fx, SharedFeatures) or not hasattr(fx, "get_config"):
             continue
-        key = json.dumps([type(fx).__qualname__, fx.get_config()], sort_keys=True, default=str)
-        install(tagger, shared.setdefault(key, SharedFeatures(fx)))
-    return list(shared.values())
+        found.append((tagger, fx, install))
+    caches: dict[str, FeatureCache] = {}
+    for _, fx, _ in sorted(found, key=lambda f: -(_order(f[1]) or 0)):  # the highest order first: it serves the others
+        caches.setdefault(sharing_key(fx), FeatureCache(fx))
+    for tagger, fx, install in found:
+        install(tagger, SharedFeatures(caches[sharing_key(fx)], fx))
+    return list(caches.values())
+
+
+def sharing_key(extractor) -> str:
+    """What two extractors must agree on to share features: their class and
+    configuration but the n-gram order, a gazetteer object by its entries
+    (its configuration names only the lists' sizes: two lists of the same
+    size must not mix)."""
+    import hashlib
+    import json
+    import pickle
+
+    config = extractor.get_config()
+    if _order(extractor) is not None:  # an order that fewer_ngrams can lower
+        config.pop("ngrams")
+    gazetteers = getattr(extractor, "gazetteers", None)
+    if gazetteers is not None and not isinstance(gazetteers, bool):
+        config["gazetteers"] = hashlib.sha256(pickle.dumps(gazetteers, protocol=4)).hexdigest()
+    return json.dumps([type(extractor).__module__, type(extractor).__qualname__, config], sort_keys=True, default=str)
+
+
+def _order(extractor) -> int | None:
+    """The extractor's n-gram order when lower orders can be cut out of its
+    rows (``FeatureExtractor``), else None."""
+    return extractor.ngrams if hasattr(extractor, "fewer_ngrams") else None
 
 
 class Deidentifier:
@@ -156,9 +223,11 @@ class Deidentifier:
         """BIO predictions on the common tokens, one per document."""
         documents = self._mask(_documents(documents))
         outputs = {}
+        # A method that reads the members' spans alone (voting) spares them their confidences.
+        tags_only = self.method is not None and not getattr(self.method, "reads_member_confidences", True)
         try:
             for label, tagger in self.members.items():
-                preds = tagger.predict(documents)
+                preds = (getattr(tagger, "predict_tags", tagger.predict) if tags_only else tagger.predict)(documents)
                 check_predictions(documents, preds, f"member {label}")
                 outputs[label] = {p.doc_id: p for p in preds}
         finally:

@@ -97,6 +97,10 @@ class MetaLearner:
     # before it was a free setting stay valid (ensemble.run.run_ensemble).
     unkeyed_params: ClassVar[dict[str, object]] = {}
 
+    # Whether ``predict`` reads the members' token confidences (a method that
+    # decides on their spans alone lets a bundle skip computing them).
+    reads_member_confidences: ClassVar[bool] = True
+
     # Parameters: the Tagger machinery, reused as is (constraints included).
     _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED]}
     parameter_constraints = Tagger.__dict__["parameter_constraints"]

@@ -293,6 +293,8 @@ class PrunedVoting(SpanMetaLearner):
         Member name -> inference cost (``MemberRun.cost``); needed with a budget.
     """
 
+    reads_member_confidences = False  # spans (votes) only
+
     name = "voting-pruned"
     description = "voting over the subset and threshold chosen by greedy backward elimination"
     scored = True

@@ -134,6 +134,8 @@ class DecisionTemplates(SpanMetaLearner):
         0.99, 0.95, 0.9).
     """
 
+    reads_member_confidences = False  # spans (votes) only
+
     name = "decision-templates"
     description = "nearest decision template per candidate span (paper: Hamming; authors: cosine, relabelled)"
 

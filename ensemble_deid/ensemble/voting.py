@@ -141,6 +141,8 @@ class Voting(SpanMetaLearner):
         rule. Chosen by cross-validation (default grid: None, 0.99, 0.95, 0.9).
     """
 
+    reads_member_confidences = False  # spans (votes) only
+
     name = "voting"
     description = "keep spans with >= t votes; overlaps: more votes, then the better member"
     scored = True

@@ -172,6 +172,12 @@ class Tagger:
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         raise NotImplementedError(f"{type(self).__name__} must implement predict()")
 
+    def predict_tags(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        """``predict``'s tags, without the confidences where computing them
+        is extra work a tagger can skip (marginals): for users of the tags
+        alone, such as a voting bundle. By default ``predict`` itself."""
+        return self.predict(documents)
+
     def training_choices(self) -> dict[str, Any]:
         """What a fit chose by itself from its training documents (the epoch early
         stopping kept, ...), recorded in the cache metadata of the run; {} when nothing."""

@@ -464,6 +464,26 @@ class FeatureExtractor:
         with _gc_paused():
             return [self._document_features(d) for d in docs]
 
+    def ngram_strings(self, ngrams: int | None = None) -> int:
+        """How many window n-gram strings (sizes 2 and up) each token's row
+        holds with ``ngrams`` (None: this extractor's own)."""
+        span = 2 * self.window + 1
+        return sum(span - size + 1 for size in range(2, min(self.ngrams if ngrams is None else ngrams, span) + 1))
+
+    def fewer_ngrams(self, rows: list[list[str]], ngrams: int) -> list[list[str]]:
+        """``rows`` (this extractor's features of a document) as an extractor
+        with the same settings but ``ngrams`` <= this one's makes them: the
+        n-gram strings sit after "bias" and the window words, shortest n-grams
+        first, so the longer ones are cut out of each row."""
+        if ngrams > self.ngrams:
+            raise ValueError(f"cannot make {ngrams}-gram features from {self.ngrams}-gram ones")
+        keep, have = self.ngram_strings(ngrams), self.ngram_strings()
+        if keep == have:
+            return rows
+        a = 2 + 2 * self.window + keep
+        b = a + have - keep
+        return [row[:a] + row[b:] for row in rows]
+
     def _document_features(self, doc: Document) -> list[list[str]]:
         words = doc.tokens.words
         n = len(words)

@@ -127,13 +127,15 @@ class FeatureIndex:
         return f"FeatureIndex(min_count={self.min_count}, n_features={n})"
 
     @staticmethod
-    def _hash(token_features: Sequence[Sequence[str]]) -> sp.csr_matrix:
+    def hash(token_features: Sequence[Sequence[str]]) -> sp.csr_matrix:
+        """Rows of hashed features over the whole hash space (what ``compact``
+        takes): the same for every index, so members may share it."""
         if not len(token_features):
             return sp.csr_matrix((0, _HASH_SPACE), dtype=np.float64)
         return _hasher().transform(token_features).tocsr()
 
     def fit_transform(self, token_features: Sequence[Sequence[str]]) -> sp.csr_matrix:
-        hashed = self._hash(token_features)
+        hashed = self.hash(token_features)
         ids, counts = np.unique(hashed.indices, return_counts=True)
         self.columns = ids[counts >= self.min_count].astype(np.int64)
         return self._compact(hashed)
@@ -141,7 +143,13 @@ class FeatureIndex:
     def transform(self, token_features: Sequence[Sequence[str]]) -> sp.csr_matrix:
         if self.columns is None:
             raise ValueError("FeatureIndex is not fitted")
-        return self._compact(self._hash(token_features))
+        return self._compact(self.hash(token_features))
+
+    def compact(self, hashed: sp.csr_matrix) -> sp.csr_matrix:
+        """``transform`` of features already hashed (``hash``)."""
+        if self.columns is None:
+            raise ValueError("FeatureIndex is not fitted")
+        return self._compact(hashed)
 
     def _compact(self, hashed: sp.csr_matrix) -> sp.csr_matrix:
         cols = self.columns
@@ -428,6 +436,18 @@ class LinearTagger(Tagger):
             fx = self._extractor(**overrides)
         return [fx.document_features(d) for d in documents]
 
+    def _design(self, documents: Sequence[Document]) -> tuple[sp.csr_matrix, list[int]]:
+        """The documents' tokens as rows over the fitted ``index_``'s columns,
+        stacked, and each document's token count. An extractor shared with
+        other members (``deid.model.SharedFeatures``) hashes each document's
+        features once for all of them."""
+        hashed = getattr(getattr(self, "extractor_", None), "document_hashed", None)
+        if hashed is None or not documents:
+            feats = self._extract(documents)
+            return self.index_.transform(list(chain.from_iterable(feats))), [len(f) for f in feats]
+        blocks = [hashed(d) for d in documents]
+        return self.index_.compact(sp.vstack(blocks, format="csr")), [b.shape[0] for b in blocks]
+
     # Saving: the feature extractor is rebuilt from the parameters, not stored.
     def _extractor_overrides(self) -> dict[str, Any]:
         return {}
@@ -673,6 +693,14 @@ class VowpalTagger(LinearTagger):
         self.labels_ = labels
         self.n_window_ = n_window
         return self
+
+    def _test_lines(self, documents: Sequence[Document], feats) -> list[list[str]]:
+        """Each document's example lines, unlabelled; an extractor shared with
+        other members (``deid.model.SharedFeatures``) writes them once for all."""
+        shared = getattr(getattr(self, "extractor_", None), "document_vw_lines", None)
+        if shared is None:
+            return [vw_lines(f, None, self.n_window_) for f in feats]
+        return [shared(d, self.n_window_) for d in documents]
 
     def _sequences(self, documents, feats, labels: LabelIndex):
         """(features, VW label ids 1..K) per training chunk, in a seeded random order."""

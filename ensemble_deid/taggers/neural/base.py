@@ -386,6 +386,13 @@ class NeuralTagger(Tagger):
             out.append(DocumentPrediction(doc.id, tuple(self.tags_[i] for i in tag_ids), np.clip(conf, 0.0, 1.0)))
         return out
 
+    def predict_tags(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
+        """The Viterbi tags alone (no forward-backward)."""
+        documents = list(documents)
+        ids, _ = self._run(documents, marginals=False)
+        return [DocumentPrediction(doc.id, tuple(self.tags_[i] for i in tag_ids), None)
+                for doc, tag_ids in zip(documents, ids)]
+
     def predict_marginals(self, documents: Sequence[Document]) -> list[np.ndarray]:
         """Per document, an array (n_tokens, len(tags_)) of per-token tag
         probabilities (rows sum to 1): features for stacking."""
