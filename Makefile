@@ -17,7 +17,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU wheel first, so nothing later pulls CUDA builds of torch
 	# (the transformer extra needs no other torch: its tests run on the CPU).
-	$(PY) -m pip install -q torch==2.13.0 --index-url $(TORCH_INDEX)
+	# Bounded wait on that index; where it cannot be reached, pip's own configuration
+	# (local wheels, a mirror) is tried with the same command, then plain PyPI.
+	$(PY) -m pip install -q torch==2.13.0 --index-url $(TORCH_INDEX) --timeout 20 --retries 1 || $(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,dask,external,transformer]'
 	touch $(STAMP)
 
