@@ -1,9 +1,12 @@
 # Two entry points, both self-installing on a fresh machine:
 #   make demo   - set up .venv and run the main job on the embedded synthetic corpora
 #   make test   - set up .venv and run the default test suite (slow tests excluded)
-# and a first step that shows a real result in about a minute:
+# and a first step that shows a real result (its measured time: README):
 #   make quick  - set up .venv and run the small demo (3 taggers, 3 folds)
 VENV ?= .venv
+# PyTorch's CPU-only wheels: PyPI's default torch on Linux is the CUDA build (gigabytes of
+# nvidia-* packages). A GPU build: make TORCH_INDEX=<its index URL from pytorch.org> quick
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -14,7 +17,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU wheel first, so nothing later pulls CUDA builds of torch
 	# (the transformer extra needs no other torch: its tests run on the CPU).
-	$(PY) -m pip install -q torch==2.13.0
+	# Bounded wait on that index; where it cannot be reached, pip's own configuration
+	# (local wheels, a mirror) is tried with the same command, then plain PyPI.
+	$(PY) -m pip install -q torch==2.13.0 --index-url $(TORCH_INDEX) --timeout 20 --retries 1 || $(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,dask,external,transformer]'
 	touch $(STAMP)
 

@@ -31,12 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chromium import Chromium, find_chromium  # noqa: E402
-from common import MEDDOCAN_PUBLISHED_MEMBERS, ROOT, console_script, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, ROOT, console_script, machine_description, machine_lines, progress, shown, write_json, write_markdown  # noqa: E402
 
 MEMBERS = ",".join(MEDDOCAN_PUBLISHED_MEMBERS)
 ENSEMBLES = "voting,voting-pruned,decision-templates,stacked-svm,stacked-searn,stacked-lstm"
 TARGET_S, TARGET_MB = 30, 20
-CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
 
 
 def build(args, page: Path) -> dict:
@@ -132,7 +131,7 @@ def main(argv=None) -> None:
         "runs": runs, "best_wall_s": best, "size_mb": round(size_mb, 2), "browser": browser,
         "targets": {"build_s": TARGET_S, "size_mb": TARGET_MB},
         "met": {"build": best < TARGET_S, "size": size_mb < TARGET_MB, "no_console_errors": not browser["problems"]},
-        "machine": machine, "citation": CITATION,
+        "machine": machine, "citation": MEDDOCAN_CITATION,
     }
     write_json(Path(args.out), result)
     from ensemble_deid.ensemble.run import parse_members  # a member's own parameters hold commas too
@@ -140,7 +139,7 @@ def main(argv=None) -> None:
     lines = [
         f"# The report page on MEDDOCAN dev: {n_members} members, {n_ens} ensembles",
         "",
-        f"`{result['command']}` ({CITATION}; dev split, 250 documents).",
+        f"`{result['command']}` ({MEDDOCAN_CITATION}; dev split, 250 documents).",
         "",
         "| figure | value | target |",
         "|---|--:|--:|",

@@ -60,8 +60,11 @@ def child(method: str, n_train: int, n_dev: int, epochs: int) -> None:
     preds = learner.predict(dev, test)
     t3 = time.perf_counter()
     f1 = Scorer(test, "strict").prf({p.doc_id: p.spans(d) for p, d in zip(preds, test)})[2]
+    import torch  # the thread count the default (threads=None: torch's own) meant in this process
+
     print(json.dumps({"load_s": round(t1 - t0, 2), "fit_s": round(t2 - t1, 2), "predict_s": round(t3 - t2, 2),
-                      "strict_f1": round(f1, 4)}))
+                      "strict_f1": round(f1, 4), "threads": getattr(learner, "threads", None),
+                      "torch_threads": torch.get_num_threads()}))
 
 
 def measure(code: Path, method: str, args) -> dict:
@@ -83,7 +86,8 @@ def measure(code: Path, method: str, args) -> dict:
 
 def summary(runs: list[dict]) -> dict:
     return {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "peak_mib", "fit_s")} | {
-        "strict_f1": runs[-1]["strict_f1"], "load_range": [min(r["load_before"][0] for r in runs),
+        "strict_f1": runs[-1]["strict_f1"], "threads": runs[-1].get("threads"),
+        "torch_threads": runs[-1].get("torch_threads"), "load_range": [min(r["load_before"][0] for r in runs),
                                                           max(r["load_before"][0] for r in runs)]}
 
 
@@ -104,6 +108,11 @@ def markdown(result: dict) -> str:
         b, n = versions["baseline"], versions["this tree"]
         lines.append(f"| {method} | speed-up | {b['wall_s'] / n['wall_s']:.1f}x | {b['cpu_s'] / n['cpu_s']:.1f}x | "
                      f"{b['fit_s'] / n['fit_s']:.1f}x | | | |")
+    lstm = result["methods"].get("stacked-lstm", {}).get("this tree", {})
+    if "torch_threads" in lstm:  # recorded since the default went back to torch's own
+        whose = "torch's own: " if lstm["threads"] is None else ""
+        lines += ["", f"stacked-lstm ran with threads={lstm['threads']} ({whose}{lstm['torch_threads']} thread(s) "
+                      "in this process)."]
     lines += ["", "Machine:", *machine_lines(result["machine"])]
     return "\n".join(lines)
 

@@ -33,6 +33,9 @@ MEDDOCAN_PUBLISHED_MEMBERS = (
     "lstm-l:epochs=16,validation_fraction=0", "lstm-crf-fea:epochs=12,validation_fraction=0",
 )
 MEDDOCAN_CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
+# The repository's published prediction folders (cached_predictions/<corpus>), read through
+# ENSEMBLE_DEID_PUBLISHED so nothing published is retrained.
+PUBLISHED_PREDICTIONS = ROOT / "cached_predictions"
 
 # Distributions whose versions describe a run (absent ones are left out).
 LIBRARIES = (
@@ -42,15 +45,38 @@ LIBRARIES = (
 
 
 class Clock:
-    """Wall-clock and CPU seconds of a block (CPU: this process only)."""
+    """Wall-clock and CPU seconds of a block, and the 1-minute load average
+    before and after it. CPU: this process only, or with ``children=True``
+    this process and the child processes it has waited for, joblib's worker
+    pool ended at the stop so that its workers count (the package's own
+    ``cpu_seconds``, which a study's time line uses too)."""
+
+    def __init__(self, children: bool = False):
+        self.children = children
+
+    def _cpu(self, stopping: bool = False) -> float:
+        if not self.children:
+            return time.process_time()
+        from ensemble_deid.studies.study import cpu_seconds
+
+        return cpu_seconds(ended_workers=stopping)
 
     def __enter__(self) -> "Clock":
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
+        return self.start()
 
     def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "Clock":
+        self.load_before = round(os.getloadavg()[0], 2)
+        self.w0, self.c0 = time.perf_counter(), self._cpu()
+        return self
+
+    def stop(self) -> None:
+        cpu = self._cpu(stopping=True)
         self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
+        self.cpu = cpu - self.c0
+        self.load_after = round(os.getloadavg()[0], 2)
 
     def as_dict(self, digits: int = 3) -> dict:
         return {"wall_s": round(self.wall, digits), "cpu_s": round(self.cpu, digits)}
@@ -182,7 +208,8 @@ def timing_phrase(entry: dict) -> str:
     """Wall time with CPU time, cores and load beside it, as the docs print
     it: on a shared machine wall time alone mostly measures the others' work.
     ``entry`` holds ``wall_s`` and, when recorded, ``cpu_s``, ``load_before``
-    / ``load_after`` (1 minute) and ``cores``; a results file that kept only
+    / ``load_after`` (1 minute), ``cores``, and ``steps`` / ``steps_computed``
+    (run_all.py: how much the run computed rather than read from the cache); a results file that kept only
     its ``machine`` description and ``load_average_at_end`` is read too."""
     machine = entry.get("machine") or {}
 
@@ -199,7 +226,12 @@ def timing_phrase(entry: dict) -> str:
     cores = entry.get("cores") or machine.get("cpus_usable") or "?"
     when = str(machine.get("when") or entry.get("started") or "")[:10]
     nice = f", nice {entry['nice']}" if entry.get("nice") else ""  # a niced run waits behind the others
-    return f"{dur(entry['wall_s'])} wall{cpu} ({cores} cores, load {load}{nice}{', ' + when if when else ''})"
+    # A run that read steps from the prediction cache says how many: a fully cached
+    # rerun's seconds are not the time the work takes (issue 34 item 8).
+    steps, computed = entry.get("steps"), entry.get("steps_computed")
+    cached = (f"; {computed} of {steps} steps computed, the rest read from the cache"
+              if steps is not None and computed is not None and computed < steps else "")
+    return f"{dur(entry['wall_s'])} wall{cpu} ({cores} cores, load {load}{nice}{', ' + when if when else ''}{cached})"
 
 
 _T0 = time.perf_counter()

@@ -46,9 +46,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, MEDDOCAN_PUBLISHED_MEMBERS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
 
-PUBLISHED = ROOT / "cached_predictions" / "meddocan"
+PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"
 MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 RECALL = "binary-token:recall>=0.99"
 OBJECTIVES = {"f1": "strict", RECALL: "binary-token"}
@@ -57,8 +57,6 @@ EXTRA_BUDGETS = (100.0, 150.0, 200.0)
 F1_WITHIN_PT, RECALL_WITHIN_PT = 0.2, 0.3
 STEM = RESULTS / "cost-meddocan"
 PLOT = ROOT / "docs" / "img" / "cost-front-meddocan.png"
-CITATION = ("MEDDOCAN (CC BY 4.0): Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez Martin J, "
-            "Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638.")
 
 
 def load():
@@ -176,7 +174,7 @@ def run(args) -> dict:
         "best_dev_f1_of_any_front_point_within_the_budget": max((r["dev"]["strict"]["f1"] for r in affordable),
                                                                 default=None),
     }
-    return {"corpus": "meddocan (train: 10-fold CV out-of-fold; dev: scored only)", "citation": CITATION,
+    return {"corpus": "meddocan (train: 10-fold CV out-of-fold; dev: scored only)", "citation": MEDDOCAN_CITATION,
             "cost_unit": "CPU seconds per million tokens (recorded prediction seconds / predicted tokens)",
             "cost_source": ("published part records (cached_predictions/meddocan): wall seconds of each "
                             "part's prediction, each cv job limited to cores/jobs threads (upper bounds where "
@@ -220,13 +218,13 @@ def tables(result: dict) -> None:
             f"{RECALL_WITHIN_PT} pt: **{'met' if t[f'recall_within_{RECALL_WITHIN_PT}pt_at_{RATIO:g}x'] else 'not met'}**. "
             f"The best dev F1 of any front point within the budget is {t['best_dev_f1_of_any_front_point_within_the_budget']} "
             "(read off dev, so not a selection: it shows whether any affordable subset could have done it).",
-            "", CITATION]
+            "", MEDDOCAN_CITATION]
     write_markdown(STEM.with_suffix(".md"), "\n".join(sel) + "\n")
     mem = ["| member | CV F1 (train out-of-fold) | cost (CPU s / M tokens) | parts | tokens timed |",
            "|---|---:|---:|---:|---:|"]
     for m in sorted(result["members"], key=lambda m: m["cost"]):
         mem.append(f"| {_members([m['member']])} | {m['cv_f1']:.4f} | {m['cost']:.1f} | {m['parts']} | {m['tokens']:,} |")
-    mem += ["", f"Cost source: {result['cost_source']}.", "", CITATION]
+    mem += ["", f"Cost source: {result['cost_source']}.", "", MEDDOCAN_CITATION]
     write_markdown(RESULTS / "cost-meddocan-members.md", "\n".join(mem) + "\n")
     fr = ["| cost | t | kept | members kept | train F1 | dev F1 |", "|---:|---:|---:|---|---:|---:|"]
     for r in result["front"]:
@@ -235,7 +233,7 @@ def tables(result: dict) -> None:
     fr += ["", f"The Pareto front of (strict F1 on the training out-of-fold predictions, cost) over "
            f"{result['front_points']:,} (threshold, subset) points, computed in {result['front_seconds']} s; "
            "dev F1 reported beside each point, never used to choose. "
-           f"Plot: {result['plot']}.", "", CITATION]
+           f"Plot: {result['plot']}.", "", MEDDOCAN_CITATION]
     write_markdown(RESULTS / "cost-meddocan-front.md", "\n".join(fr) + "\n")
 
 

@@ -38,14 +38,13 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, MEDDOCAN_PUBLISHED_MEMBERS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
 
-PUBLISHED = ROOT / "cached_predictions" / "meddocan"
+PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"
 PUBLISHED_MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 NEW_MEMBERS = ["crf-chars", "doc-consistency", "char-cnn"]
 DERIVED = {"doc-consistency": "crf"}  # member -> the published member whose parts it is computed from
 STEM = RESULTS / "new-members-meddocan"
-CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
 
 
 def _docs_by_id(docs):
@@ -83,7 +82,7 @@ def read_member(engine, spec):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cache", default=str(ROOT / "cached_predictions"), help="the workspace cache holding the new parts")
+    ap.add_argument("--cache", default=str(PUBLISHED_PREDICTIONS), help="the workspace cache holding the new parts")
     args = ap.parse_args(argv)
     os.environ["ENSEMBLE_DEID_PUBLISHED"] = str(PUBLISHED)
     from ensemble_deid.corpus.formats import load_directory
@@ -185,7 +184,7 @@ def main(argv=None) -> int:
         ensembles.append({"members": label, "candidates": len(runs), "threshold": done.search.threshold,
                           "kept": list(done.search.subset), "cv_f1": round(done.search.score, 4),
                           "dev_f1": round(strict_prf(dev_docs, done.test_predictions)[2], 4)})
-    result = {"citation": CITATION, "members": members, "reference": reference, "pruned_voting": ensembles,
+    result = {"citation": MEDDOCAN_CITATION, "members": members, "reference": reference, "pruned_voting": ensembles,
               "machine": machine_description()}
     write_json(STEM.with_suffix(".json"), result)
     members_md, voting_md = tables(result)

@@ -60,7 +60,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
-    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, write_json, write_markdown,
+    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, timing_phrase, write_json,
+    write_markdown,
 )
 
 CRITERIA = ("strict", "token", "binary_token")
@@ -188,8 +189,15 @@ ALIGN = "ll" + "r" * (len(HEADERS) - 2)
 
 # --- running -----------------------------------------------------------------------------
 
+def this_run(clock: Clock) -> dict:
+    """What this run spent on a step (not the recorded timings of reused parts):
+    wall, CPU of the process and its workers, and the 1-minute load around it."""
+    return {"this_run_wall_s": round(clock.wall, 2), "this_run_cpu_s": round(clock.cpu, 2),
+            "load_before": clock.load_before, "load_after": clock.load_after}
+
+
 def run_tagger(engine, spec, args, n_test_tokens) -> tuple[dict, object]:
-    clock = Clock()
+    clock = Clock(children=True)
     with clock:
         runs = engine.run([spec], jobs=args.jobs, progress=not args.no_progress,
                           on_corrupt=lambda msg: progress(f"warning: {msg}"))
@@ -210,7 +218,7 @@ def run_tagger(engine, spec, args, n_test_tokens) -> tuple[dict, object]:
         "cv_predict_s_sum": round(sum(r.get("predict_seconds", 0.0) for r in folds), 3),
         "parts_computed": run.computed, "parts_reused": run.reused,
         "environment": full.get("environment"),
-        "this_run_wall_s": round(clock.wall, 2),
+        "computed": run.computed > 0, **this_run(clock),
     }
     return system, run
 
@@ -223,7 +231,7 @@ def run_method(engine, method, members, args, n_test_tokens) -> dict:
     learner = make_search(method, folds=args.folds, seed=args.seed)
     label = f"ensemble.{method}"
     train, test = engine.train, engine.targets["test"]
-    clock = Clock()
+    clock = Clock(children=True)
     with clock:
         out = run_ensemble(engine, learner, method, members, oof=not args.no_ensemble_oof, echo=progress)
     entry, test_preds, record, selection, oof = out["entry"], out["test"], out["test_record"], out["record"], out["oof"]
@@ -247,7 +255,7 @@ def run_method(engine, method, members, args, n_test_tokens) -> dict:
         "peak_rss_mb": record.get("peak_rss_mb"),
         "pipeline_predict_s": None if pipeline is None else round(pipeline, 4),
         "pipeline_tokens_per_s": round(n_test_tokens / pipeline, 1) if pipeline else None,
-        "computed": computed, "this_run_wall_s": round(clock.wall, 2),
+        "computed": computed, **this_run(clock),
     }
 
 
@@ -265,7 +273,8 @@ def markdown(result: dict) -> str:
         f"test {c['test_docs']:,} documents / {c['test_tokens']:,} tokens"
         + (f" (limited: --limit-train {s['limit_train']} --limit-test {s['limit_test']})" if s["limited"] else "") + ".",
         f"{s['folds']}-fold patient-grouped CV (seed {s['seed']}), --jobs {s['jobs']}; "
-        f"run {result['started']} -> {result.get('finished', '(unfinished)')}, {result.get('wall_s', '?')} s.",
+        f"run {result['started']} -> {result.get('finished', '(unfinished)')}"
+        + (f": {timing_phrase(result)}." if "wall_s" in result else "."),
         "",
         render_table(HEADERS, [row_of(x) for x in result["systems"]], ALIGN),
         "",
@@ -431,7 +440,7 @@ def main(argv=None) -> dict:
     limited = args.limit_train is not None or args.limit_test is not None
     safe = re.sub(r"[^A-Za-z0-9_.\-]", "_", args.corpus)
     stem = (args.out_dir or RESULTS) / (f"run_all-{safe}" + ("-smoke" if limited and args.out_dir is None else ""))
-    started = time.perf_counter()
+    clock = Clock(children=True).start()  # the whole run: wall, CPU with workers, load
 
     progress(f"loading corpus {args.corpus!r}")
     train, test, source = load_corpus(args)
@@ -483,7 +492,7 @@ def main(argv=None) -> dict:
         result["systems"].append(system)
         progress(f"  {spec.label}: strict F1 {system['scores']['strict']['f1']:.4f}, CV F1 {system['cv_strict_f1']}, "
                  f"parts computed {system['parts_computed']} / reused {system['parts_reused']} "
-                 f"({system['this_run_wall_s']} s)")
+                 f"({system['this_run_wall_s']} s wall, {system['this_run_cpu_s']} s CPU)")
         save(result, stem)
 
     if methods and len(members) < 2:
@@ -502,12 +511,15 @@ def main(argv=None) -> dict:
             result["systems"].append(system)
             progress(f"  ensemble.{method}: strict F1 {system['scores']['strict']['f1']:.4f}, "
                      f"CV F1 {system['cv_strict_f1']} ({'computed' if system['computed'] else 'reused'}, "
-                     f"{system['this_run_wall_s']} s)")
+                     f"{system['this_run_wall_s']} s wall, {system['this_run_cpu_s']} s CPU)")
             save(result, stem)
 
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    result["wall_s"] = round(time.perf_counter() - started, 1)
-    result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    clock.stop()
+    result.update(wall_s=round(clock.wall, 1), cpu_s=round(clock.cpu, 1), load_before=clock.load_before,
+                  load_after=clock.load_after, load_average_at_end=[round(x, 2) for x in os.getloadavg()],
+                  # a rerun that reads everything from the cache says so: its time is not the study's
+                  steps=len(result["systems"]), steps_computed=sum(bool(x.get("computed")) for x in result["systems"]))
     result["complete"] = True
     save(result, stem)
     from ensemble_deid.studies.table import render_table

@@ -59,6 +59,12 @@ def test_run_all_smoke(tmp_path, monkeypatch, scripts, capsys):
     assert data["failed"] == []
     md = (out / "run_all-synthetic-2014.md").read_text()
     assert "| ensemble.voting " in md and "Machine:" in md
+    # What this run spent (issue 34 item 4): wall with CPU (process and workers) and load, per step and in all.
+    for s in systems.values():
+        assert s["this_run_cpu_s"] >= 0 and s["load_before"] >= 0 and s["load_after"] >= 0, s["system"]
+    assert systems["crf:max_iterations=5"]["this_run_cpu_s"] > 0
+    assert data["cpu_s"] > 0 and data["load_before"] >= 0 and (data["steps"], data["steps_computed"]) == (3, 3)
+    assert " CPU (" in md and "read from the cache" not in md
     assert (ws / "cached_predictions").is_dir()  # the workspace's cache, kept for reruns
 
     # A rerun reuses every cached part.
@@ -67,6 +73,24 @@ def test_run_all_smoke(tmp_path, monkeypatch, scripts, capsys):
     assert again["crf:max_iterations=5"]["parts_computed"] == 0
     assert again["ensemble.voting"]["computed"] is False
     assert again["crf:max_iterations=5"]["scores"] == systems["crf:max_iterations=5"]["scores"]
+    # ... and its time says so: a fully cached rerun does not pose as the work's time (issue 34 item 8).
+    rerun = json.loads((out / "run_all-synthetic-2014.json").read_text())
+    assert (rerun["steps"], rerun["steps_computed"]) == (3, 0)
+    assert "0 of 3 steps computed, the rest read from the cache" in (out / "run_all-synthetic-2014.md").read_text()
+
+
+def test_a_clock_with_children_counts_the_cpu_of_the_processes_it_waited_for(scripts):
+    import subprocess
+    import sys
+
+    common = scripts("common")
+    burn = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"]
+    with common.Clock(children=True) as both:
+        subprocess.run(burn, check=True)
+    with common.Clock() as own:
+        subprocess.run(burn, check=True)
+    assert both.cpu >= 0.45 and own.cpu < 0.2
+    assert both.load_before >= 0 and both.load_after >= 0
 
 
 def test_bench_cache_smoke(tmp_path, scripts):

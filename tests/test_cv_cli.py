@@ -65,6 +65,14 @@ def test_compare_two_systems(tiny_registered):
     assert max(len(line) for line in out.splitlines()) <= 80, out  # issue 34 item 8: fits a terminal
 
 
+def test_compare_fits_80_columns_with_a_long_reference_name(tiny_registered):
+    # the fresh-clone walk: "... against 'ensemble.stacked-svm'; Holm: ..." was 87 characters
+    out = _run("compare", "memorize", "memorize:max_len=1", "--corpus", tiny_registered, "--folds", "5",
+               "--trials", "200", "--test", "bootstrap", "--reference", "memorize:max_len=1").stdout
+    assert "against 'memorize:max_len=1'" in " ".join(out.split())
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
 def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered, workspace, tmp_path):
     from ensemble_deid.corpus.workspace import Workspace
 

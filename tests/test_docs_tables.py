@@ -50,7 +50,10 @@ def test_a_figure_block_gets_wall_cpu_and_load_from_its_results_file(sync_docs, 
 # A duration typed by hand goes stale (issue 34: "make quick 51 s" read 151 s on a
 # loaded machine). A duration in prose near these words is a claim about how
 # long something takes; it must come from a results file through a marked block.
-DURATION = re.compile(r"(?<![\w.])\d[\d,.]*\s?(?:s|secs?|seconds?|min|minutes?|h|hours?)\b")
+# A number with a unit ("51 s", "15 CPU minutes") or a duration in words ("about a minute",
+# "a few minutes", "many hours"): the guide's "make quick ... about a minute" was one.
+DURATION = re.compile(r"(?<![\w.])(?:\d[\d,.]*\s?(?:CPU )?(?:s|secs?|seconds?|min|minutes?|h|hours?)"
+                      r"|an? (?:minute|hour)|(?:a few|few|several|many|some) (?:seconds|minutes|hours))\b", re.I)
 CLAIM = re.compile(r"\b(?:took|takes?|taking|about|measured|idle|wall|fits? in|on (?:two|2) (?:CPU )?cores"
                    r"|make (?:quick|demo)|six methods)\b|~", re.I)
 # sync_docs blocks, and the begin/end blocks a benchmark rewrites itself (common.replace_between_markers)
@@ -64,6 +67,9 @@ ALLOWED = {
         "sample output of bench_deidentify.py, shown verbatim; it prints CPU time and load itself",
     ("benchmarks.md", "~1.05 s per evaluation"): "bench_pruning.py's extrapolated naive cost (pruning.json)",
     ("ensembles.md", "(~0.5–1 s each)"): "the same extrapolation, from pruning.json",
+    ("benchmarks.md", "a neural fit alone takes 125-150 CPU s"):
+        "neural.json: fit.cpu_s of the four variants and the other seeds (127-150 s)",
+    ("neural-taggers.md", "about 15 CPU minutes"): "version 1's recorded fit, neural.json baseline_recorded (913 CPU s)",
     ("benchmarks.md", "| write (fsync'd, atomic) |"): "bench_cache.py's table (cache.json; it writes no .md yet)",
     ("benchmarks.md", "| read (checksums verified) |"): "bench_cache.py's table (cache.json; it writes no .md yet)",
     ("benchmarks.md", "| verify | 0.21 s |"): "bench_cache.py's table (cache.json; it writes no .md yet)",
@@ -97,9 +103,40 @@ def test_no_duration_is_typed_by_hand_outside_a_generated_block(sync_docs):
     ("trained for 30 epochs, about 2 passes", False),
     ("--timeout 30 (seconds) is the default", False),
     ("F1 84.72 in 0.0 s (threshold=1)", False),
+    ("ensemble-deid demo --quick    # or: make quick; 3 taggers, 3 folds, about a minute", True),
+    ("the cells below run (no files to download; a few minutes on two cores)", True),
+    ("The price is training time: about 15 CPU minutes for one fit", True),
+    ("Every tagger with 10-fold CV on two CPU cores takes many hours", True),
+    ("a second fit on the same data, about the same", False),
     ("x <!-- figure from benchmarks/results/commands.json quick -->51 s wall, about<!-- end of figure -->", False),
 ])
 def test_the_duration_check_tells_claims_from_other_numbers(tmp_path, line, flagged):
     doc = tmp_path / "doc.md"
     doc.write_text(line + "\n", encoding="utf-8")
     assert bool(hand_typed_durations(doc)) is flagged
+
+
+def cli_help_texts():
+    """(command path, text) of every command's and option's help of the CLI."""
+    import click
+
+    from ensemble_deid.cli import main as cli
+
+    def walk(cmd, ctx, path):
+        yield path, cmd.help or ""
+        yield from ((f"{path} --{p.name}", getattr(p, "help", None) or "") for p in cmd.params)
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                yield from walk(sub, click.Context(sub, parent=ctx, info_name=name), f"{path} {name}")
+
+    return list(walk(cli, click.Context(cli, info_name="ensemble-deid"), "ensemble-deid"))
+
+
+def test_no_cli_help_text_claims_a_duration():
+    # the walk: `demo --quick` promised "a result in about a minute on two idle cores" (3.9 min measured, load 5-7)
+    texts = cli_help_texts()
+    assert any(path == "ensemble-deid demo --quick" for path, _ in texts)  # the walk reaches the subcommands
+    found = [f"{path}: {text}" for path, text in texts for m in DURATION.finditer(text)
+             if CLAIM.search(text[max(0, m.start() - 60):m.end() + 40])]
+    assert not found, "durations typed into the CLI's help (the docs give measured ones):\n" + "\n".join(found)

@@ -102,6 +102,21 @@ def test_terminal_table_never_drops_a_column():
     assert "0.9000" in out and "0.234" in out and "randomization" in out
 
 
+def test_a_folded_path_keeps_every_character_when_the_table_overflows_the_width():
+    from ensemble_deid.studies.table import terminal_table
+
+    # the walk's `cache ls`: a row label wider than the terminal left the folded
+    # 'where' path two characters short per line ("v1/ensemble.st" / "ked-svm"),
+    # so a path copied for `cache rm` was wrong
+    path = "v1/ensemble.stacked-svm/3-dd6a8097c1f76bff/59701d4a208b2961"
+    rows = [["lstm-crf-fea:epochs=12,validation_fraction=0", "2-d40e8759", "meddocan", 11, "0.4", "49.5",
+             f"workspace: {path}"]]
+    out = terminal_table(["tagger", "entry", "trained on", "parts", "MB", "cost", "where"], rows,
+                         align="lllrrrl", wrap=(2, 6), width=80)
+    where = out.splitlines()[0].index("where")
+    assert path in "".join(line[where:].strip() for line in out.splitlines()[2:])
+
+
 def test_p_values_print_as_a_reader_expects():
     assert format_p(0.0) == "<0.001" and format_p(0.00099) == "<0.001"
     assert format_p(0.001) == "0.001" and format_p(0.04999) == "0.050"

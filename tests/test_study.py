@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -183,7 +184,33 @@ def test_summary_table_compares_best_member_and_best_ensemble_and_lists_skipped(
     out = study_summary(result, {"mist": "not configured"}, width=100)
     row = next(line for line in out.splitlines() if line.startswith("A test: A models"))
     assert row.split() == ["A", "test:", "A", "models", "crf@A", "80.00", "stacked-svm", "83.25", "+3.25"]
-    assert "skipped mist: not configured" in out and "time: 12 s" in out
+    assert "skipped mist: not configured" in out and "time: 12 s wall" in out
+
+
+def test_a_studys_time_has_its_cpu_time_and_load_beside_the_wall_time(tmp_path):
+    # issue 34 item 4 on the walk: the MEDDOCAN study printed "time: 609 s" at load 11 for 69 CPU s
+    from ensemble_deid.studies.report import Cell, ResultTable
+    from ensemble_deid.studies.study import StudyResult
+    from ensemble_deid.studies.summary import study_summary
+
+    ens = ResultTable("Ensembles", ["A test: A models"], row_header="method")
+    ens.add("best single member", [Cell(0.80, params={"member": "crf@A"})])
+    ens.add("voting", [0.79])
+    result = StudyResult(tmp_path, ResultTable("Base", ["x"]), ens, {"seconds": {
+        "total": 609.0, "base_taggers": 14.0, "ensembles": 561.0, "cpu": 68.8, "load_average": [11.49, 11.06]}})
+    out = " ".join(study_summary(result, width=100).split())
+    assert "time: 609 s wall, 69 s CPU (load 11.1-11.5); base taggers 14 s, ensembles 561 s wall" in out
+
+
+def test_cpu_seconds_count_the_processes_a_study_waited_for():
+    import subprocess
+
+    from ensemble_deid.studies.study import cpu_seconds
+
+    before = cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"],
+                   check=True)
+    assert cpu_seconds(ended_workers=True) - before >= 0.35
 
 
 def test_study_ensembles_bar_shows_no_time_remaining_on_a_terminal(two_corpora, tmp_path, monkeypatch):

@@ -37,7 +37,8 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     (score_headers, scores), (test_headers, test_rows) = comparison_rows(comp, tests)
     click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}")
     click.echo(render_table(score_headers, scores))
-    click.echo(f"\npaired tests over documents against {comp.reference!r}; Holm: corrected across them")
+    click.echo("\n" + textwrap.fill(f"paired tests over documents against {comp.reference!r}; Holm: corrected "
+                                     "across them", 80))
     click.echo(render_table(test_headers, test_rows, align="llrrl"))
     leak_headers, leaks = leak_rows(comp)
     click.echo("\n" + textwrap.fill("leaks: share of gold PHI entities and tokens no predicted span covers (%, 95% "

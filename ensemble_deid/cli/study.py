@@ -1,6 +1,7 @@
 """``ensemble-deid study`` and ``ensemble-deid demo``."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -93,7 +94,8 @@ def _methods(value: str | None) -> list[str] | None:
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="A small version (3 taggers, 3 folds, 4 methods) that shows a result in about a minute on two idle cores.")
+@click.option("--quick", is_flag=True, help="A small version (3 taggers, 3 folds, 4 methods): the first result to try (its measured time: "
+                   "benchmarks/results/commands.md).")
 @click.option("--jobs", type=int, default=2, help="Parallel jobs for the base taggers.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Results folder (default: WORKSPACE/results/demo-TIMESTAMP).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
@@ -103,9 +105,12 @@ def demo(ctx, quick, jobs, out, no_progress):
     available tagger trained on synthetic-2014, synthetic-2016 and their union,
     10-fold CV, all six ensembles, significance, tables and plots."""
     from ..studies.demo import demo_config
+    from ..studies.study import cpu_seconds
+    from ..studies.summary import time_spent
 
-    t0 = time.perf_counter()
+    t0, cpu0, load0 = time.perf_counter(), cpu_seconds(), os.getloadavg()[0]
     with fail_on_error():
         config, skipped = demo_config(quick, jobs, log=lambda m: click.echo(m, err=True))
     _run_study(ctx, config, out, not no_progress, skipped)
-    click.echo(f"demo finished in {time.perf_counter() - t0:.0f} s")
+    spent = time_spent(time.perf_counter() - t0, cpu_seconds(ended_workers=True) - cpu0, [load0, os.getloadavg()[0]])
+    click.echo(f"demo finished: {spent}")

@@ -36,6 +36,7 @@ Config (``study.toml``)::
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import threading
@@ -60,6 +61,19 @@ ALL_METHODS = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "
 _CONFIG_KEYS = {"name", "corpora", "taggers", "methods", "folds", "seed", "jobs", "objective", "metric", "test", "trials",
                 "union", "method_params", "significance_level"}
 
+
+def cpu_seconds(ended_workers: bool = False) -> float:
+    """User + system CPU seconds of this process and of the child processes it
+    has waited for. ``ended_workers`` first ends joblib's reusable worker pool
+    (cross-validation's), whose live workers are not counted otherwise."""
+    import resource
+
+    if ended_workers:
+        pool = sys.modules.get("joblib.externals.loky.reusable_executor")
+        if pool is not None and pool._executor is not None:
+            pool._executor.shutdown(wait=True)
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 @dataclass
 class StudyConfig:
@@ -221,7 +235,7 @@ class Study:
         from ..evaluation import Scorer
 
         cfg = self.config
-        t_start = time.perf_counter()
+        t_start, cpu_start, load_start = time.perf_counter(), cpu_seconds(), os.getloadavg()[0]
         corpora = [self.ws.load(name) for name in cfg.corpora]
         specs = [TaggerSpec.parse(t) for t in cfg.taggers]
         cache = PredictionCache(self.ws.cache_dir)
@@ -269,8 +283,9 @@ class Study:
             if agree is not None:
                 figures.append(plots.agreement_heatmap(*agree, out / f"agreement_{name}.png",
                                                        title=f"Member agreement on {name} test"))
-        manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, time.perf_counter() - t_start, figures,
-                                  chosen)
+        spent = {"total": time.perf_counter() - t_start, "cpu": cpu_seconds(ended_workers=True) - cpu_start,
+                 "load": [load_start, os.getloadavg()[0]]}
+        manifest = self._manifest(corpora, outputs, base_seconds, ens_seconds, spent, figures, chosen)
         write_private(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
         write_private(out / "summary.md", base.markdown() + "\n" + ens.markdown() + "\n" + leaks.markdown())
         return StudyResult(out, base, ens, manifest, leaks)
@@ -469,7 +484,7 @@ class Study:
         jaccard, _ = pairwise_agreement(table)
         return names, jaccard
 
-    def _manifest(self, corpora, outputs, base_s, ens_s, total_s, figures, chosen) -> dict:
+    def _manifest(self, corpora, outputs, base_s, ens_s, spent, figures, chosen) -> dict:
         from importlib import metadata
 
         versions = {}
@@ -492,7 +507,10 @@ class Study:
             "corpora": {c.name: {"fingerprints": c.fingerprints, "documents": {s: len(d) for s, d in c.splits.items()}}
                         for c in corpora},
             "cache": str(self.ws.cache_dir), "members": members, "chosen": chosen, "skipped": self.skipped,
-            "seconds": {"base_taggers": round(base_s, 1), "ensembles": round(ens_s, 1), "total": round(total_s, 1)},
+            # wall seconds, with the CPU seconds of the process and its workers and the 1-minute load
+            # around the run: on a shared machine wall time mostly measures the others' work
+            "seconds": {"base_taggers": round(base_s, 1), "ensembles": round(ens_s, 1), "total": round(spent["total"], 1),
+                        "cpu": round(spent["cpu"], 1), "load_average": [round(x, 2) for x in spent["load"]]},
             "figures": [str(Path(f).name) for f in figures],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

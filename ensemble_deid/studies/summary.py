@@ -52,6 +52,13 @@ def _seconds(run, key: str) -> str:
     return f"{now:.1f} + cached {cached:.1f}"
 
 
+def time_spent(wall: float, cpu: float | None = None, loads: Sequence[float] | None = None) -> str:
+    """"609 s wall, 69 s CPU (load 11.1-11.5)": on a shared machine wall time
+    alone mostly measures the others' work, so CPU time and load go beside it."""
+    text = f"{wall:.0f} s wall" + ("" if cpu is None else f", {cpu:.0f} s CPU")
+    return text + (" (load " + "-".join(f"{x:.1f}" for x in sorted(loads)) + ")" if loads else "")
+
+
 def study_summary(result, skipped: Mapping[str, str] = {}, width: int | None = None) -> str:
     """The end of a study's output: per ensemble column, the best single
     member (chosen by CV) against the best ensemble; then timings, skipped
@@ -74,7 +81,8 @@ def study_summary(result, skipped: Mapping[str, str] = {}, width: int | None = N
                      f"{100 * methods[best].value:.2f}", f"{100 * (methods[best].value - single.value):+.2f}"])
     secs = result.manifest["seconds"]
     notes = [table.headers_legend] if table.headers and table.headers_legend else []
-    notes += [f"time: {secs['total']:.0f} s (base taggers {secs['base_taggers']:.0f} s, ensembles {secs['ensembles']:.0f} s)"]
+    notes += [f"time: {time_spent(secs['total'], secs.get('cpu'), secs.get('load_average'))}; base taggers "
+              f"{secs['base_taggers']:.0f} s, ensembles {secs['ensembles']:.0f} s wall"]
     notes += [f"skipped {name}: {reason}" for name, reason in skipped.items()]
     notes.append(f"results: {result.directory} (base_taggers and ensembles as .md/.csv/.json/.tex, "
                  f"plots .png, manifest.json)")

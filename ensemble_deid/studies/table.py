@@ -94,7 +94,7 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     console.width = max(width, sum(least) + 2 * (len(headers) - 1))
     if title:  # above the table, not inside it: a title inside wraps to the table's width
         console.print(_escape(title), style="bold" if styled else None)
-    console.print(table)
+    console.print(table, crop=False)  # a line rich would crop loses characters of a path: fold, never cut
     for note in notes:
         console.print(_escape(note), highlight=False)
     return "\n".join(line.rstrip() for line in console.export_text(styles=styled).splitlines())
