@@ -42,6 +42,7 @@ class CharCnnTagger(Tagger):
     """
 
     name = "char-cnn"
+    _fitted_caches = ("_model",)
     version = "1"
     requires = ("torch",)
     description = "character-level tagger: dilated character CNN, token BiLSTM, softmax (no word features)"
@@ -60,20 +61,7 @@ class CharCnnTagger(Tagger):
                  lr: float = 0.003, char_dim: int = 24, channels: int = 64, layers: int = 3, width: int = 5,
                  token_dim: int = 48, dropout: float = 0.2, max_chars: int = 1500, num_threads: int | None = 1,
                  random_state: int = 0):
-        self.epochs = epochs
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.batch_size = batch_size
-        self.lr = lr
-        self.char_dim = char_dim
-        self.channels = channels
-        self.layers = layers
-        self.width = width
-        self.token_dim = token_dim
-        self.dropout = dropout
-        self.max_chars = max_chars
-        self.num_threads = num_threads
-        self.random_state = random_state
+        self._store_params(locals())
 
     def _check_params(self) -> None:
         if self.width % 2 == 0:
@@ -100,9 +88,7 @@ class CharCnnTagger(Tagger):
 
         from ensemble_deid.taggers.neural.chars import chunk_documents, train_char_model
 
-        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-            delattr(self, key)
-        self.__dict__.pop("_model", None)
+        self._clear_fitted()
         train_docs, held_docs = split_held_out(documents, self.validation_fraction, self.random_state)
         labels = sorted({a.label for d in documents for a in d.annotations})
         tags = [OUTSIDE] + [f"{p}-{label}" for label in labels for p in ("B", "I")]

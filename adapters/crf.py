@@ -69,6 +69,7 @@ class CRFTagger(Tagger):
     """
 
     name = "crf"
+    _fitted_caches = ("_tagger",)
     version = "1-f" + FEATURES_VERSION
     requires = ("pycrfsuite",)
     description = "linear-chain CRF (CRFsuite, L-BFGS) with the [LIU17] feature set"
@@ -124,9 +125,7 @@ class CRFTagger(Tagger):
         documents = list(documents)
         if not any(len(d.tokens) for d in documents):
             raise ValueError(f"crf: no training tokens (got {len(documents)} documents)")
-        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-            delattr(self, key)
-        self.__dict__.pop("_tagger", None)
+        self._clear_fitted()
 
         fx = self._extractor()
         t0 = time.perf_counter()

@@ -106,11 +106,7 @@ class DocConsistencyTagger(Tagger):
 
     def __init__(self, base: str = "crf", base_params: dict[str, Any] | None = None, min_chars: int = 3,
                  proper_only: bool = True, random_state: int | None = 0):
-        self.base = base
-        self.base_params = base_params
-        self.min_chars = min_chars
-        self.proper_only = proper_only
-        self.random_state = random_state
+        self._store_params(locals())
 
     def _check_params(self) -> None:
         from ensemble_deid.taggers.registry import UnknownTagger, tagger_class

@@ -90,6 +90,7 @@ class TransformerTagger(Tagger):
     """
 
     name = "transformer"
+    _fitted_caches = ("_live",)
     local_params = ("model_path",)  # read when fitting only; never named by a saved tagger or bundle
     version = "1"
     requires = ("torch", "transformers", "tokenizers", "safetensors")
@@ -161,9 +162,7 @@ class TransformerTagger(Tagger):
         if self.stride > self.max_length - len(checkpoint.specials):
             raise ValueError(f"{self.name}: stride={self.stride} exceeds the window's room for pieces "
                              f"(max_length minus {len(checkpoint.specials)} special tokens)")
-        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-            delattr(self, key)
-        self.__dict__.pop("_live", None)
+        self._clear_fitted()
         digest = folder_digest(folder)
         train_docs, held_docs = split_held_out(documents, float(self.validation_fraction), int(self.random_state or 0))
         labels = sorted({a.label for d in documents for a in d.annotations})

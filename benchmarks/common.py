@@ -36,6 +36,7 @@ MEDDOCAN_CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
 # The repository's published prediction folders (cached_predictions/<corpus>), read through
 # ENSEMBLE_DEID_PUBLISHED so nothing published is retrained.
 PUBLISHED_PREDICTIONS = ROOT / "cached_predictions"
+MEDDOCAN_PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"  # the 12 members' published MEDDOCAN runs
 
 # Distributions whose versions describe a run (absent ones are left out).
 LIBRARIES = (

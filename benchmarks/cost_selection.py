@@ -46,9 +46,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, MEDDOCAN_PUBLISHED, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
 
-PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"
+PUBLISHED = MEDDOCAN_PUBLISHED
 MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 RECALL = "binary-token:recall>=0.99"
 OBJECTIVES = {"f1": "strict", RECALL: "binary-token"}

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PUBLISHED_PREDICTIONS, RESULTS, ROOT, replace_between_markers, shown, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN_PUBLISHED, RESULTS, ROOT, replace_between_markers, shown, write_json, write_markdown  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- cv cost from cv_cost.py -->", "<!-- end of cv cost -->"
@@ -59,7 +59,7 @@ def markdown(result: dict) -> str:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--published", type=Path, default=PUBLISHED_PREDICTIONS / "meddocan")
+    ap.add_argument("--published", type=Path, default=MEDDOCAN_PUBLISHED)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite the table in docs/benchmarks.md")
     args = ap.parse_args(argv)

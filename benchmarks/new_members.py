@@ -38,9 +38,9 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
 
-PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"
+PUBLISHED = MEDDOCAN_PUBLISHED
 PUBLISHED_MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 NEW_MEMBERS = ["crf-chars", "doc-consistency", "char-cnn"]
 DERIVED = {"doc-consistency": "crf"}  # member -> the published member whose parts it is computed from

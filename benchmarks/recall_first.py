@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_PUBLISHED_MEMBERS, MEDDOCAN_PUBLISHED, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
 
-PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"
+PUBLISHED = MEDDOCAN_PUBLISHED
 MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 METHODS = ["voting-pruned", "stacked-svm", "stacked-lstm", "voting", "decision-templates"]
 LEAK_FIRST = "binary-token:recall>=0.99"

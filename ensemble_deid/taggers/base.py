@@ -183,6 +183,17 @@ class Tagger:
         stopping kept, ...), recorded in the cache metadata of the run; {} when nothing."""
         return {}
 
+    # Private attributes built from a fit (a loaded library model, a live network):
+    # dropped with the learned ones when a new fit starts.
+    _fitted_caches: tuple[str, ...] = ()
+
+    def _clear_fitted(self) -> None:
+        """Forget a previous fit: the learned attributes and ``_fitted_caches``."""
+        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, key)
+        for key in self._fitted_caches:
+            self.__dict__.pop(key, None)
+
     def is_fitted(self) -> bool:
         return any(k.endswith("_") and not k.startswith("_") for k in vars(self))
 

@@ -121,6 +121,7 @@ class NeuralTagger(Tagger):
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
         "num_threads": [None, Interval(int, 1, MAX_COUNT)], "verbose": [bool],
     }
+    _fitted_caches = ("_model",)
 
     def __init__(
         self,
@@ -338,11 +339,6 @@ class NeuralTagger(Tagger):
         from .network import bio_constraints
 
         return bio_constraints(tags)
-
-    def _clear_fitted(self) -> None:
-        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-            delattr(self, key)
-        self.__dict__.pop("_model", None)
 
     # --- inference ------------------------------------------------------------------------------
     def network(self):
