@@ -66,23 +66,25 @@ def read_samples(path: Path) -> list[dict]:
     return samples
 
 
-def summarise(samples: list[dict], notes: int, window: int) -> dict:
-    """Tokens/s and the two windows' peaks over every segment's samples."""
+def summarise(samples: list[dict], window: int) -> dict:
+    """Tokens/s and the two windows' peaks (the first ``window`` notes, the
+    last ``window`` done so far) over every segment's samples."""
     segments = sorted({s["segment"] for s in samples})
     tokens = sum(s["tokens"] for s in samples)
     seconds = 0.0
     for seg in segments:
         times = [s["s"] for s in samples if s["segment"] == seg]
         seconds += max(times) - min(times)
+    done = max((s["done"] for s in samples), default=0)
+    if done < 2 * window:
+        raise SystemExit(f"bench_stream: {done:,} notes done, fewer than two windows of {window:,}")
     first = [s for s in samples if 0 < s["done"] <= window and s["tokens"]]
-    last = [s for s in samples if s["done"] > notes - window and s["tokens"]]
-    if not first or not last:
-        raise SystemExit("bench_stream: no samples in the first or the last window")
+    last = [s for s in samples if s["done"] > done - window and s["tokens"]]
     a, b = max(s["rss"] for s in first), max(s["rss"] for s in last)
     return {"segments": len(segments), "tokens": tokens, "seconds": seconds, "first": a, "last": b,
             "windows_in_one_process": {s["segment"] for s in first} == {s["segment"] for s in last}
             and len({s["segment"] for s in first}) == 1,
-            "done": max(s["done"] for s in samples)}
+            "done": done}
 
 
 def main(argv=None) -> dict:
@@ -95,10 +97,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=None,
                     help="a folder kept between runs: a stopped run started again resumes (default: a temp folder)")
+    ap.add_argument("--report", action="store_true",
+                    help="tag nothing: report what --workdir's samples hold so far (a run that cannot finish in time; "
+                         "the last window is then the last notes done)")
     ap.add_argument("--out", type=Path, default=RESULTS / "stream.json")
     args = ap.parse_args(argv)
     if args.notes < 2 * args.window:
         sys.exit("bench_stream: --notes must be at least twice --window")
+    if args.report:
+        if args.workdir is None or not (args.workdir / SAMPLES).exists():
+            sys.exit("bench_stream: --report needs the --workdir of a started run")
+        return report(args, read_samples(args.workdir / SAMPLES), None, None)
     import psutil
 
     from ensemble_deid.deid import Deidentifier
@@ -145,40 +154,56 @@ def main(argv=None) -> dict:
     finally:
         if not kept:
             shutil.rmtree(work, ignore_errors=True)
-    s = summarise(samples, args.notes, args.window)
+    result = report(args, samples, model, wall)
+    if kept:  # complete: the notes and outputs (a gigabyte at 200k notes) are not needed again; the samples are kept
+        (work / SAMPLES).rename(work / f"samples-{time.strftime('%Y%m%dT%H%M%S')}.jsonl")
+        (work / NOTES_READY).unlink()
+        for sub in ("notes", "out"):
+            shutil.rmtree(work / sub, ignore_errors=True)
+    return result
+
+
+def report(args, samples: list[dict], model, wall: float | None) -> dict:
+    """The results file and table from the samples (complete or not)."""
+    s = summarise(samples, args.window)
+    manifest = model.manifest if model is not None else _manifest(args.model)
+    complete = s["done"] >= args.notes
     result = {
-        "benchmark": "stream", "notes": args.notes, "window": args.window, "pool": args.pool,
-        "batch_size": args.batch_size, "bundle": [m["label"] for m in model.manifest["members"]],
-        "method": (model.manifest.get("method") or {}).get("name"), "tokens": s["tokens"],
+        "benchmark": "stream", "notes": args.notes, "notes_done": s["done"], "complete": complete,
+        "window": args.window, "pool": args.pool,
+        "batch_size": args.batch_size, "bundle": [m["label"] for m in manifest["members"]],
+        "method": (manifest.get("method") or {}).get("name"), "tokens": s["tokens"],
         "tagging_wall_s": round(s["seconds"], 1), "tokens_per_s": round(s["tokens"] / s["seconds"]),
         "segments": s["segments"], "windows_in_one_process": s["windows_in_one_process"],
-        "last_segment_wall_s": round(wall, 1),
+        "last_segment_wall_s": None if wall is None else round(wall, 1),
         "peak_rss_first_window_mb": round(s["first"] / 2**20, 1), "peak_rss_last_window_mb": round(s["last"] / 2**20, 1),
         "last_over_first": round(s["last"] / s["first"], 4), "flat_within_10_percent": abs(s["last"] / s["first"] - 1) <= 0.10,
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
         "machine": machine_description(), "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     write_json(args.out, result)
+    done = f"{s['done']:,}" + ("" if complete else f" of {args.notes:,} (stopped)")
     table = ("| notes | tokens | tokens/s | peak RSS, first {w:,} notes | peak RSS, last {w:,} notes | last / first |"
              " processes |\n"
              "|---:|---:|---:|---:|---:|---:|---:|\n"
-             "| {notes:,} | {tokens:,} | {tps:,} | {a} MB | {b} MB | {r:.3f} | {seg} |\n").format(
-        w=args.window, notes=args.notes, tokens=s["tokens"], tps=result["tokens_per_s"],
+             "| {done} | {tokens:,} | {tps:,} | {a} MB | {b} MB | {r:.3f} | {seg} |\n").format(
+        w=args.window, done=done, tokens=s["tokens"], tps=result["tokens_per_s"],
         a=result["peak_rss_first_window_mb"], b=result["peak_rss_last_window_mb"], r=result["last_over_first"],
         seg=s["segments"])
     write_markdown(args.out.with_suffix(".md"), table)
-    if kept:  # complete: the notes and outputs (a gigabyte at 200k notes) are not needed again; the samples are kept
-        (work / SAMPLES).rename(work / f"samples-{time.strftime('%Y%m%dT%H%M%S')}.jsonl")
-        (work / NOTES_READY).unlink()
-        for sub in ("notes", "out"):
-            shutil.rmtree(work / sub, ignore_errors=True)
-    print(f"{args.notes:,} notes ({s['tokens']:,} tokens) through deidentify in {s['seconds']:.0f} s = "
+    print(f"{done} notes ({s['tokens']:,} tokens) through deidentify in {s['seconds']:.0f} s = "
           f"{result['tokens_per_s']:,} tokens/s over {s['segments']} process(es); peak resident memory "
           f"{result['peak_rss_first_window_mb']} MB over the first {args.window:,} notes, "
           f"{result['peak_rss_last_window_mb']} MB over the last (x{result['last_over_first']}); "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"wrote {args.out}")
     return result
+
+
+def _manifest(path) -> dict:
+    from ensemble_deid.deid import read_manifest
+
+    return read_manifest(Path(path))
 
 
 if __name__ == "__main__":

@@ -178,3 +178,42 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     assert cv_runs.main(["status", *args]) == 0
     assert len(json.loads((tmp_path / "cv-runs-smoke.json").read_text())["invocations"]) == 2
     assert "| rules | 2/2 |" in (tmp_path / "cv-runs-smoke.md").read_text()
+
+
+def test_bench_stream_resumes_a_stopped_run_instead_of_starting_over(tmp_path, scripts, monkeypatch):
+    """A stream stopped after a few batches and started again with the same
+    --workdir tags only the notes it had not finished: the second process
+    starts where the first stopped, and the tokens counted over both equal an
+    uninterrupted run's."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.registry import make_tagger
+
+    Deidentifier({"rules": make_tagger("rules").fit([])}).save(tmp_path / "model", {"labels": ["DATE:DATE"]})
+    bench = scripts("bench_stream")
+    args = ["--model", str(tmp_path / "model"), "--notes", "40", "--window", "8", "--pool", "5", "--batch-size", "4"]
+    whole = bench.main(args + ["--workdir", str(tmp_path / "whole"), "--out", str(tmp_path / "whole.json")])
+
+    spans, calls = Deidentifier.spans, []
+
+    def stopping(self, docs):
+        calls.append(len(docs))
+        if len(calls) > 3:
+            raise KeyboardInterrupt  # the run is stopped during its fourth batch
+        return spans(self, docs)
+
+    work = tmp_path / "work"
+    monkeypatch.setattr(Deidentifier, "spans", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(args + ["--workdir", str(work), "--out", str(tmp_path / "stopped.json")])
+    finished = len(list((work / "out" / "text").iterdir()))
+    assert 0 < finished < 40
+    monkeypatch.setattr(Deidentifier, "spans", spans)
+    resumed = bench.main(args + ["--workdir", str(work), "--out", str(tmp_path / "resumed.json")])
+
+    samples = [json.loads(line) for line in next(work.glob("samples-*.jsonl")).read_text().splitlines()]
+    second = [s for s in samples if s["segment"] != samples[0]["segment"]]
+    assert second[0]["done"] == finished and second[0]["tokens"] == 0  # the resume skipped the finished notes
+    assert resumed["segments"] == 2 and resumed["notes_done"] == 40 and resumed["complete"]
+    assert resumed["tokens"] == whole["tokens"] > 0
+    assert not (work / "notes").exists() and not (work / "out").exists()  # a complete run clears its notes
+    assert json.loads((tmp_path / "resumed.json").read_text())["windows_in_one_process"] is False
