@@ -84,6 +84,7 @@ def fit_word_vectors(
     from collections import Counter
 
     from scipy.sparse.linalg import svds
+    from threadpoolctl import threadpool_limits
 
     if dim < 1 or window < 1 or min_count < 1:
         raise ValueError(f"dim, window and min_count must be at least 1 (got {dim}, {window}, {min_count})")
@@ -99,7 +100,13 @@ def fit_word_vectors(
         return {}
     # ARPACK's start vector from a seeded generator: the same notes give the same vectors.
     v0 = np.random.default_rng(random_state).uniform(-1, 1, min(matrix.shape))
-    u, s, _ = svds(matrix.astype(np.float64), k=rank, v0=v0)
+    # On one BLAS thread: ARPACK's dense steps sum in an order that depends on
+    # the thread count, so a fit on 2 cores and a CV worker limited to 1 thread
+    # got vectors a last bit apart, and the Adam-trained members learnt from
+    # them diverged (a bundle's lstm-crf-l differed from its cached run on 56
+    # of 250 MEDDOCAN dev notes).
+    with threadpool_limits(1):
+        u, s, _ = svds(matrix.astype(np.float64), k=rank, v0=v0)
     order = np.argsort(-s)
     vectors = np.zeros((len(vocab), dim), dtype=np.float64)
     vectors[:, :rank] = u[:, order] * np.sqrt(s[order])
