@@ -182,14 +182,17 @@ def report(args, samples: list[dict], model, wall: float | None) -> dict:
         "machine": machine_description(), "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     write_json(args.out, result)
-    done = f"{s['done']:,}" + ("" if complete else f" of {args.notes:,} (stopped)")
-    table = ("| notes | tokens | tokens/s | peak RSS, first {w:,} notes | peak RSS, last {w:,} notes | last / first |"
-             " processes |\n"
-             "|---:|---:|---:|---:|---:|---:|---:|\n"
-             "| {done} | {tokens:,} | {tps:,} | {a} MB | {b} MB | {r:.3f} | {seg} |\n").format(
-        w=args.window, done=done, tokens=s["tokens"], tps=result["tokens_per_s"],
+    done = f"{s['done']:,}" + ("" if complete else f" of {args.notes:,} (not finished)")
+    corpus = (manifest.get("corpus") or {}).get("name")
+    bundle = (" + ".join(result["bundle"]) + (f" ({result['method']})" if result["method"] else "")
+              + (f", fitted on {corpus}" if corpus else ""))
+    table = ("| notes | bundle | tokens | tokens/s | peak RSS, first {w:,} notes | peak RSS, last {w:,} notes |"
+             " last / first | processes | load average (1 min) when written |\n"
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
+             "| {done} | {bundle} | {tokens:,} | {tps:,} | {a} MB | {b} MB | {r:.3f} | {seg} | {load:.1f} |\n").format(
+        w=args.window, done=done, bundle=bundle, tokens=s["tokens"], tps=result["tokens_per_s"],
         a=result["peak_rss_first_window_mb"], b=result["peak_rss_last_window_mb"], r=result["last_over_first"],
-        seg=s["segments"])
+        seg=s["segments"], load=result["load_average_end"][0])
     write_markdown(args.out.with_suffix(".md"), table)
     print(f"{done} notes ({s['tokens']:,} tokens) through deidentify in {s['seconds']:.0f} s = "
           f"{result['tokens_per_s']:,} tokens/s over {s['segments']} process(es); peak resident memory "
