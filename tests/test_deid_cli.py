@@ -289,3 +289,32 @@ def test_fit_stores_the_objective_and_operating_point(tiny_bundle, tmp_path):
     assert set(selection["targets_reached"]) == {"*"} and selection["curve"][0]["point"] is None
     model = Deidentifier.load(out)
     assert model.method.get_params()["operating_point"] == selection["operating_point"]
+
+
+def test_fit_names_the_member_whose_fit_does_not_reproduce_its_cached_run(tiny_bundle, monkeypatch):
+    """The bundle is checked member by member against the members' cached
+    test predictions: a member fitted differently from its CV run (here the
+    CRF, given one L-BFGS iteration instead of its spec's ten) is named, with
+    how many test documents it changed; the others reproduce theirs."""
+    from ensemble_deid.deid import fit as fit_module
+    from ensemble_deid.experiment.cv import parse_tagger_specs
+
+    fitted = fit_module.fit_member
+
+    def unlike_cv(spec, train):
+        if spec.label.startswith("crf"):
+            (spec,) = parse_tagger_specs("crf:max_iterations=1")
+        return fitted(spec, train)
+
+    monkeypatch.setattr(fit_module, "fit_member", unlike_cv)
+    out = _run("fit", "--corpus", "tiny", "--method", "voting", "--members", "rules,crf:max_iterations=10",
+               "--folds", "3", "--out", tiny_bundle / "model-unlike", "--no-progress").output
+    members = read_manifest(tiny_bundle / "model-unlike")["verification"]["member_documents_differing_from_their_cached_runs"]
+    assert members["rules"] == 0 and members["crf:max_iterations=10"] > 0
+    assert f"crf:max_iterations=10 on {members['crf:max_iterations=10']}" in out
+
+
+def test_a_reproducible_fit_reproduces_every_members_cached_test_predictions(tiny_bundle):
+    verification = read_manifest(tiny_bundle / "model")["verification"]
+    assert verification["member_documents_differing_from_their_cached_runs"] == {
+        "rules": 0, "crf:max_iterations=10": 0, "svm": 0}

@@ -117,6 +117,18 @@ def _cost_record(method) -> dict:
     return {"budget": search.budget, "cost": search.cost}
 
 
+def _members_differing(model, test, runs) -> dict[str, int]:
+    """Per fitted member, the test documents whose spans differ from the
+    member's cached run (the CV full-training model): which member's fit did
+    not reproduce, when the bundle's output differs from the ensemble's."""
+    out = {}
+    for label, tagger in model.members.items():
+        cached = runs[label].test
+        preds = {p.doc_id: p for p in tagger.predict(test)}
+        out[label] = sum(preds[d.id].spans(d) != cached[d.id].spans(d) for d in test)
+    return out
+
+
 def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
                  params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
                  folds: int | None = None, seed: int = 0, objective: str = "f1", verify: bool = True,
@@ -179,13 +191,16 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
         differ = [d.id for d in corpus.test if preds[d.id].spans(d) != done.test[d.id].spans(d)]
         scores = _test_scores(corpus, preds)
         info["scores"] = {"test_strict": scores}
-        info["verification"] = {"test_documents": len(corpus.test), "documents_differing_from_ensemble_cache": len(differ)}
+        members = _members_differing(model, corpus.test, done.runs)
+        info["verification"] = {"test_documents": len(corpus.test), "documents_differing_from_ensemble_cache": len(differ),
+                                "member_documents_differing_from_their_cached_runs": members}
         lines.append(f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}; "
                      f"spans identical to the cached 'ensemble' predictions on "
                      f"{len(corpus.test) - len(differ)}/{len(corpus.test)} test documents")
         if differ:
-            lines.append(f"warning: {len(differ)} test document(s) differ, e.g. {differ[0]!r} "
-                         "(a member's fit is not reproducible here?)")
+            apart = ", ".join(f"{label} on {n}" for label, n in members.items() if n) or "none"
+            lines.append(f"warning: {len(differ)} test document(s) differ, e.g. {differ[0]!r}; members whose test "
+                         f"spans differ from their cached runs: {apart} (a fit that does not reproduce here)")
     model.save(out, info)
     lines += [f"saved bundle to {out}", *_saved(out)]
     return FitResult(out, model, info, lines)
