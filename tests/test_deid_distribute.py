@@ -222,3 +222,19 @@ def test_local_workers_share_the_cores_between_their_threads(bundle):
         pool._engine.prepare(model)
         assert pool._engine.pool.submit(torch.get_num_threads).result() == share
         assert pool._engine.pool.submit(os.getenv, "OMP_NUM_THREADS").result() == str(share)
+
+
+def test_jobs_client_killed_mid_run_resumes_at_once(bundle, tmp_path):
+    """The client of a --jobs 2 run killed mid-run: its workers go with it and
+    hold no lock on the folder, so the same command run again at once resumes
+    (not 'another deidentify run is writing there') and ends with the
+    sequential run's files."""
+    out = tmp_path / "out"
+    proc = _start(bundle, out, "--jobs", "2")
+    _wait_for_outputs(out, 10, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert len(list((out / "text").glob("*.txt"))) < 120
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2")
+    assert "already done" in result.output
+    _same_as_sequential(bundle, out)

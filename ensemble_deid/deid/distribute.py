@@ -233,10 +233,8 @@ class _Local(_Engine):
             context = multiprocessing.get_context("fork")
         else:
             context = multiprocessing.get_context("spawn")
-        from ..experiment.cv import limit_threads
-
-        self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=limit_threads,
-                                        initargs=(worker_threads(self.workers),))
+        self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_local_worker,
+                                        initargs=(os.getpid(), worker_threads(self.workers)))
 
     def submit(self, recipe, out, notes, groups):
         return self.pool.submit(tag_chunk, recipe, out, notes, groups)
@@ -274,6 +272,24 @@ def _can_fork(model, bundle: BundleRef) -> bool:
 
     return ("fork" in multiprocessing.get_all_start_methods() and model is not None
             and (getattr(model, "manifest", None) or {}).get("manifest_sha256") == bundle.sha256)
+
+
+def start_local_worker(client: int, threads: int) -> None:
+    """A local worker's start: it dies with its client (a killed client's
+    workers would otherwise tag the chunks still queued, unseen; the resume
+    does them), and runs ``threads`` torch/OpenMP/BLAS threads."""
+    from ..experiment.cv import limit_threads
+
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError, TypeError):  # another system: the worker ends when its queue closes
+        pass
+    if os.getppid() != client:  # the client died before the line above
+        os._exit(1)
+    limit_threads(threads)
 
 
 def worker_threads(jobs: int) -> int:
