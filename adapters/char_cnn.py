@@ -1,6 +1,7 @@
 """``char-cnn``: a character-level tagger, no word features. Dilated
 convolutions over the note's characters, each token read at its first and
-last character, a small token BiLSTM and a softmax
+last character, a small token BiLSTM and a softmax over its output and the
+token's own character features
 (``ensemble_deid.taggers.neural.chars``). Small enough for a CPU: about 60k
 weights at the defaults.
 
@@ -43,7 +44,7 @@ class CharCnnTagger(Tagger):
 
     name = "char-cnn"
     _fitted_caches = ("_model",)
-    version = "1"
+    version = "2"  # 2: the softmax also reads the token's character features (version 1 predicted only O)
     requires = ("torch",)
     description = "character-level tagger: dilated character CNN, token BiLSTM, softmax (no word features)"
 
