@@ -178,3 +178,21 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     assert cv_runs.main(["status", *args]) == 0
     assert len(json.loads((tmp_path / "cv-runs-smoke.json").read_text())["invocations"]) == 2
     assert "| rules | 2/2 |" in (tmp_path / "cv-runs-smoke.md").read_text()
+
+
+def test_cv_runs_uses_this_tree_even_when_the_workspace_is_another_checkout(tiny_registered, workspace, tmp_path,
+                                                                           scripts, monkeypatch):
+    """The ``cv`` child runs in the workspace; a workspace that is another checkout (its own
+    ``ensemble_deid/`` at its root) once shadowed this tree's code and ran the other checkout's."""
+    if "rules" not in set(entry_points()):
+        pytest.skip("rules adapter not registered")
+    other = workspace / "ensemble_deid"
+    other.mkdir()
+    (other / "__init__.py").write_text("raise ImportError('the workspace checkout was imported')\n")
+    cv_runs = scripts("cv_runs")
+    monkeypatch.setattr(cv_runs, "RESULTS", tmp_path)
+    assert cv_runs.main(["run", "--label", "other", "--workspace", str(workspace), "--corpus", tiny_registered,
+                         "--taggers", "rules", "--folds", "3"]) == 0
+    run = json.loads((tmp_path / "cv-runs-other.json").read_text())
+    assert [i["exit_status"] for i in run["invocations"]] == [0]
+    assert run["taggers"]["rules"]["parts_done"] == 2
