@@ -11,8 +11,10 @@ weights at the defaults.
 Early stopping: a ``validation_fraction`` of the training documents (whole
 patients, as the neural members') is held out, and the weights of the epoch
 with the best strict F1 on it are kept (at most ``epochs``; ``patience``
-epochs without a better one end the run). The model is not trained again on
-the held-out notes (that would double a CPU fit).
+epochs without a better one end the run, once some epoch has found anything
+on it: a small corpus's first epochs are a few steps each and find nothing).
+The model is not trained again on the held-out notes (that would double a CPU
+fit).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ class CharCnnTagger(Tagger):
     """Character CNN + token BiLSTM + softmax.
 
     Parameters:
-        epochs: ceiling on the epochs; patience: epochs without a better held-out F1 before stopping (0: never).
+        epochs: ceiling on the epochs; patience: epochs without a better held-out F1 before stopping (0: never),
+            counted once the held-out F1 is above 0.
         validation_fraction: share of the training patients held out for early stopping (0: none, keep the last epoch).
         batch_size, lr: chunks per Adam step and its learning rate.
         char_dim, channels, layers, width: character embedding size, convolution channels, dilated

@@ -133,7 +133,9 @@ def predict_chunks(model: CharNet, chunks: Sequence[Chunk], documents: Sequence[
 def train_char_model(model: CharNet, train: list[Chunk], held: list[Chunk], held_docs: Sequence[Document],
                      tags: Sequence[str], epochs: int, patience: int, batch_size: int, lr: float, seed: int) -> dict:
     """Adam on the training chunks; the weights of the epoch with the best
-    held-out strict F1 are kept (the last epoch's when nothing is held out)."""
+    held-out strict F1 are kept (the last epoch's when nothing is held out).
+    ``patience`` epochs without a better F1 end the run once some epoch has
+    found anything on the held-out notes."""
     rng = np.random.default_rng(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss(ignore_index=-100)
@@ -162,7 +164,9 @@ def train_char_model(model: CharNet, train: list[Chunk], held: list[Chunk], held
             best_state = copy.deepcopy(model.state_dict())
         else:
             bad += 1
-            if patience and bad >= patience:
+            # an early run that finds nothing yet (F1 0, ties) is not a plateau: stopping there kept a model
+            # that tags every token O on small corpora, where an epoch is a few steps
+            if patience and bad >= patience and best_f1 > 0:
                 break
     model.load_state_dict(best_state)
     return {"chosen_epoch": best_epoch, "epochs_run": len(history), "stopped_early": len(history) < epochs,
