@@ -7,8 +7,9 @@ first and last character, a small token BiLSTM reads those in order, and a
 softmax over the BiLSTM's output and the token's own character features gives
 each token's BIO tag. The second input is a short path for the gradient: through
 an untrained BiLSTM alone the convolutions got about 1e-4 of the output layer's
-gradient, never learned, and the model stayed at the tag prior (every token O). No word, word embedding or hand-made
-feature enters, so its errors differ from the word-level members'.
+gradient, never learned, and the model stayed at the tag prior (every token O).
+No word, word embedding or hand-made feature enters, so its errors differ from
+the word-level members'.
 
 Notes are cut into chunks of whole tokens of at most ``max_chars`` characters.
 Training holds out whole patients (``split_held_out``) and keeps the weights of
