@@ -122,7 +122,7 @@ def main(argv=None) -> dict:
         write_stream(work / "notes", args.notes, args.pool, args.seed)
         model = Deidentifier.load(args.model)
         me = psutil.Process()
-        segment = f"{os.getpid()}-{time.time():.0f}"
+        segment = f"{os.getpid()}-{time.time_ns()}"  # one per run, even two runs in one process and second
         done = 0
         batch_tokens = 0
         spans = model.spans
