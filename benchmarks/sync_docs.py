@@ -17,8 +17,17 @@ hand. A timing inside a sentence is an inline block,
 filled with the wall time, CPU time, cores and load of that JSON file's
 entry ``commands[KEY]`` (``.``: the file's top level; else a dotted path
 such as ``runs.0``, with the file's ``machine``), as
-``common.timing_phrase`` words them. ``tests/test_docs_tables.py`` runs the
-check, and fails on a duration typed by hand outside such a block.
+``common.timing_phrase`` words them. A score quoted in prose is a cell of
+a results file's first table,
+
+    <!-- cell from benchmarks/results/NAME.md "ROW" "COLUMN" [points] -->...<!-- end of cell -->
+
+the row whose first cell is ROW (or ROW followed by a note such as
+``(ref)``), the column headed COLUMN; ``points`` writes a difference as
+percentage points (``-0.0050`` -> ``0.50``). So one sync after a rerun
+(``compare``, ``run_all.py``) makes every quoted figure agree with the
+tables. ``tests/test_docs_tables.py`` runs the check, and fails on a
+duration typed by hand outside such a block.
 """
 from __future__ import annotations
 
@@ -32,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, shown, timing_phrase, write_markdown  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md) -->\n)(.*?)(<!-- end of table -->)", re.S)
+CELL = re.compile(r'(<!-- cell from (benchmarks/results/[\w.\-]+\.md) "([^"]+)" "([^"]+)"( points)? -->)(.*?)'
+                  r"(<!-- end of cell -->)", re.S)
 FIGURE = re.compile(r"(<!-- figure from (benchmarks/results/[\w.\-]+\.json) ([\w.\-]+) -->)(.*?)(<!-- end of figure -->)", re.S)
 
 
@@ -46,6 +57,29 @@ def first_table(path: Path) -> str:
     if not lines:
         raise SystemExit(f"sync_docs: {shown(path)} holds no Markdown table")
     return "\n".join(lines) + "\n"
+
+
+def table_cell(path: Path, row: str, column: str, points: bool = False) -> str:
+    """The cell of ``path``'s first table in row ``row`` and column ``column``;
+    with ``points``, a difference of F1-like fractions in percentage points
+    (unsigned, two decimals)."""
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    header, _rule, *rows = first_table(path).splitlines()
+    names = cells(header)
+    if column not in names:
+        raise SystemExit(f"sync_docs: {shown(path)} has no column {column!r}")
+    found = [r for r in map(cells, rows) if r[0] == row or r[0].startswith(row + " (")]
+    if len(found) != 1:
+        raise SystemExit(f"sync_docs: {shown(path)} has {len(found)} rows {row!r} (one expected)")
+    value = found[0][names.index(column)]
+    if points:
+        try:
+            return f"{abs(float(value)) * 100:.2f}"
+        except ValueError:
+            raise SystemExit(f"sync_docs: {shown(path)} row {row!r} column {column!r} is not a number") from None
+    return value
 
 
 def timing_entry(data: dict, key: str):
@@ -82,7 +116,13 @@ def synced(text: str) -> str:
             raise SystemExit(f"sync_docs: {m.group(2)} has no timing {m.group(3)!r} (run benchmarks/bench_commands.py)")
         return m.group(1) + timing_phrase(entry) + m.group(5)
 
-    return FIGURE.sub(figure, BLOCK.sub(fill, text))
+    def cell(m: re.Match) -> str:
+        source = ROOT / m.group(2)
+        if not source.is_file():
+            raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs cell) does not exist")
+        return m.group(1) + table_cell(source, m.group(3), m.group(4), bool(m.group(5))) + m.group(7)
+
+    return CELL.sub(cell, FIGURE.sub(figure, BLOCK.sub(fill, text)))
 
 
 def documents() -> list[Path]:

@@ -47,6 +47,31 @@ def test_a_figure_block_gets_wall_cpu_and_load_from_its_results_file(sync_docs, 
         sync_docs.synced("<!-- figure from benchmarks/results/commands.json demo --><!-- end of figure -->")
 
 
+def test_a_cell_block_quotes_one_cell_of_a_results_table(sync_docs, tmp_path, monkeypatch):
+    # issue 34: the README quoted the refitted stacked learners while the prose of
+    # benchmarks.md and ensembles.md still quoted the earlier compare run's figures
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "cmp.md").write_text(
+        "intro\n\n| system | F1 | ΔF1 vs ref | p (Holm) |\n|---|--:|--:|--:|\n"
+        "| crf | 0.9602 | -0.0092 | <0.001 |\n| lstm-crf-fea | 0.9644 | -0.0050 | 0.016 |\n"
+        "| ensemble.stacked-svm (ref) | 0.9694 | | |\n\n| second | table |\n", encoding="utf-8")
+    monkeypatch.setattr(sync_docs, "ROOT", tmp_path)
+
+    def cell(row, column, points=""):
+        return f'<!-- cell from benchmarks/results/cmp.md "{row}" "{column}"{points} -->0.9999<!-- end of cell -->'
+
+    out = sync_docs.synced(f"SVM {cell('ensemble.stacked-svm', 'F1')}, +{cell('crf', 'ΔF1 vs ref', ' points')}"
+                           f" points over the CRF, p = {cell('lstm-crf-fea', 'p (Holm)')}.")
+    assert out == (f"SVM {cell('ensemble.stacked-svm', 'F1')}, +{cell('crf', 'ΔF1 vs ref', ' points')} points over"
+                   f" the CRF, p = {cell('lstm-crf-fea', 'p (Holm)')}.").replace("0.9999", "{}").format(
+                       "0.9694", "0.92", "0.016")
+    with pytest.raises(SystemExit, match="no column 'recall'"):
+        sync_docs.synced(cell("crf", "recall"))
+    with pytest.raises(SystemExit, match="0 rows 'svm'"):
+        sync_docs.synced(cell("svm", "F1"))
+
+
 # A duration typed by hand goes stale (issue 34: "make quick 51 s" read 151 s on a
 # loaded machine). A duration in prose near these words is a claim about how
 # long something takes; it must come from a results file through a marked block.
