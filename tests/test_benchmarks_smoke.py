@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,11 @@ def test_run_all_smoke(tmp_path, monkeypatch, scripts, capsys):
     assert systems["crf:max_iterations=5"]["this_run_cpu_s"] > 0
     assert data["cpu_s"] > 0 and data["load_before"] >= 0 and (data["steps"], data["steps_computed"]) == (3, 3)
     assert " CPU (" in md and "read from the cache" not in md
+    # ... and the niceness it ran at, shown beside them when not 0 (as bench_commands.py records it)
+    assert data["nice"] == os.nice(0)
+    summary = (out / "run_all-synthetic-2014-summary.md").read_text()
+    assert "The run: " in summary and " CPU (" in summary
+    assert (f", nice {data['nice']}" in md and f", nice {data['nice']}" in summary) if data["nice"] else "nice" not in md
     assert (ws / "cached_predictions").is_dir()  # the workspace's cache, kept for reruns
 
     # A rerun reuses every cached part.
