@@ -23,7 +23,8 @@ a results file's first table,
     <!-- cell from benchmarks/results/NAME.md "ROW" "COLUMN" [points] -->...<!-- end of cell -->
 
 the row whose first cell is ROW (or ROW followed by a note such as
-``(ref)``), the column headed COLUMN; ``points`` writes a difference as
+``(ref)``, or whose first two cells are ROW's words) in the first table of
+the file with a column headed COLUMN; ``points`` writes a difference as
 percentage points (``-0.0050`` -> ``0.50``). So one sync after a rerun
 (``compare``, ``run_all.py``) makes every quoted figure agree with the
 tables. ``tests/test_docs_tables.py`` runs the check, and fails on a
@@ -59,21 +60,39 @@ def first_table(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table_cell(path: Path, row: str, column: str, points: bool = False) -> str:
-    """The cell of ``path``'s first table in row ``row`` and column ``column``;
-    with ``points``, a difference of F1-like fractions in percentage points
-    (unsigned, two decimals)."""
-    def cells(line: str) -> list[str]:
-        return [c.strip() for c in line.strip().strip("|").split("|")]
+def tables(path: Path) -> list[list[list[str]]]:
+    """Every Markdown table of ``path``: its rows (header first, rule left out) as cells."""
+    found, rows = [], []
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
+        if line.startswith("|"):
+            if not re.match(r"\|\s*:?-", line):
+                rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif rows:
+            found.append(rows)
+            rows = []
+    return found
 
-    header, _rule, *rows = first_table(path).splitlines()
-    names = cells(header)
-    if column not in names:
-        raise SystemExit(f"sync_docs: {shown(path)} has no column {column!r}")
-    found = [r for r in map(cells, rows) if r[0] == row or r[0].startswith(row + " (")]
-    if len(found) != 1:
-        raise SystemExit(f"sync_docs: {shown(path)} has {len(found)} rows {row!r} (one expected)")
-    value = found[0][names.index(column)]
+
+def table_cell(path: Path, row: str, column: str, points: bool = False) -> str:
+    """The cell in column ``column`` of the row ``row`` of the first table of
+    ``path`` that has both: the row whose first cell is ``row`` (or ``row``
+    then a note such as ``(ref)``), or whose first two cells are ``row``'s
+    words (``"svm randomization"``, a table of tests). With ``points``, a
+    difference of F1-like fractions in percentage points (unsigned, two
+    decimals)."""
+    def matches(cells: list[str]) -> bool:
+        return (cells[0] == row or cells[0].startswith(row + " (")
+                or (len(cells) > 1 and f"{cells[0]} {cells[1]}" == row))
+
+    for header, *rows in tables(path):
+        found = [r for r in rows if matches(r)] if column in header else []
+        if len(found) > 1:
+            raise SystemExit(f"sync_docs: {shown(path)} has {len(found)} rows {row!r} (one expected)")
+        if found:
+            value = found[0][header.index(column)]
+            break
+    else:
+        raise SystemExit(f"sync_docs: {shown(path)} has no table with a row {row!r} and a column {column!r}")
     if points:
         try:
             return f"{abs(float(value)) * 100:.2f}"
