@@ -202,7 +202,6 @@ def test_no_cli_help_text_claims_a_duration():
 WALL_WITHOUT_CPU_OR_LOAD = {
     "run_all-meddocan.md": "train s / predict s per system: this_run_cpu_s and load_before are in the JSON, "
                            "not in the table (the run's total with CPU and load is the figure above it)",
-    "scorer.md": "wall and CPU per measurement; the load is in the line above the table, not in it",
     "ensemble-variants.md": "fit + predict (wall): CPU time was not recorded",
     "bundle.md": "check / open / load seconds of a bundle: CPU time and load not recorded",
     "bundle-synthetic.md": "as bundle.md",
