@@ -69,7 +69,7 @@ CRITERIA = ("strict", "token", "binary_token")
 MEDDOCAN_TYPES = {"NOMBRE_SUJETO_ASISTENCIA", "NOMBRE_PERSONAL_SANITARIO", "FECHAS", "TERRITORIO",
                   "EDAD_SUJETO_ASISTENCIA", "ID_SUJETO_ASISTENCIA", "CALLE", "PAIS"}
 HEADERS = ["system", "kind", "strict F1", "token F1", "binary F1", "leak (token)", "CV F1",
-           "train s", "predict s", "tokens/s", "peak MB"]
+           "train s", "predict s", "tokens/s", "peak MB", "this run: wall s", "CPU s", "load (1 min)"]
 
 
 # --- the corpus ------------------------------------------------------------------
@@ -175,7 +175,14 @@ def row_of(system: dict) -> list:
     return [system["system"], system["kind"], f1("strict"), f1("token"), f1("binary_token"),
             (s.get("leak") or {}).get("token_rate"), system.get("cv_strict_f1"),
             _seconds(system.get("train_s")), _seconds(system.get("predict_s")),
-            None if tps is None else int(round(tps)), None if peak is None else int(round(peak))]
+            None if tps is None else int(round(tps)), None if peak is None else int(round(peak)),
+            # what this run spent on the step (a cached step: reading it), with the load around it
+            _seconds(system.get("this_run_wall_s")), _seconds(system.get("this_run_cpu_s")), _load(system)]
+
+
+def _load(system: dict) -> str:
+    loads = [x for x in (system.get("load_before"), system.get("load_after")) if x is not None]
+    return "-".join(f"{x:.1f}" for x in sorted(loads))
 
 
 def _seconds(x) -> str:
@@ -284,7 +291,8 @@ def markdown(result: dict) -> str:
         "the whole training set (ensembles: with the cross-validated choice of hyperparameters); predict s and "
         "tokens/s: predicting the test split (ensembles: the meta-learner alone, given its members' predictions; the JSON's pipeline_predict_s adds the members' own); peak MB: resident memory of the process doing it (it holds the "
         "corpus and, for ensembles, the members' predictions). Timings of parts reused from the cache are those "
-        "recorded when they were computed.",
+        "recorded when they were computed; 'this run' is what this run spent on the step (wall, CPU of the process "
+        "and its workers) and the 1-minute load before and after it.",
     ]
     if result["skipped"]:
         lines += ["", "Skipped:", ""] + [f"- {x['system']}: {x['reason']}" for x in result["skipped"]]

@@ -66,6 +66,7 @@ def test_run_all_smoke(tmp_path, monkeypatch, scripts, capsys):
     assert systems["crf:max_iterations=5"]["this_run_cpu_s"] > 0
     assert data["cpu_s"] > 0 and data["load_before"] >= 0 and (data["steps"], data["steps_computed"]) == (3, 3)
     assert " CPU (" in md and "read from the cache" not in md
+    assert "this run: wall s" in md and "load (1 min)" in md  # per step, in the table the docs copy
     # ... and the niceness it ran at, shown beside them when not 0 (as bench_commands.py records it)
     assert data["nice"] == os.nice(0)
     summary = (out / "run_all-synthetic-2014-summary.md").read_text()

@@ -200,8 +200,6 @@ def test_no_cli_help_text_claims_a_duration():
 # with what is missing; a new one fails the test below (issue 34 item 4: a wall time
 # alone, on a shared machine, mostly measures the others' work).
 WALL_WITHOUT_CPU_OR_LOAD = {
-    "run_all-meddocan.md": "train s / predict s per system: this_run_cpu_s and load_before are in the JSON, "
-                           "not in the table (the run's total with CPU and load is the figure above it)",
     "ensemble-variants.md": "fit + predict (wall): CPU time was not recorded",
     "bundle.md": "check / open / load seconds of a bundle: CPU time and load not recorded",
     "bundle-synthetic.md": "as bundle.md",
