@@ -205,3 +205,18 @@ def test_heatmap_orders_members_by_agreement_and_labels_the_colorbar(monkeypatch
     assert fig.axes[1].get_ylabel() == "span agreement (Jaccard)"
     big = _figure_of(monkeypatch, lambda: plots.agreement_heatmap([f"m{i}" for i in range(41)], np.eye(41), "x.png"))
     assert not big.axes[0].texts  # no 1,681 numbers in cells
+
+
+def test_a_note_with_an_equals_sign_is_wrapped_as_prose_not_as_an_alias_legend():
+    # The fresh-clone walk (issue 34): the study's leak note, "... T/M: test split T, members
+    # trained on M (A = i2b2-2014; ...)", was broken after its commas like the aliases' legend,
+    # indented to its " = ", and rewrapped: two blank lines and a line of 25 spaces in the output.
+    t = ResultTable("Leaks", ["F1", "entity leak", "token leak"], row_header="system",
+                    note="members' union (ceiling): every span of the members together; no ensemble of them "
+                         "leaks less. An entity leaks when one of its tokens does. T/M: test split T, members "
+                         "trained on M (A = i2b2-2014; B = ngrid-2016 (A+B: trained on both)).")
+    t.add("best single member, A/A", [0.8627, "13.56 (11.74-15.43)", "9.84 (8.47-11.19)"])
+    lines = t.terminal(width=80).splitlines()
+    note = lines[lines.index(next(x for x in lines if x.startswith("members' union"))):]
+    assert all(line.strip() and not line.startswith(" ") and len(line) <= 80 for line in note), note
+    assert " ".join(note).endswith("(A+B: trained on both)).")
