@@ -54,7 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (MEDDOCAN, RESULTS, Clock, machine_description, progress, ratio, repeat, shown,  # noqa: E402
-                    write_json, write_markdown)
+                    load_range, write_json, write_markdown)
 
 from ensemble_deid.experiment.cache import EntryKey, PartKey, PredictionCache, encode_predictions  # noqa: E402
 from ensemble_deid.corpus.document import Annotation, Document  # noqa: E402
@@ -352,8 +352,8 @@ def markdown(result: dict) -> str:
     def t(f):
         return f"{f['median_s']:.2f} s wall, {f['cpu_median_s']:.2f} s CPU"
 
-    loads = [(result.get("machine") or {}).get("load_average", [None])[0], (result.get("load_average_at_end") or [None])[0]]
-    load = "-".join(f"{x:.1f}" for x in sorted(x for x in loads if x is not None)) or "not recorded"
+    load = load_range((result.get("machine") or {}).get("load_average", [None])[0],
+                      (result.get("load_average_at_end") or [None])[0])
     return "\n".join([
         "| | ours (npz parts + checksummed JSON records) | JSON lines | ratio |",
         "|---|---:|---:|---:|",

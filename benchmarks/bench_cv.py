@@ -20,11 +20,14 @@ import json
 import os
 import platform
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from common import load_range  # noqa: E402
 MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 
 
@@ -109,9 +112,8 @@ def markdown(out: dict) -> str:
     lines = ["| jobs | wall s | driver CPU s | fit s (sum over parts) | load (1 min) | CV strict F1 | test strict F1 "
              "| `cache verify` problems |", "|---:|---:|---:|---:|---|---:|---:|---:|"]
     for r in out["runs"]:
-        loads = [x for x in (r.get("load_before"), end[0] if r is out["runs"][-1] else None) if x is not None]
-        load = "-".join(f"{x:.1f}" for x in sorted(loads)) + ("" if "load_before" in r else " (at the end)") \
-            if loads else "not recorded"
+        load = load_range(r.get("load_before"), end[0] if r is out["runs"][-1] else None)
+        load += "" if "load_before" in r or load == "not recorded" else " (at the end)"
         lines.append(f"| {r['jobs']} | {r['wall_s']:.1f} | {r['driver_cpu_s']:.1f} | {r['fit_s_sum']:.1f} | {load} "
                      f"| {r['cv_f1']:.4f} | {r['test_f1']:.4f} | {r['verify_problems']} |")
     lines += ["", f"Speed-up of --jobs 2: {out['speedup']:.2f}x ({out['tagger']}, {out['folds']} folds, "

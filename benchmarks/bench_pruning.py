@@ -42,6 +42,8 @@ from ensemble_deid.taggers.prediction import DocumentPrediction
 LABELS = ["NAME:PATIENT", "NAME:DOCTOR", "DATE:DATE", "LOCATION:CITY", "LOCATION:HOSPITAL", "AGE:AGE",
           "ID:MEDICALRECORD", "CONTACT:PHONE"]
 RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(RESULTS.parent))
+from common import load_range  # noqa: E402
 
 
 def _ann(first: int, stop: int, label: str) -> Annotation:
@@ -215,8 +217,7 @@ def markdown(result: dict) -> str:
     """The docs' table (ensembles.md): each stage's wall seconds with its CPU
     seconds and the load of the run beside them (older files: not recorded)."""
     wall, cpu = result["seconds"], result.get("cpu_seconds") or {}
-    loads = [x for x in (result.get("load_before"), result.get("load_after")) if x is not None]
-    load = "-".join(f"{x:.1f}" for x in sorted(loads)) if loads else "not recorded"
+    load = load_range(result.get("load_before"), result.get("load_after"))
     naive = result["naive"]
 
     def c(key):

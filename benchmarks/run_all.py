@@ -60,8 +60,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
-    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, timing_phrase, write_json,
-    write_markdown,
+    MEDDOCAN, RESULTS, Clock, load_range, machine_description, machine_lines, progress, shown, timing_phrase,
+    write_json, write_markdown,
 )
 
 CRITERIA = ("strict", "token", "binary_token")
@@ -181,8 +181,7 @@ def row_of(system: dict) -> list:
 
 
 def _load(system: dict) -> str:
-    loads = [x for x in (system.get("load_before"), system.get("load_after")) if x is not None]
-    return "-".join(f"{x:.1f}" for x in sorted(loads))
+    return load_range(system.get("load_before"), system.get("load_after")) if "load_before" in system else ""
 
 
 def _seconds(x) -> str:
