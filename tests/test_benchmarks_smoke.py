@@ -113,6 +113,23 @@ def test_bench_cache_smoke(tmp_path, scripts):
     for alt in data["alternatives"].values():
         assert {"write_time", "read_time", "size"} <= set(alt["ratios"])
     assert "cpu_model" in data["machine"]
+    # the docs' table beside it (benchmarks.md copies it): wall with CPU and load
+    table = out.with_suffix(".md").read_text()
+    assert "s wall," in table and "s CPU" in table and "load (1 min)" in table
+
+
+def test_bench_pruning_smoke(tmp_path, scripts):
+    # It had stopped working twice over as the cache and the scorer moved on (a part
+    # written without its entry record is unreadable; the subset scorer returns counts):
+    # found when the docs' pruning table was to be generated from it (issue 34 item 4).
+    out = tmp_path / "pruning.json"
+    data = scripts("bench_pruning").main(["--tokens", "20000", "--members", "5", "--naive-evaluations", "1",
+                                          "--output", str(out)])
+    assert json.loads(out.read_text()) == data and data["evaluations"] > 0
+    assert set(data["cpu_seconds"]) == {"read_cache", "build_candidates", "search"}
+    assert data["load_before"] >= 0 and data["load_after"] >= 0
+    table = out.with_suffix(".md").read_text()
+    assert "| stage | wall s | CPU s |" in table and "load (1 min)" in table
 
 
 def test_summary_table_from_a_results_file(scripts):
