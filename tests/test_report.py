@@ -164,6 +164,18 @@ def test_threshold_axis_keeps_the_informative_thresholds():
     assert plots.informative_thresholds({"all": meddocan}) == 9
 
 
+def test_one_curve_collapsing_where_another_holds_does_not_set_the_axis(monkeypatch):
+    # The fresh-clone walk on MEDDOCAN (issue 34 item 7): pruned voting holds 94% at t = 12, so
+    # t = 12 is shown, and all 12 members' 57% there pulled the axis down to 50-100.
+    all_ = [(1, 0.944), (2, 0.965), (3, 0.967), (4, 0.966)] + [(t, 0.96) for t in range(5, 11)] + [(11, 0.936),
+                                                                                                  (12, 0.567)]
+    pruned = [(t, 0.965) for t in range(1, 11)] + [(11, 0.951), (12, 0.939)]
+    fig = _figure_of(monkeypatch, lambda: plots.threshold_curve({"all members": all_, "pruned": pruned}, "x.png",
+                                                                best_single=0.960))
+    assert fig.axes[0].get_ylim() == (90.0, 100.0)  # from the points within 10 of the best, not 50-100
+    assert "below the axis: all members at t = 12 (56.7)" in fig.axes[0].get_xlabel()
+
+
 def test_threshold_and_category_axes_come_from_the_data(monkeypatch):
     meddocan = [(t, 0.95 + 0.003 * t) for t in range(1, 10)] + [(10, 0.86), (11, 0.80), (12, 0.70)]
     fig = _figure_of(monkeypatch, lambda: plots.threshold_curve({"all": meddocan}, "x.png", best_single=0.964))
