@@ -25,7 +25,10 @@ a results file's first table,
 the row whose first cell is ROW (or ROW followed by a note such as
 ``(ref)``, or whose first two cells are ROW's words) in the first table of
 the file with a column headed COLUMN; ``points`` writes a difference as
-percentage points (``-0.0050`` -> ``0.50``). So one sync after a rerun
+percentage points (``-0.0050`` -> ``0.50``). ``"ROW" "COLUMN" or "ROW2"
+"COLUMN2"`` names the same figure in another layout of the file (the first
+found is used: ``compare`` moved its p-values into a second table of tests,
+``"svm randomization" "p (Holm)"``). So one sync after a rerun
 (``compare``, ``run_all.py``) makes every quoted figure agree with the
 tables. ``tests/test_docs_tables.py`` runs the check, and fails on a
 duration typed by hand outside such a block.
@@ -42,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, shown, timing_phrase, write_markdown  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md) -->\n)(.*?)(<!-- end of table -->)", re.S)
-CELL = re.compile(r'(<!-- cell from (benchmarks/results/[\w.\-]+\.md) "([^"]+)" "([^"]+)"( points)? -->)(.*?)'
-                  r"(<!-- end of cell -->)", re.S)
+CELL = re.compile(r'(<!-- cell from (benchmarks/results/[\w.\-]+\.md) ("[^"]+" "[^"]+"(?: or "[^"]+" "[^"]+")*)'
+                  r'( points)? -->)(.*?)(<!-- end of cell -->)', re.S)
 FIGURE = re.compile(r"(<!-- figure from (benchmarks/results/[\w.\-]+\.json) ([\w.\-]+) -->)(.*?)(<!-- end of figure -->)", re.S)
 
 
@@ -71,6 +74,18 @@ def tables(path: Path) -> list[list[list[str]]]:
             found.append(rows)
             rows = []
     return found
+
+
+def table_cell_of(path: Path, names: str, points: bool = False) -> str:
+    """The first of the ``"ROW" "COLUMN" or "ROW2" "COLUMN2" ...`` cells that
+    ``path`` has (see ``table_cell``)."""
+    pairs = re.findall(r'"([^"]+)" "([^"]+)"', names)
+    for row, column in pairs[:-1]:
+        try:
+            return table_cell(path, row, column, points)
+        except SystemExit:
+            continue
+    return table_cell(path, *pairs[-1], points)
 
 
 def table_cell(path: Path, row: str, column: str, points: bool = False) -> str:
@@ -139,7 +154,7 @@ def synced(text: str) -> str:
         source = ROOT / m.group(2)
         if not source.is_file():
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs cell) does not exist")
-        return m.group(1) + table_cell(source, m.group(3), m.group(4), bool(m.group(5))) + m.group(7)
+        return m.group(1) + table_cell_of(source, m.group(3), bool(m.group(4))) + m.group(6)
 
     return CELL.sub(cell, FIGURE.sub(figure, BLOCK.sub(fill, text)))
 
