@@ -5,8 +5,8 @@
 are the token's and the previous predicted tag(s) (``history``), trained by
 learning to search against the gold sequence (Hamming loss), 20 passes over a
 cached data file. Training sequences are sentences (never cutting a gold
-span); prediction runs the policy over whole documents in one batch through
-files. Features: the shared module's, in VW's text format with escaping; VW
+span); prediction runs the policy over each whole document, on the model
+loaded in VW once per process (``VowpalModel``). Features: the shared module's, in VW's text format with escaping; VW
 hashes them (``bits``) and makes the window n-grams (``--ngram``).
 
 ``rollin``/``rollout``/``interpolation``: VW's search settings (None = VW's
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_predict_file
+from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
 
 
@@ -61,21 +61,11 @@ class SearnTagger(VowpalTagger):
         todo = [i for i, f in enumerate(feats) if f]
         examples = self._test_lines(documents, feats)
 
-        def write(fh):
-            for i in todo:
-                fh.write("\n".join(examples[i]))
-                fh.write("\n\n")
-
-        lines = []
-        if todo:
-            with scratch_dir() as tmp:
-                lines = [ln for ln in vw_predict_file(self.model_, [], write, tmp) if ln.strip()]
-        if len(lines) != len(todo):
-            raise RuntimeError(f"searn: Vowpal Wabbit returned {len(lines)} sequences for {len(todo)} documents")
+        model = self.vw_model() if todo else None  # loaded once, kept for the next batches
         K = len(self.labels_)
         results = [(np.zeros(0, dtype=np.int64), None)] * len(documents)
-        for i, line in zip(todo, lines):
-            ids = np.array(line.split(), dtype=np.int64) - 1
+        for i in todo:
+            ids = np.array(model.sequence_labels(examples[i]), dtype=np.int64) - 1
             if len(ids) != len(feats[i]):
                 raise RuntimeError(
                     f"searn: document {documents[i].id!r}: {len(ids)} tags for {len(feats[i])} tokens"

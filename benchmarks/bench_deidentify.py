@@ -22,8 +22,10 @@ its tokens/s, and whether every file it wrote is byte-identical to step
 3's; (6) with ``--baseline DIR`` (a checkout of the code before a change,
 e.g. ``git archive <commit> | tar -x -C DIR``), the same sequential command
 run by that code on the same bundle and notes, alternating with this
-code's (``--pairs`` pairs, same run, same machine): the median ratio of the
-wall times, and whether both wrote the same bytes. The load average is
+code's sequential and ``--jobs N`` runs (``--pairs`` rounds, same run, same
+machine): the median ratios of the wall times (sequential and --jobs N
+against the baseline's sequential), the CPU seconds of each, and whether
+all wrote the same bytes. The load average is
 recorded beside (the machine may be shared). Results:
 benchmarks/results/deidentify.json and a table in deidentify.md (the guide
 shows it). No note text is printed.
@@ -177,6 +179,8 @@ def main(argv=None) -> dict:
               f"x{baseline['speedup']} (load average {baseline['load_average_before'][0]:.1f} before, "
               f"{baseline['load_average_after'][0]:.1f} after); {baseline['files_identical']}/{len(files)} output "
               f"files byte-identical")
+        print(f"this code --jobs {args.jobs} against {baseline['label']} sequential (same rounds): median "
+              f"{baseline['jobs_wall_s']:.1f} s = x{baseline['jobs_speedup']}; CPU s {baseline['cpu_s']}")
     print(f"spans identical to the 'ensemble' command's predictions: "
           f"{result['documents_identical_to_ensemble_command']}/{result['documents']} documents")
     print(f"wrote {args.out}")
@@ -189,18 +193,34 @@ def _against_baseline(args, test_dir: Path, tmp: Path, files: dict[str, bytes], 
 
     load_before = os.getloadavg()
     ours, theirs, ratios, differ = [], [], [], set()
+    jobs, jobs_ratios, cpu = [], [], {"baseline": [], "ours": [], "jobs": []}
     for i in range(max(1, args.pairs)):
-        b_out, o_out = tmp / f"baseline-{i}", tmp / f"ours-{i}"
-        theirs.append(_timed_run(args, test_dir, b_out, tree=args.baseline)[0])
-        ours.append(_timed_run(args, test_dir, o_out)[0])
+        b_out, o_out, j_out = tmp / f"baseline-{i}", tmp / f"ours-{i}", tmp / f"jobs-{i}"
+        run = _timed_run(args, test_dir, b_out, tree=args.baseline)
+        theirs.append(run[0])
+        cpu["baseline"].append(run[1])
+        run = _timed_run(args, test_dir, o_out)
+        ours.append(run[0])
+        cpu["ours"].append(run[1])
         ratios.append(theirs[-1] / ours[-1])
-        got = _files(b_out)
-        differ |= set(files) ^ set(got) | {k for k in files if got.get(k) != files[k]}
-        progress(f"pair {i + 1}: baseline {theirs[-1]:.1f} s, this code {ours[-1]:.1f} s")
+        # This code's --jobs run too, right after: the baseline's sequential path against the fastest one.
+        run = _timed_run(args, test_dir, j_out, "--jobs", str(args.jobs))
+        jobs.append(run[0])
+        cpu["jobs"].append(run[1])
+        jobs_ratios.append(theirs[-1] / jobs[-1])
+        for folder in (b_out, j_out):
+            got = _files(folder)
+            differ |= set(files) ^ set(got) | {k for k in files if got.get(k) != files[k]}
+        progress(f"round {i + 1}: baseline {theirs[-1]:.1f} s, this code {ours[-1]:.1f} s, "
+                 f"this code --jobs {args.jobs} {jobs[-1]:.1f} s")
     return {"label": args.baseline_label or str(args.baseline), "pairs": len(ratios),
             "baseline_wall_s": round(statistics.median(theirs), 3), "wall_s": round(statistics.median(ours), 3),
             "baseline_runs_s": [round(x, 3) for x in theirs], "runs_s": [round(x, 3) for x in ours],
-            "speedup": round(statistics.median(ratios), 3), "files_identical": len(files) - len(differ),
+            "speedup": round(statistics.median(ratios), 3),
+            "jobs": args.jobs, "jobs_wall_s": round(statistics.median(jobs), 3),
+            "jobs_runs_s": [round(x, 3) for x in jobs], "jobs_speedup": round(statistics.median(jobs_ratios), 3),
+            "cpu_s": {k: round(statistics.median(v), 3) for k, v in cpu.items()},
+            "files_identical": len(files) - len(differ),
             "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()]}
 
@@ -221,6 +241,11 @@ def _table(r: dict) -> str:
         rows.append((f"sequential, against {b['label']}", f"{b['baseline_wall_s']:.1f} s before, {b['wall_s']:.1f} s "
                                                          f"now (median of {b['pairs']} alternating pairs): x{b['speedup']}; "
                                                          f"{b['files_identical']}/{r['jobs_files_compared']} files identical"))
+        if "jobs_speedup" in b:
+            c = b["cpu_s"]
+            rows.append((f"--jobs {b['jobs']} against {b['label']} sequential",
+                         f"{b['jobs_wall_s']:.1f} s now (same rounds): x{b['jobs_speedup']}; CPU s before "
+                         f"{c['baseline']:.1f}, now {c['ours']:.1f} sequential, {c['jobs']:.1f} with --jobs {b['jobs']}"))
     rows += [("spans identical to the 'ensemble' command", f"{r['documents_identical_to_ensemble_command']}/{r['documents']} notes"),
              ("load average (1 min) before, after", f"{r['load_average_before'][0]}, {r['load_average_after'][0]}"),
              ("machine", f"{r['machine'].get('cpus')} cores, {r['when']}")]

@@ -182,3 +182,59 @@ def test_stream_benchmark_small_version_keeps_memory_flat(bundle, tmp_path):
     assert result["notes"] == 60 and result["tokens"] > 0
     assert result["flat_within_10_percent"], result["last_over_first"]
     assert (tmp_path / "s.md").is_file() and not list(tmp_path.glob("bench-stream-*"))
+
+
+def test_local_workers_run_the_clients_loaded_bundle_without_reading_it_again(bundle, tmp_path):
+    """Forked workers tag with the model the client checked and loaded: the
+    bundle folder is not read again (each worker importing, checking and
+    loading it made --jobs 2 slower than one process). Removed after the load,
+    the run still gives the sequential outputs; a spawned worker could not."""
+    import shutil
+
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.batch import FolderDeidentifier
+    from ensemble_deid.deid.distribute import BundleRef, Distributor
+    from ensemble_deid.deid.surrogate import Surrogator
+
+    copy = tmp_path / "model"
+    shutil.copytree(bundle / "model", copy)
+    model = Deidentifier.load(copy)
+    shutil.rmtree(copy)
+    runner = FolderDeidentifier(model, "surrogate", ("xml", "brat"), Surrogator(seed=7), batch_size=2)
+    out = tmp_path / "out"
+    with Distributor(BundleRef(str(copy), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
+        run = runner.run(bundle / "notes", out, executor=pool)
+    assert run.processed == 120
+    _same_as_sequential(bundle, out)
+
+
+def test_local_workers_share_the_cores_between_their_threads(bundle):
+    """Each of N local workers runs torch and BLAS on its share of the cores
+    (threads x processes never above the cores)."""
+    import torch
+
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.distribute import BundleRef, Distributor
+
+    model = Deidentifier.load(bundle / "model")
+    share = max(1, (os.cpu_count() or 1) // 2)
+    with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
+        pool._engine.prepare(model)
+        assert pool._engine.pool.submit(torch.get_num_threads).result() == share
+        assert pool._engine.pool.submit(os.getenv, "OMP_NUM_THREADS").result() == str(share)
+
+
+def test_jobs_client_killed_mid_run_resumes_at_once(bundle, tmp_path):
+    """The client of a --jobs 2 run killed mid-run: its workers go with it and
+    hold no lock on the folder, so the same command run again at once resumes
+    (not 'another deidentify run is writing there') and ends with the
+    sequential run's files."""
+    out = tmp_path / "out"
+    proc = _start(bundle, out, "--jobs", "2")
+    _wait_for_outputs(out, 10, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert len(list((out / "text").glob("*.txt"))) < 120
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2")
+    assert "already done" in result.output
+    _same_as_sequential(bundle, out)

@@ -296,3 +296,41 @@ def test_vw_token_line_layout_and_parse():
         vw.finish_example(ex)
     finally:
         vw.finish()
+
+
+def test_searn_loads_its_model_once_and_predicts_what_vw_writes_from_a_data_file(monkeypatch):
+    """SEARN keeps its model loaded in VW after the first batch (no model file
+    written and read again per batch of notes), refit or pickled it loads the
+    new one, and its tags are exactly what VW's ``-p`` output of a data file
+    gives (the path it replaced)."""
+    from ensemble_deid.taggers import linear
+
+    docs = tiny_corpus(24, seed=3)
+    train, first, second = docs[:16], docs[16:20], docs[20:]
+    tagger = tagger_class("searn")(passes=4, bits=18).fit(train)
+    got = tagger.predict(first)
+
+    def from_data_file(t, batch):
+        ex = t._test_lines(batch, t._extract(batch))
+
+        def write(fh):
+            for lines in ex:
+                fh.write("\n".join(lines) + "\n\n")
+
+        with linear.scratch_dir() as tmp:
+            rows = [ln for ln in linear.vw_predict_file(t.model_, [], write, tmp) if ln.strip()]
+        return [tuple(t.labels_.labels[min(int(y) - 1, len(t.labels_) - 1)] for y in row.split()) for row in rows]
+
+    expected = from_data_file(tagger, second)
+    assert [p.tags for p in got] == from_data_file(tagger, first)
+
+    def no_loading():
+        raise AssertionError("the model was loaded again")
+
+    with monkeypatch.context() as m:
+        m.setattr(linear, "_vw", no_loading)
+        assert [p.tags for p in tagger.predict(second)] == expected
+    copy = pickle.loads(pickle.dumps(tagger))  # no live VW workspace in the pickle
+    assert [p.tags for p in copy.predict(second)] == expected
+    tagger.fit(docs[8:])  # a new model: loaded, not the kept one
+    assert [p.tags for p in tagger.predict(second)] == from_data_file(tagger, second)

@@ -377,6 +377,7 @@ def _locked(out: Path) -> Iterator[None]:
         os.fchmod(fd, 0o600)
     except OSError as exc:
         raise os_error(path, exc) from exc
+    _HELD_LOCKS.add(fd)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -384,7 +385,25 @@ def _locked(out: Path) -> Iterator[None]:
             raise RunMismatch(f"{printable(out)}: another deidentify run is writing there") from None
         yield
     finally:
+        _HELD_LOCKS.discard(fd)
         os.close(fd)
+
+
+# The lock descriptors this process holds. A forked worker (``--jobs``) closes
+# its copies at once: a flock belongs to the open file, so a worker outliving a
+# killed client would otherwise keep the folder locked and refuse the resume.
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    for fd in _HELD_LOCKS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 def _remove_leftovers(out: Path, mapping: Path | None) -> int:

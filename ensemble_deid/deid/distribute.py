@@ -5,8 +5,13 @@ still to do into chunks of whole batches (so every note is tagged in the
 same batch as in a sequential run, and the outputs are byte-identical) and
 hands them to workers:
 
-- ``local``: ``jobs`` processes on this machine (spawned, each loads the
-  bundle once);
+- ``local``: ``jobs`` processes on this machine. Where the system can
+  fork, they are forked from the client after it loaded the bundle and run
+  its model as it is (no second import, check or load: that start-up cost
+  the sequential run pays once made two workers slower than one process);
+  elsewhere they are spawned and each loads the bundle once. Either way each
+  worker's torch, OpenMP and BLAS threads are its share of the cores, so
+  ``jobs`` processes never run more threads than there are cores;
 - ``dask``: the workers of a running Dask scheduler (``dask scheduler`` /
   ``dask worker ADDR --nthreads 1``);
 - ``ray``: the workers of a running Ray cluster (``ray start --head``).
@@ -85,10 +90,14 @@ _MODELS: dict[str, Any] = {}
 _LOAD = threading.Lock()
 
 
-def _model(ref: BundleRef):
+def _model_key(ref: BundleRef) -> str:
     import json
 
-    key = json.dumps([ref.path, ref.sha256, ref.operating_point], sort_keys=True)
+    return json.dumps([ref.path, ref.sha256, ref.operating_point], sort_keys=True)
+
+
+def _model(ref: BundleRef):
+    key = _model_key(ref)
     with _LOAD:  # one load per worker process, whatever its threads
         if key not in _MODELS:
             _MODELS.clear()  # a worker kept for another run drops the bundle it had
@@ -171,6 +180,7 @@ class Distributor:
         engine = self._engine
         if engine is None:
             raise RuntimeError("use the Distributor in a with block")
+        engine.prepare(runner.model)
         window = self.window or 2 * engine.workers
         pending: list = []
         try:
@@ -193,6 +203,9 @@ def _no_mapping(surrogates):
 class _Engine:
     workers = 1
 
+    def prepare(self, model) -> None:
+        """Before the first chunk: ``model`` is the client's loaded bundle."""
+
     def submit(self, recipe, out, notes, groups): ...
     def wait_first(self, pending: list) -> tuple[list, list]: ...
     def result(self, handle): ...
@@ -202,12 +215,26 @@ class _Engine:
 
 class _Local(_Engine):
     def __init__(self, d: Distributor):
+        self.bundle = d.bundle
+        self.workers = d.jobs
+        self.pool = None  # started by the first chunk, from the client's loaded model (``prepare``)
+
+    def prepare(self, model) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # spawn, not fork: the client has run the bundle (torch's and OpenMP's threads do not survive a fork)
-        self.pool = ProcessPoolExecutor(d.jobs, mp_context=multiprocessing.get_context("spawn"))
-        self.workers = d.jobs
+        if _can_fork(model, self.bundle):
+            # The children inherit the client's checked, loaded and probed model: _model finds it.
+            # Forking is safe here: torch ran single-threaded in the client (every member's
+            # num_threads), so no OpenMP pool exists to be lost, and each child is pinned below.
+            with _LOAD:
+                _MODELS.clear()
+                _MODELS[_model_key(self.bundle)] = model
+            context = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_local_worker,
+                                        initargs=(os.getpid(), worker_threads(self.workers)))
 
     def submit(self, recipe, out, notes, groups):
         return self.pool.submit(tag_chunk, recipe, out, notes, groups)
@@ -232,7 +259,42 @@ class _Local(_Engine):
             f.cancel()
 
     def close(self):
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        with _LOAD:
+            _MODELS.clear()  # the client's model is the caller's; not kept here past the run
+
+
+def _can_fork(model, bundle: BundleRef) -> bool:
+    """Whether workers can be forked with ``model``: the system forks, and
+    ``model`` is the bundle the workers would load (same checksum)."""
+    import multiprocessing
+
+    return ("fork" in multiprocessing.get_all_start_methods() and model is not None
+            and (getattr(model, "manifest", None) or {}).get("manifest_sha256") == bundle.sha256)
+
+
+def start_local_worker(client: int, threads: int) -> None:
+    """A local worker's start: it dies with its client (a killed client's
+    workers would otherwise tag the chunks still queued, unseen; the resume
+    does them), and runs ``threads`` torch/OpenMP/BLAS threads."""
+    from ..experiment.cv import limit_threads
+
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError, TypeError):  # another system: the worker ends when its queue closes
+        pass
+    if os.getppid() != client:  # the client died before the line above
+        os._exit(1)
+    limit_threads(threads)
+
+
+def worker_threads(jobs: int) -> int:
+    """Threads each of ``jobs`` local workers may run: its share of the cores."""
+    return max(1, (os.cpu_count() or 1) // max(1, jobs))
 
 
 class _Dask(_Engine):

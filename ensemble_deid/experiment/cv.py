@@ -231,7 +231,7 @@ def execute_task(
 ) -> dict:
     """Compute one part unless another run already has (runs in a worker)."""
     cache = PredictionCache(cache_root, published=())  # pending() already looked in published folders
-    _limit_threads(threads)
+    limit_threads(threads)
     with cache.lock(task.part), cache.scratch():
         if cache.part_status(task.part) == "valid":
             return {"status": "reused", "task": task}
@@ -268,8 +268,9 @@ def _jsonable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
 
 
-def _limit_threads(threads: int) -> None:
-    """Keep BLAS/torch from oversubscribing the cores shared by parallel jobs."""
+def limit_threads(threads: int) -> None:
+    """Keep BLAS/torch from oversubscribing the cores shared by parallel jobs
+    (a worker process's first step; also ``deid.distribute``'s local workers)."""
     try:
         from threadpoolctl import threadpool_limits
 

@@ -588,6 +588,37 @@ def vw_predict_file(model: bytes, args: Sequence[str], write_data, tmp: str) -> 
         return fh.read().splitlines()
 
 
+class VowpalModel:
+    """A VW model loaded once in test mode and kept for every later batch
+    (``VowpalTagger.vw_model``): writing and loading the model file again for
+    every batch of notes was repeated work on the apply path. Examples go
+    through VW's own text parser, as they do from a data file. Not safe for
+    two threads at once: a lock keeps calls apart."""
+
+    def __init__(self, model: bytes, args: Sequence[str] = ()):
+        import threading
+
+        Workspace = _vw()
+        with scratch_dir() as tmp:  # VW reads the whole model at start; the file is removed after
+            path = os.path.join(tmp, "model.vw")
+            with open(path, "wb") as fh:
+                fh.write(model)
+            self._vw = Workspace(arg_list=["-i", path, "-t", "--quiet"] + list(args))
+        self._lock = threading.Lock()
+
+    def sequence_labels(self, lines: Sequence[str]) -> list[int]:
+        """The label (1..K) a ``--search sequence`` model predicts for each
+        example of one sequence (its unlabelled lines): what ``-p`` writes
+        for the sequence."""
+        with self._lock:
+            examples = self._vw.parse(list(lines))
+            try:
+                self._vw.predict(examples)
+                return [e.get_multiclass_prediction() for e in examples]
+            finally:
+                self._vw.finish_example(examples)
+
+
 # --- CRFsuite ------------------------------------------------------------------------------------
 
 def seed_c_rand(seed: int) -> bool:
@@ -647,7 +678,8 @@ class VowpalTagger(LinearTagger):
     """Shared parts of the VW taggers: features without pre-made n-grams (VW
     makes the window n-grams itself with ``--ngram w<n>``), training through a
     cached data file, the model kept as bytes so that a fitted tagger pickles,
-    batch prediction through files. Deterministic for a seed: fixed
+    batch prediction through files (``vw_predict_file``) or on the model loaded
+    once per process (``vw_model``). Deterministic for a seed: fixed
     ``--random_seed``, a seeded shuffle of the training sequences, and VW's
     single learning thread; ``--holdout_off`` so every pass sees every
     example (no early stop on a held-out tenth)."""
@@ -655,6 +687,19 @@ class VowpalTagger(LinearTagger):
     requires = ("vowpalwabbit",)
     bits: int = 22
     random_state: int = 0
+    _fitted_caches = ("_vw_model",)
+
+    def vw_model(self, args: Sequence[str] = ()) -> VowpalModel:
+        """The fitted model loaded in VW, once per process (again after a refit)."""
+        kept = self.__dict__.get("_vw_model")
+        if kept is None or kept[0] is not self.model_ or kept[1] != tuple(args):
+            kept = self.__dict__["_vw_model"] = (self.model_, tuple(args), VowpalModel(self.model_, args))
+        return kept[2]
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_vw_model", None)  # a live VW workspace: loaded again where it is needed
+        return state
 
     def _vw_features(self) -> tuple[dict[str, Any], int, int]:
         """Extractor overrides (n-grams left to VW), VW's n-gram order and the

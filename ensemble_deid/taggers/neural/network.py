@@ -210,7 +210,7 @@ class BiLSTMTagger(nn.Module):
         return nn.functional.cross_entropy(scores[batch.mask], batch.tags[batch.mask], reduction="sum")
 
     # --- inference ----------------------------------------------------------------
-    @torch.no_grad()
+    @torch.inference_mode()  # no autograd bookkeeping at all (no_grad still tracks versions)
     def predict(self, batch: Batch, marginals: bool = True) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
         """Best tag ids per sequence and (optionally) per-token marginal
         probabilities, shape (length, n_tags), as numpy arrays."""
