@@ -1,6 +1,7 @@
 """``char-cnn``: a character-level tagger, no word features. Dilated
 convolutions over the note's characters, each token read at its first and
-last character, a small token BiLSTM and a softmax
+last character, a small token BiLSTM and a softmax over its output and the
+token's own character features
 (``ensemble_deid.taggers.neural.chars``). Small enough for a CPU: about 60k
 weights at the defaults.
 
@@ -10,8 +11,10 @@ weights at the defaults.
 Early stopping: a ``validation_fraction`` of the training documents (whole
 patients, as the neural members') is held out, and the weights of the epoch
 with the best strict F1 on it are kept (at most ``epochs``; ``patience``
-epochs without a better one end the run). The model is not trained again on
-the held-out notes (that would double a CPU fit).
+epochs without a better one end the run, once some epoch has found anything
+on it: a small corpus's first epochs are a few steps each and find nothing).
+The model is not trained again on the held-out notes (that would double a CPU
+fit).
 """
 from __future__ import annotations
 
@@ -31,7 +34,8 @@ class CharCnnTagger(Tagger):
     """Character CNN + token BiLSTM + softmax.
 
     Parameters:
-        epochs: ceiling on the epochs; patience: epochs without a better held-out F1 before stopping (0: never).
+        epochs: ceiling on the epochs; patience: epochs without a better held-out F1 before stopping (0: never),
+            counted once the held-out F1 is above 0.
         validation_fraction: share of the training patients held out for early stopping (0: none, keep the last epoch).
         batch_size, lr: chunks per Adam step and its learning rate.
         char_dim, channels, layers, width: character embedding size, convolution channels, dilated
@@ -43,7 +47,7 @@ class CharCnnTagger(Tagger):
 
     name = "char-cnn"
     _fitted_caches = ("_model",)
-    version = "1"
+    version = "2"  # 2: the softmax also reads the token's character features (version 1 predicted only O)
     requires = ("torch",)
     description = "character-level tagger: dilated character CNN, token BiLSTM, softmax (no word features)"
 

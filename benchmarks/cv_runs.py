@@ -60,7 +60,9 @@ def _env() -> dict:
 
 def run_cv(workspace: Path, corpus: str, label: str, folds: int) -> dict:
     """One ``cv`` invocation for one tagger: wall, CPU (child + workers), load, niceness."""
-    argv = [sys.executable, "-c", "from ensemble_deid.cli import main; main()", "--workspace", str(workspace),
+    # -P: the child runs in the workspace, and a workspace that is another checkout must not put
+    # its own ensemble_deid ahead of this tree's (PYTHONPATH, _env)
+    argv = [sys.executable, "-P", "-c", "from ensemble_deid.cli import main; main()", "--workspace", str(workspace),
             "cv", "--corpus", corpus, "--taggers", label, "--folds", str(folds), "--no-progress"]
     before, started = load1(), time.strftime("%Y-%m-%dT%H:%M:%S%z")
     progress(f"{label}: cv --folds {folds} on {corpus} (load {before}, nice {os.nice(0)})")

@@ -202,3 +202,49 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     assert cv_runs.main(["status", *args]) == 0
     assert len(json.loads((tmp_path / "cv-runs-smoke.json").read_text())["invocations"]) == 2
     assert "| rules | 2/2 |" in (tmp_path / "cv-runs-smoke.md").read_text()
+
+
+def test_cv_runs_uses_this_tree_even_when_the_workspace_is_another_checkout(tiny_registered, workspace, tmp_path,
+                                                                           scripts, monkeypatch):
+    """The ``cv`` child runs in the workspace; a workspace that is another checkout (its own
+    ``ensemble_deid/`` at its root) once shadowed this tree's code and ran the other checkout's."""
+    if "rules" not in set(entry_points()):
+        pytest.skip("rules adapter not registered")
+    other = workspace / "ensemble_deid"
+    other.mkdir()
+    (other / "__init__.py").write_text("raise ImportError('the workspace checkout was imported')\n")
+    cv_runs = scripts("cv_runs")
+    monkeypatch.setattr(cv_runs, "RESULTS", tmp_path)
+    assert cv_runs.main(["run", "--label", "other", "--workspace", str(workspace), "--corpus", tiny_registered,
+                         "--taggers", "rules", "--folds", "3"]) == 0
+    run = json.loads((tmp_path / "cv-runs-other.json").read_text())
+    assert [i["exit_status"] for i in run["invocations"]] == [0]
+    assert run["taggers"]["rules"]["parts_done"] == 2
+
+
+def test_new_members_says_which_add_deciding_on_train_only(scripts):
+    """benchmarks/new_members.py: a member adds (and is published) when its voting ΔF1 on the training
+    out-of-fold predictions is positive and CV-chosen pruned voting keeps it; dev figures never decide."""
+    new_members = scripts("new_members")
+
+    def member(name, folds, delta_train, delta_dev):
+        return {"member": name, "folds_done": folds, "dev_done": folds == 10, "cv_f1": 0.9,
+                "train_oof": {"delta_f1": delta_train} if folds == 10 else {},
+                "dev": {"delta_f1": delta_dev, "unique_true": 1, "double_fault_mean": 0.04,
+                        "double_fault_max": 0.06} if folds == 10 else {}}
+
+    result = {"members": {"a": member("a", 10, 0.0003, -0.001), "b": member("b", 10, 0.0001, 0.002),
+                          "c": member("c", 10, -0.0002, 0.001), "d": member("d", 4, None, None)},
+              "reference": {"crf_cv_f1": 0.96, "crf_dev_f1": 0.96, "published_pairs_double_fault_dev_min": 0.03,
+                            "published_pairs_double_fault_dev_mean": 0.04},
+              "pruned_voting": [{"members": "12 published", "threshold": 3, "kept": ["b", "crf"], "cv_f1": 0.96,
+                                 "dev_f1": 0.96},
+                                {"members": "12 + a, b, c", "threshold": 3, "kept": ["a", "c"], "cv_f1": 0.97,
+                                 "dev_f1": 0.97}],
+              "citation": "MEDDOCAN"}
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[-1].strip(" |")
+            for line in new_members.tables(result)[0].splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["a"] == "yes: publish"  # a dev loss does not count against it
+    assert rows["b"] == "no (pruned voting by CV drops it): leave out"  # kept among the 12 only: not the choice
+    assert rows["c"] == "no (ΔF1 train OOF <= 0): leave out"
+    assert rows["d"] == "undecided: CV 4/10"
