@@ -8,9 +8,10 @@ A block in README.md or docs/*.md between
     <!-- table from benchmarks/results/NAME.md -->
     <!-- end of table -->
 
-gets the first Markdown table of that results file (its ``|`` lines), so
-the figures a reader sees are the ones the benchmark wrote, never typed by
-hand. A timing inside a sentence is an inline block,
+gets the first Markdown table of that results file (its ``|`` lines;
+``NAME.md, table 2 -->`` the second, e.g. ``compare``'s table of paired
+tests), so the figures a reader sees are the ones the benchmark wrote,
+never typed by hand. A timing inside a sentence is an inline block,
 
     <!-- figure from benchmarks/results/NAME.json KEY -->...<!-- end of figure -->
 
@@ -44,23 +45,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, shown, timing_phrase, write_markdown  # noqa: E402
 
-BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md) -->\n)(.*?)(<!-- end of table -->)", re.S)
+BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md)(?:, table \d+)? -->\n)(.*?)(<!-- end of table -->)",
+                   re.S)
+NTH = re.compile(r", table (\d+) -->")
 CELL = re.compile(r'(<!-- cell from (benchmarks/results/[\w.\-]+\.md) ("[^"]+" "[^"]+"(?: or "[^"]+" "[^"]+")*)'
                   r'( points)? -->)(.*?)(<!-- end of cell -->)', re.S)
 FIGURE = re.compile(r"(<!-- figure from (benchmarks/results/[\w.\-]+\.json) ([\w.\-]+) -->)(.*?)(<!-- end of figure -->)", re.S)
 
 
-def first_table(path: Path) -> str:
-    lines, found = [], False
-    for line in path.read_text(encoding="utf-8").splitlines():
+def first_table(path: Path, nth: int = 1) -> str:
+    """The ``nth`` Markdown table of ``path`` (its ``|`` lines), the first by default."""
+    blocks, lines = [], []
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
         if line.startswith("|"):
             lines.append(line)
-            found = True
-        elif found:
-            break
-    if not lines:
-        raise SystemExit(f"sync_docs: {shown(path)} holds no Markdown table")
-    return "\n".join(lines) + "\n"
+        elif lines:
+            blocks.append(lines)
+            lines = []
+    if len(blocks) < nth:
+        raise SystemExit(f"sync_docs: {shown(path)} holds {len(blocks)} Markdown table(s), not {nth}")
+    return "\n".join(blocks[nth - 1]) + "\n"
 
 
 def tables(path: Path) -> list[list[list[str]]]:
@@ -139,7 +143,8 @@ def synced(text: str) -> str:
         source = ROOT / m.group(2)
         if not source.is_file():
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs block) does not exist")
-        return m.group(1) + first_table(source) + m.group(4)
+        nth = NTH.search(m.group(1))
+        return m.group(1) + first_table(source, int(nth.group(1)) if nth else 1) + m.group(4)
 
     def figure(m: re.Match) -> str:
         source = ROOT / m.group(2)

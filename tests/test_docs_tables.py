@@ -237,3 +237,15 @@ def test_the_stale_compare_note_goes_when_compare_and_run_all_agree(sync_docs):
     note = "the `compare` table below is still the earlier\nrun's" in (BENCH.parent / "docs" / "benchmarks.md").read_text()
     assert note != same, ("remove the note in docs/benchmarks.md: compare and run_all agree now" if same
                           else "compare and run_all differ: benchmarks.md must say so")
+
+
+def test_a_marked_block_can_take_a_later_table_of_its_file(sync_docs, tmp_path):
+    two = tmp_path / "two.md"
+    two.write_text("title\n| a |\n|---|\n| 1 |\n\nbetween\n| b |\n|---|\n| 2 |\n", encoding="utf-8")
+    assert sync_docs.first_table(two) == "| a |\n|---|\n| 1 |\n"
+    assert sync_docs.first_table(two, 2) == "| b |\n|---|\n| 2 |\n"
+    with pytest.raises(SystemExit, match="holds 2 Markdown table"):
+        sync_docs.first_table(two, 3)
+    text = ("<!-- table from benchmarks/results/meddocan-compare.md, table 2 -->\n| old |\n<!-- end of table -->\n")
+    out = sync_docs.synced(text)
+    assert out.splitlines()[1].startswith("| system ") and "| test " in out.splitlines()[1]
