@@ -53,7 +53,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, RESULTS, Clock, machine_description, progress, ratio, repeat, shown, write_json  # noqa: E402
+from common import (MEDDOCAN, RESULTS, Clock, machine_description, progress, ratio, repeat, shown,  # noqa: E402
+                    load_range, write_json, write_markdown)
 
 from ensemble_deid.experiment.cache import EntryKey, PartKey, PredictionCache, encode_predictions  # noqa: E402
 from ensemble_deid.corpus.document import Annotation, Document  # noqa: E402
@@ -205,7 +206,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--synthetic", action="store_true", help="the synthetic corpus of bench_pruning.py, not MEDDOCAN")
     ap.add_argument("--out", type=Path, default=RESULTS / "cache.json")
+    ap.add_argument("--tables", action="store_true", help="only rewrite cache.md from cache.json")
     args = ap.parse_args(argv)
+    if args.tables:
+        result = json.loads(args.out.read_text(encoding="utf-8"))
+        print(write_markdown(args.out.with_suffix(".md"), markdown(result)).read_text())
+        return result
 
     use_meddocan = not args.synthetic and (MEDDOCAN / "train" / "xml").is_dir()
     progress(f"building {args.tokens:,} tokens of predictions ({'MEDDOCAN' if use_meddocan else 'synthetic'} documents)")
@@ -332,8 +338,38 @@ def main(argv=None) -> dict:
         result["alternatives"] = alts
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     write_json(args.out, result)
-    print(f"wrote {shown(args.out)}")
+    write_markdown(args.out.with_suffix(".md"), markdown(result))
+    print(f"wrote {shown(args.out)} and its .md")
     return result
+
+
+def markdown(result: dict) -> str:
+    """The docs' table (benchmarks.md): ours against JSON lines, each time as
+    the median wall seconds with the median CPU seconds beside it, and the load."""
+    ours, jl = result["ours"], result["alternatives"]["jsonl"]
+    mtok = result["data"]["tokens"] / 1e6
+
+    def t(f):
+        return f"{f['median_s']:.2f} s wall, {f['cpu_median_s']:.2f} s CPU"
+
+    load = load_range((result.get("machine") or {}).get("load_average", [None])[0],
+                      (result.get("load_average_at_end") or [None])[0])
+    return "\n".join([
+        "| | ours (npz parts + checksummed JSON records) | JSON lines | ratio |",
+        "|---|---:|---:|---:|",
+        f"| size per million tokens | {ours['entry_bytes_per_million_tokens'] / MB:.2f} MB "
+        f"({ours['npz_bytes_per_million_tokens_tags_only'] / MB:.2f} MB tags only) | "
+        f"{jl['bytes_per_million_tokens'] / MB:.1f} MB | {jl['ratios']['size']:.1f}x smaller |",
+        f"| write (fsync'd, atomic) | {t(ours['write'])} ({ours['write']['mtokens_per_s']:.2f} M tokens/s) | "
+        f"{t(jl['write'])} | {jl['ratios']['write_time']:.2f}x |",
+        f"| read (checksums verified) | {t(ours['read'])} ({ours['read']['mtokens_per_s']:.1f} M tokens/s) | "
+        f"{t(jl['read'])} | {jl['ratios']['read_time']:.1f}x faster |",
+        f"| verify | {t(ours['verify'])} | | |",
+        f"| load (1 min) at start-end, cores | {load}, {(result.get('machine') or {}).get('cpus_usable', '?')} | | |",
+        "",
+        f"{mtok:.2f} M tokens in {result['data']['parts']} parts; medians of {ours['write']['runs']} runs. "
+        "The other alternatives (gzip JSON lines, pickle) are in cache.json.",
+    ])
 
 
 if __name__ == "__main__":

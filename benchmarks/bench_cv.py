@@ -7,7 +7,8 @@ Each run fills a fresh temporary cache (out-of-fold predictions of the 10
 folds and the test predictions of a model trained on all of train), so both
 runs do the same 11 fits. Prints wall and CPU seconds, the speed-up, the
 cross-validated and test strict F1, and checks the cache with ``verify``.
-Writes benchmarks/results/cv.json. The machine should be otherwise idle: the
+Writes benchmarks/results/cv.json and the docs' table cv.md (``--tables``
+rewrites it from the JSON). The machine should be otherwise idle: the
 speed-up of two jobs needs both cores.
 
 MEDDOCAN (CC BY 4.0): Marimon et al., IberLEF@SEPLN 2019, pp. 618-638.
@@ -19,11 +20,14 @@ import json
 import os
 import platform
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from common import load_range  # noqa: E402
 MEDDOCAN = ROOT.parent / "shared" / "corpora" / "meddocan"
 
 
@@ -37,6 +41,7 @@ def run(train, test, spec, jobs, folds):
         engine = CrossValidation(train, {"test": test}, cache, k=folds, seed=0)
         w0 = time.perf_counter()
         c0 = resource.getrusage(resource.RUSAGE_SELF)
+        load_before = os.getloadavg()[0]
         runs = engine.run([spec], jobs=jobs, progress=False)
         wall = time.perf_counter() - w0
         c1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -47,7 +52,7 @@ def run(train, test, spec, jobs, folds):
         run_ = runs[spec.label]
         size = sum(f.stat().st_size for f in Path(tmp).rglob("*.npz"))
         return {
-            "jobs": jobs, "wall_s": round(wall, 2), "driver_cpu_s": round(cpu, 2),
+            "jobs": jobs, "load_before": round(load_before, 2), "wall_s": round(wall, 2), "driver_cpu_s": round(cpu, 2),
             "fit_s_sum": round(run_.fit_seconds, 2), "predict_s_sum": round(run_.predict_seconds, 2),
             "parts": run_.computed, "verify_problems": len(problems),
             "cv_f1": round(strict_prf(train, run_.oof)[2], 4),
@@ -62,7 +67,13 @@ def main():
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--limit-train", type=int, default=None)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cv.json"))
+    ap.add_argument("--tables", action="store_true", help="only rewrite cv.md from cv.json")
     args = ap.parse_args()
+    if args.tables:
+        table = markdown(json.loads(Path(args.out).read_text()))
+        Path(args.out).with_suffix(".md").write_text(table + "\n")
+        print(table)
+        return
 
     from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.corpus.formats import load_directory
@@ -89,7 +100,26 @@ def main():
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2))
-    print(f"wrote {args.out}")
+    Path(args.out).with_suffix(".md").write_text(markdown(out) + "\n")
+    print(f"wrote {args.out} and its .md")
+
+
+def markdown(out: dict) -> str:
+    """The docs' table (benchmarks.md): wall seconds with the CPU seconds and
+    the load beside them (the driver's CPU only: joblib's workers do not
+    report theirs; the fit seconds summed over the parts cover them)."""
+    end = (out.get("machine") or {}).get("load_average_at_end") or [None]
+    lines = ["| jobs | wall s | driver CPU s | fit s (sum over parts) | load (1 min) | CV strict F1 | test strict F1 "
+             "| `cache verify` problems |", "|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for r in out["runs"]:
+        load = load_range(r.get("load_before"), end[0] if r is out["runs"][-1] else None)
+        load += "" if "load_before" in r or load == "not recorded" else " (at the end)"
+        lines.append(f"| {r['jobs']} | {r['wall_s']:.1f} | {r['driver_cpu_s']:.1f} | {r['fit_s_sum']:.1f} | {load} "
+                     f"| {r['cv_f1']:.4f} | {r['test_f1']:.4f} | {r['verify_problems']} |")
+    lines += ["", f"Speed-up of --jobs 2: {out['speedup']:.2f}x ({out['tagger']}, {out['folds']} folds, "
+                  f"{out['train_docs']} training documents, {out.get('machine', {}).get('cpus', '?')} cores, "
+                  f"{str(out.get('when', ''))[:10]})."]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

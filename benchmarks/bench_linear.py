@@ -31,7 +31,7 @@ from pathlib import Path
 
 TAGGERS = ("memm", "searn", "mira", "svm", "ogd", "struct-svm")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, ROOT, Clock, score_predictions  # noqa: E402
+from common import MEDDOCAN, ROOT, Clock, score_predictions, write_markdown  # noqa: E402
 
 
 def vw_only(tagger, dev) -> dict:
@@ -90,16 +90,35 @@ def run_one(spec_text: str, train, dev) -> dict:
     }
 
 
-def table(results: dict) -> str:
-    rows = ["| tagger | strict P | strict R | strict F1 | train wall s | train CPU s | predict tokens/s (wall) | predict tokens/CPU s |",
-            "|---|---|---|---|---|---|---|---|"]
+def table(results: dict, crf: dict | None = None) -> str:
+    """The docs' table (benchmarks.md, linear-taggers.md): scores, fit wall and
+    CPU seconds with the load they ran under, and prediction throughput;
+    ``crf`` (crf.json, bench_crf.py) adds the CRF as the reference row."""
+    rows = ["| tagger | strict P | strict R | strict F1 | fit wall s | fit CPU s | load (1 min) at end "
+            "| predict tokens/s (wall) | predict tokens/CPU s | run |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+
+    def row(label, s, fit, predict, load, when):
+        load = f"{load[0]:.1f}" if load else "not recorded"
+        return (f"| {label} | {s['precision']:.4f} | {s['recall']:.4f} | {s['f1']:.4f} | {fit['wall_s']:.0f} | "
+                f"{fit['cpu_s']:.0f} | {load} | {predict['tokens_per_s']:,} | {predict['tokens_per_cpu_s']:,} | "
+                f"{str(when)[:10]} |")
+
     for label, r in results.items():
-        s = r["strict_micro"]
-        rows.append(
-            f"| {label} | {s['precision']:.4f} | {s['recall']:.4f} | {s['f1']:.4f} | {r['fit']['wall_s']:.0f} | "
-            f"{r['fit']['cpu_s']:.0f} | {r['predict']['tokens_per_s']:,} | {r['predict']['tokens_per_cpu_s']:,} |"
-        )
+        rows.append(row(label, r["strict_micro"], r["fit"], r["predict"], r.get("load_average_at_end"), r.get("when")))
+    if crf:
+        rows.append(row("crf (reference, `bench_crf.py`)", crf["scores"]["strict_micro_own"], crf["fit"],
+                        crf["predict"], (crf.get("environment") or {}).get("load_average_at_end"), crf.get("when")))
     return "\n".join(rows)
+
+
+def write_tables(store: dict, out: Path) -> Path:
+    """linear.md beside linear.json, with the CRF's row when crf.json is there."""
+    crf_json = out.with_name("crf.json")
+    crf = json.loads(crf_json.read_text()) if crf_json.is_file() else None
+    return write_markdown(out.with_suffix(".md"), table(store["results"], crf) + "\n\n"
+                          "CPU seconds are the figures to compare: each tagger learns on one thread, and on a "
+                          "shared machine the wall seconds grow with the load.")
 
 
 def main() -> None:
@@ -110,7 +129,11 @@ def main() -> None:
     ap.add_argument("--limit-train", type=int, default=None)
     ap.add_argument("--limit-dev", type=int, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "linear.json")
+    ap.add_argument("--tables", action="store_true", help="only rewrite linear.md from linear.json")
     args = ap.parse_args()
+    if args.tables:
+        print(write_tables(json.loads(args.out.read_text()), args.out).read_text())
+        return
 
     from ensemble_deid.corpus.formats import load_directory
 
@@ -146,6 +169,7 @@ def main() -> None:
             })
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(store, indent=2, sort_keys=False) + "\n")
+            write_tables(store, args.out)
     print()
     print(table({k: results[k] for k in args.taggers}))
 

@@ -345,6 +345,12 @@ def gpu_table(cpu: dict, gpu: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _load(run: dict) -> str:
+    """The 1-minute load average when the run ended (wall seconds mean little without it)."""
+    load = run.get("load_average_at_end")
+    return f"{load[0]:.1f}" if load else "not recorded"
+
+
 def tables(data: dict) -> str:
     """The Markdown tables of docs/neural-taggers.md, from a results file:
     the current defaults, version 1's, and the two side by side (with any
@@ -361,8 +367,9 @@ def tables(data: dict) -> str:
             f"{title}:",
             "",
             "| tagger | strict P | strict R | strict F1 | epochs (best) [+ refit] | held-out F1 | fit wall s "
-            "| fit CPU s | train tokens per CPU s | fit tokens per CPU s | inference tokens per CPU s |",
-            "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+            "| fit CPU s | load (1 min) at end | train tokens per CPU s | fit tokens per CPU s "
+            "| inference tokens per CPU s |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for name in names:
             r = group[name]
@@ -371,7 +378,7 @@ def tables(data: dict) -> str:
             lines.append(
                 f"| `{name}`{mark} | {sm['precision']:.4f} | {sm['recall']:.4f} | {r['f1']:.4f} | {_epochs(r)} "
                 f"| {_n(r['best_held_out_f1'], 4)} | {_n(r['fit']['wall_s'])} | {_n(r['fit']['cpu_s'])} "
-                f"| {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
+                f"| {_load(r)} | {_n(r.get('train_tokens_per_cpu_s'))} | {_n(r.get('fit_tokens_per_cpu_s'))} "
                 f"| {_n(r['predict'].get('tokens_per_cpu_s'))} |"
             )
         lines.append("")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import random
 import resource
@@ -41,6 +42,8 @@ from ensemble_deid.taggers.prediction import DocumentPrediction
 LABELS = ["NAME:PATIENT", "NAME:DOCTOR", "DATE:DATE", "LOCATION:CITY", "LOCATION:HOSPITAL", "AGE:AGE",
           "ID:MEDICALRECORD", "CONTACT:PHONE"]
 RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(RESULTS.parent))
+from common import load_range  # noqa: E402
 
 
 def _ann(first: int, stop: int, label: str) -> Annotation:
@@ -123,8 +126,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--naive-evaluations", type=int, default=3)
     ap.add_argument("--output", type=Path, default=RESULTS / "pruning.json")
+    ap.add_argument("--tables", action="store_true", help="only rewrite pruning.md from pruning.json")
     args = ap.parse_args(argv)
+    if args.tables:
+        result = json.loads(args.output.read_text(encoding="utf-8"))
+        args.output.with_suffix(".md").write_text(markdown(result) + "\n", encoding="utf-8")
+        print(markdown(result))
+        return result
 
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     docs, members = synthetic_corpus(args.tokens, args.members, args.seed)
     names = tuple(members)
@@ -136,17 +146,18 @@ def main(argv=None) -> dict:
         for name in names:
             entry = EntryKey(name, "1", "bench", fp)
             parts[name] = PartKey.predict(entry, fp)
+            cache.ensure_entry(entry, {"tagger_label": name})  # the cache reads parts of a recorded entry only
             cache.write_part(parts[name], [members[name][d.id] for d in docs], docs, {"bench": True})
         del members
         with PeakMemory() as mem:
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             loaded = {name: cache.read_part(parts[name])[0] for name in names}
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             table = build_candidates([loaded[n] for n in names], names, docs)
-            t3 = time.perf_counter()
+            t3, c3 = time.perf_counter(), time.process_time()
             rank = table.member_rank()
             search = pruning_search(table, rank)
-            t4 = time.perf_counter()
+            t4, c4 = time.perf_counter(), time.process_time()
     n_tokens = sum(len(d.tokens) for d in docs)
 
     # Naive: spans decoded once; per evaluation, Python voting + Scorer.
@@ -161,7 +172,7 @@ def main(argv=None) -> dict:
         f_naive = naive_evaluation(docs, spans, names, subset, 2 + i, rank, scorer)
         samples.append(time.perf_counter() - s0)
         # Same figure as the vectorised scorer (a correctness check as well).
-        fast = fast_scorer.scores(fast_scorer.subset_bits(subset), 2 + i)[0]
+        fast = float(fast_scorer.figures(fast_scorer.subset_bits(subset), 2 + i)[0])  # F1, the default target
         assert abs(fast - f_naive) < 1e-12, (fast, f_naive)
     per_eval = float(np.median(samples))
     naive_total = per_eval * search.evaluations
@@ -173,6 +184,9 @@ def main(argv=None) -> dict:
         "seconds": {"generate": round(t_gen, 2), "read_cache": round(t2 - t1, 3),
                     "build_candidates": round(t3 - t2, 3), "search": round(search_s, 3),
                     "table_and_search": round(t4 - t2, 3)},
+        "cpu_seconds": {"read_cache": round(c2 - c1, 3), "build_candidates": round(c3 - c2, 3),
+                        "search": round(c4 - c3, 3)},
+        "load_before": round(load_before, 2),
         "peak_rss_mb": {"during_read_build_search": round(mem.peak, 1),
                         "process_max": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
         "naive": {"seconds_per_evaluation": round(per_eval, 4), "sampled": len(samples),
@@ -192,9 +206,34 @@ def main(argv=None) -> dict:
     print(f"naive re-scoring: {per_eval:.3f} s per evaluation (median of {len(samples)}) -> "
           f"~{naive_total:,.0f} s for the search; ratio naive/vectorised = {result['naive']['speedup_vs_search']:,}x")
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    result["load_after"] = round(os.getloadavg()[0], 2)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.output}")
+    args.output.with_suffix(".md").write_text(markdown(result) + "\n", encoding="utf-8")
+    print(f"wrote {args.output} and its .md")
     return result
+
+
+def markdown(result: dict) -> str:
+    """The docs' table (ensembles.md): each stage's wall seconds with its CPU
+    seconds and the load of the run beside them (older files: not recorded)."""
+    wall, cpu = result["seconds"], result.get("cpu_seconds") or {}
+    load = load_range(result.get("load_before"), result.get("load_after"))
+    naive = result["naive"]
+
+    def c(key):
+        return f"{cpu[key]:.2f}" if key in cpu else "not recorded"
+
+    return "\n".join([
+        "| stage | wall s | CPU s |", "|---|--:|--:|",
+        f"| read {result['members']} cache parts | {wall['read_cache']:.2f} | {c('read_cache')} |",
+        f"| build the candidate table ({result['candidates']:,} candidates, {result['contested_candidates']:,} "
+        f"overlapping) | {wall['build_candidates']:.2f} | {c('build_candidates')} |",
+        f"| full search: {result['thresholds']} thresholds, {result['evaluations']:,} subset evaluations "
+        f"| {wall['search']:.2f} | {c('search')} |",
+        f"| naive re-scoring, extrapolated to the same evaluations ({naive['seconds_per_evaluation']:.2f} s each, "
+        f"median of {naive['sampled']}) | {naive['extrapolated_seconds']:,.0f} | |",
+        f"| load (1 min) before-after, cores | {load}, {result['machine'].get('cpus', '?')} | |",
+    ])
 
 
 if __name__ == "__main__":

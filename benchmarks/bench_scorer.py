@@ -231,7 +231,10 @@ def markdown_table(f: dict) -> str:
         "",
         "| measurement | target | wall | CPU |",
         "|---|---|---:|---:|",
-    ] + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    ] + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows] + [
+        # in the table too: the docs copy the table alone (sync_docs.py)
+        f"| load average (1 min) before, after; cores | | {f['load_average']:.1f}, "
+        f"{f.get('load_average_after', 0):.1f} | {f['cpus']} |"]
     return "\n".join(lines) + "\n"
 
 

@@ -205,6 +205,13 @@ def machine_lines(machine: dict) -> list[str]:
     return lines
 
 
+def load_range(*loads) -> str:
+    """The 1-minute load averages recorded around a run, as the docs print
+    them (``3.9-5.2``; one value alone; ``not recorded``)."""
+    known = sorted(x for x in loads if x is not None)
+    return "-".join(f"{x:.1f}" for x in known) if known else "not recorded"
+
+
 def timing_phrase(entry: dict) -> str:
     """Wall time with CPU time, cores and load beside it, as the docs print
     it: on a shared machine wall time alone mostly measures the others' work.
@@ -220,9 +227,8 @@ def timing_phrase(entry: dict) -> str:
     def first(value):
         return value[0] if isinstance(value, list) and value else value
 
-    loads = [x for x in (entry.get("load_before", first(machine.get("load_average"))),
-                         entry.get("load_after", first(entry.get("load_average_at_end")))) if x is not None]
-    load = "-".join(f"{x:.1f}" for x in sorted(loads)) if loads else "not recorded"
+    load = load_range(entry.get("load_before", first(machine.get("load_average"))),
+                      entry.get("load_after", first(entry.get("load_average_at_end"))))
     cpu = f", {dur(entry['cpu_s'])} CPU" if entry.get("cpu_s") is not None else ", CPU time not recorded"
     cores = entry.get("cores") or machine.get("cpus_usable") or "?"
     when = str(machine.get("when") or entry.get("started") or "")[:10]

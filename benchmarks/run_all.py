@@ -60,8 +60,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
-    MEDDOCAN, RESULTS, Clock, machine_description, machine_lines, progress, shown, timing_phrase, write_json,
-    write_markdown,
+    MEDDOCAN, RESULTS, Clock, load_range, machine_description, machine_lines, progress, shown, timing_phrase,
+    write_json, write_markdown,
 )
 
 CRITERIA = ("strict", "token", "binary_token")
@@ -69,7 +69,7 @@ CRITERIA = ("strict", "token", "binary_token")
 MEDDOCAN_TYPES = {"NOMBRE_SUJETO_ASISTENCIA", "NOMBRE_PERSONAL_SANITARIO", "FECHAS", "TERRITORIO",
                   "EDAD_SUJETO_ASISTENCIA", "ID_SUJETO_ASISTENCIA", "CALLE", "PAIS"}
 HEADERS = ["system", "kind", "strict F1", "token F1", "binary F1", "leak (token)", "CV F1",
-           "train s", "predict s", "tokens/s", "peak MB"]
+           "train s", "predict s", "tokens/s", "peak MB", "this run: wall s", "CPU s", "load (1 min)"]
 
 
 # --- the corpus ------------------------------------------------------------------
@@ -175,7 +175,13 @@ def row_of(system: dict) -> list:
     return [system["system"], system["kind"], f1("strict"), f1("token"), f1("binary_token"),
             (s.get("leak") or {}).get("token_rate"), system.get("cv_strict_f1"),
             _seconds(system.get("train_s")), _seconds(system.get("predict_s")),
-            None if tps is None else int(round(tps)), None if peak is None else int(round(peak))]
+            None if tps is None else int(round(tps)), None if peak is None else int(round(peak)),
+            # what this run spent on the step (a cached step: reading it), with the load around it
+            _seconds(system.get("this_run_wall_s")), _seconds(system.get("this_run_cpu_s")), _load(system)]
+
+
+def _load(system: dict) -> str:
+    return load_range(system.get("load_before"), system.get("load_after")) if "load_before" in system else ""
 
 
 def _seconds(x) -> str:
@@ -284,7 +290,8 @@ def markdown(result: dict) -> str:
         "the whole training set (ensembles: with the cross-validated choice of hyperparameters); predict s and "
         "tokens/s: predicting the test split (ensembles: the meta-learner alone, given its members' predictions; the JSON's pipeline_predict_s adds the members' own); peak MB: resident memory of the process doing it (it holds the "
         "corpus and, for ensembles, the members' predictions). Timings of parts reused from the cache are those "
-        "recorded when they were computed.",
+        "recorded when they were computed; 'this run' is what this run spent on the step (wall, CPU of the process "
+        "and its workers) and the 1-minute load before and after it.",
     ]
     if result["skipped"]:
         lines += ["", "Skipped:", ""] + [f"- {x['system']}: {x['reason']}" for x in result["skipped"]]
@@ -367,6 +374,8 @@ def summary_table(result: dict, rows: int = 6, recall_first: dict | None = None)
         lines.append("Token leak: share of gold PHI tokens no predicted span covers. Recall-first rows: the same "
                      "method with its parameters and decision threshold chosen by CV on train for binary-token "
                      "recall >= 0.99 (benchmarks/recall_first.py).")
+    if "wall_s" in result:  # the run's time, as the README's sentence quotes it (with its niceness)
+        lines.append(f"The run: {timing_phrase(result)}.")
     return "\n".join(lines)
 
 
@@ -517,7 +526,7 @@ def main(argv=None) -> dict:
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     clock.stop()
     result.update(wall_s=round(clock.wall, 1), cpu_s=round(clock.cpu, 1), load_before=clock.load_before,
-                  load_after=clock.load_after, load_average_at_end=[round(x, 2) for x in os.getloadavg()],
+                  load_after=clock.load_after, nice=os.nice(0),  # a niced run waits behind the others' work load_average_at_end=[round(x, 2) for x in os.getloadavg()],
                   # a rerun that reads everything from the cache says so: its time is not the study's
                   steps=len(result["systems"]), steps_computed=sum(bool(x.get("computed")) for x in result["systems"]))
     result["complete"] = True

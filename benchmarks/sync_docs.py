@@ -8,17 +8,31 @@ A block in README.md or docs/*.md between
     <!-- table from benchmarks/results/NAME.md -->
     <!-- end of table -->
 
-gets the first Markdown table of that results file (its ``|`` lines), so
-the figures a reader sees are the ones the benchmark wrote, never typed by
-hand. A timing inside a sentence is an inline block,
+gets the first Markdown table of that results file (its ``|`` lines;
+``NAME.md, table 2 -->`` the second, e.g. ``compare``'s table of paired
+tests), so the figures a reader sees are the ones the benchmark wrote,
+never typed by hand. A timing inside a sentence is an inline block,
 
     <!-- figure from benchmarks/results/NAME.json KEY -->...<!-- end of figure -->
 
 filled with the wall time, CPU time, cores and load of that JSON file's
 entry ``commands[KEY]`` (``.``: the file's top level; else a dotted path
 such as ``runs.0``, with the file's ``machine``), as
-``common.timing_phrase`` words them. ``tests/test_docs_tables.py`` runs the
-check, and fails on a duration typed by hand outside such a block.
+``common.timing_phrase`` words them. A score quoted in prose is a cell of
+a results file's first table,
+
+    <!-- cell from benchmarks/results/NAME.md "ROW" "COLUMN" [points] -->...<!-- end of cell -->
+
+the row whose first cell is ROW (or ROW followed by a note such as
+``(ref)``, or whose first two cells are ROW's words) in the first table of
+the file with a column headed COLUMN; ``points`` writes a difference as
+percentage points (``-0.0050`` -> ``0.50``). ``"ROW" "COLUMN" or "ROW2"
+"COLUMN2"`` names the same figure in another layout of the file (the first
+found is used: ``compare`` moved its p-values into a second table of tests,
+``"svm randomization" "p (Holm)"``). So one sync after a rerun
+(``compare``, ``run_all.py``) makes every quoted figure agree with the
+tables. ``tests/test_docs_tables.py`` runs the check, and fails on a
+duration typed by hand outside such a block.
 """
 from __future__ import annotations
 
@@ -31,21 +45,79 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, shown, timing_phrase, write_markdown  # noqa: E402
 
-BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md) -->\n)(.*?)(<!-- end of table -->)", re.S)
+BLOCK = re.compile(r"(<!-- table from (benchmarks/results/[\w.\-]+\.md)(?:, table \d+)? -->\n)(.*?)(<!-- end of table -->)",
+                   re.S)
+NTH = re.compile(r", table (\d+) -->")
+CELL = re.compile(r'(<!-- cell from (benchmarks/results/[\w.\-]+\.md) ("[^"]+" "[^"]+"(?: or "[^"]+" "[^"]+")*)'
+                  r'( points)? -->)(.*?)(<!-- end of cell -->)', re.S)
 FIGURE = re.compile(r"(<!-- figure from (benchmarks/results/[\w.\-]+\.json) ([\w.\-]+) -->)(.*?)(<!-- end of figure -->)", re.S)
 
 
-def first_table(path: Path) -> str:
-    lines, found = [], False
-    for line in path.read_text(encoding="utf-8").splitlines():
+def first_table(path: Path, nth: int = 1) -> str:
+    """The ``nth`` Markdown table of ``path`` (its ``|`` lines), the first by default."""
+    blocks, lines = [], []
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
         if line.startswith("|"):
             lines.append(line)
-            found = True
-        elif found:
+        elif lines:
+            blocks.append(lines)
+            lines = []
+    if len(blocks) < nth:
+        raise SystemExit(f"sync_docs: {shown(path)} holds {len(blocks)} Markdown table(s), not {nth}")
+    return "\n".join(blocks[nth - 1]) + "\n"
+
+
+def tables(path: Path) -> list[list[list[str]]]:
+    """Every Markdown table of ``path``: its rows (header first, rule left out) as cells."""
+    found, rows = [], []
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
+        if line.startswith("|"):
+            if not re.match(r"\|\s*:?-", line):
+                rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif rows:
+            found.append(rows)
+            rows = []
+    return found
+
+
+def table_cell_of(path: Path, names: str, points: bool = False) -> str:
+    """The first of the ``"ROW" "COLUMN" or "ROW2" "COLUMN2" ...`` cells that
+    ``path`` has (see ``table_cell``)."""
+    pairs = re.findall(r'"([^"]+)" "([^"]+)"', names)
+    for row, column in pairs[:-1]:
+        try:
+            return table_cell(path, row, column, points)
+        except SystemExit:
+            continue
+    return table_cell(path, *pairs[-1], points)
+
+
+def table_cell(path: Path, row: str, column: str, points: bool = False) -> str:
+    """The cell in column ``column`` of the row ``row`` of the first table of
+    ``path`` that has both: the row whose first cell is ``row`` (or ``row``
+    then a note such as ``(ref)``), or whose first two cells are ``row``'s
+    words (``"svm randomization"``, a table of tests). With ``points``, a
+    difference of F1-like fractions in percentage points (unsigned, two
+    decimals)."""
+    def matches(cells: list[str]) -> bool:
+        return (cells[0] == row or cells[0].startswith(row + " (")
+                or (len(cells) > 1 and f"{cells[0]} {cells[1]}" == row))
+
+    for header, *rows in tables(path):
+        found = [r for r in rows if matches(r)] if column in header else []
+        if len(found) > 1:
+            raise SystemExit(f"sync_docs: {shown(path)} has {len(found)} rows {row!r} (one expected)")
+        if found:
+            value = found[0][header.index(column)]
             break
-    if not lines:
-        raise SystemExit(f"sync_docs: {shown(path)} holds no Markdown table")
-    return "\n".join(lines) + "\n"
+    else:
+        raise SystemExit(f"sync_docs: {shown(path)} has no table with a row {row!r} and a column {column!r}")
+    if points:
+        try:
+            return f"{abs(float(value)) * 100:.2f}"
+        except ValueError:
+            raise SystemExit(f"sync_docs: {shown(path)} row {row!r} column {column!r} is not a number") from None
+    return value
 
 
 def timing_entry(data: dict, key: str):
@@ -71,7 +143,8 @@ def synced(text: str) -> str:
         source = ROOT / m.group(2)
         if not source.is_file():
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs block) does not exist")
-        return m.group(1) + first_table(source) + m.group(4)
+        nth = NTH.search(m.group(1))
+        return m.group(1) + first_table(source, int(nth.group(1)) if nth else 1) + m.group(4)
 
     def figure(m: re.Match) -> str:
         source = ROOT / m.group(2)
@@ -82,7 +155,13 @@ def synced(text: str) -> str:
             raise SystemExit(f"sync_docs: {m.group(2)} has no timing {m.group(3)!r} (run benchmarks/bench_commands.py)")
         return m.group(1) + timing_phrase(entry) + m.group(5)
 
-    return FIGURE.sub(figure, BLOCK.sub(fill, text))
+    def cell(m: re.Match) -> str:
+        source = ROOT / m.group(2)
+        if not source.is_file():
+            raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs cell) does not exist")
+        return m.group(1) + table_cell_of(source, m.group(3), bool(m.group(4))) + m.group(6)
+
+    return CELL.sub(cell, FIGURE.sub(figure, BLOCK.sub(fill, text)))
 
 
 def documents() -> list[Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,12 @@ def test_run_all_smoke(tmp_path, monkeypatch, scripts, capsys):
     assert systems["crf:max_iterations=5"]["this_run_cpu_s"] > 0
     assert data["cpu_s"] > 0 and data["load_before"] >= 0 and (data["steps"], data["steps_computed"]) == (3, 3)
     assert " CPU (" in md and "read from the cache" not in md
+    assert "this run: wall s" in md and "load (1 min)" in md  # per step, in the table the docs copy
+    # ... and the niceness it ran at, shown beside them when not 0 (as bench_commands.py records it)
+    assert data["nice"] == os.nice(0)
+    summary = (out / "run_all-synthetic-2014-summary.md").read_text()
+    assert "The run: " in summary and " CPU (" in summary
+    assert (f", nice {data['nice']}" in md and f", nice {data['nice']}" in summary) if data["nice"] else "nice" not in md
     assert (ws / "cached_predictions").is_dir()  # the workspace's cache, kept for reruns
 
     # A rerun reuses every cached part.
@@ -106,6 +113,23 @@ def test_bench_cache_smoke(tmp_path, scripts):
     for alt in data["alternatives"].values():
         assert {"write_time", "read_time", "size"} <= set(alt["ratios"])
     assert "cpu_model" in data["machine"]
+    # the docs' table beside it (benchmarks.md copies it): wall with CPU and load
+    table = out.with_suffix(".md").read_text()
+    assert "s wall," in table and "s CPU" in table and "load (1 min)" in table
+
+
+def test_bench_pruning_smoke(tmp_path, scripts):
+    # It had stopped working twice over as the cache and the scorer moved on (a part
+    # written without its entry record is unreadable; the subset scorer returns counts):
+    # found when the docs' pruning table was to be generated from it (issue 34 item 4).
+    out = tmp_path / "pruning.json"
+    data = scripts("bench_pruning").main(["--tokens", "20000", "--members", "5", "--naive-evaluations", "1",
+                                          "--output", str(out)])
+    assert json.loads(out.read_text()) == data and data["evaluations"] > 0
+    assert set(data["cpu_seconds"]) == {"read_cache", "build_candidates", "search"}
+    assert data["load_before"] >= 0 and data["load_after"] >= 0
+    table = out.with_suffix(".md").read_text()
+    assert "| stage | wall s | CPU s |" in table and "load (1 min)" in table
 
 
 def test_summary_table_from_a_results_file(scripts):

@@ -2,6 +2,8 @@
 issue 34 item 8)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
@@ -40,3 +42,17 @@ def test_ls_names_a_union_training_set_by_its_corpora(two_corpora):  # noqa: F81
     line = next(x for x in out.splitlines() if x.startswith("| memorize "))
     trained_on = [c.strip() for c in line.strip("|").split("|")][3]
     assert trained_on == "tinyA train + tinyB train"  # not the fingerprint the path holds
+
+
+def test_ls_of_the_published_meddocan_cache_fits_80_columns(tmp_path, monkeypatch):
+    # The fresh-clone walk (issue 34 item 8): with the repository's published MEDDOCAN
+    # predictions, the label 'rules:label_map=i2b2-to-meddocan' held its column at 32
+    # characters and every line of the table at 103.
+    published = Path(__file__).resolve().parent.parent / "cached_predictions" / "meddocan"
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("ENSEMBLE_DEID_PUBLISHED", str(published))
+    out = _run("--workspace", str(tmp_path), "cache", "ls")
+    assert "rules:label_map=" in out and "published" in out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    # the folded label still reads whole once the lines are joined
+    assert "rules:label_map=i2b2-to-meddocan" in "".join(line.split("  ")[0].strip() for line in out.splitlines())

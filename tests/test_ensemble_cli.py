@@ -106,6 +106,19 @@ def test_prune_prints_the_elimination_path(tiny):
     assert bad.exit_code == 2
 
 
+def test_prune_fits_80_columns_with_long_member_specs(tiny, monkeypatch):
+    # The fresh-clone walk (issue 34 item 8): the guide's 'prune --corpus meddocan --members "$M"'
+    # printed its thresholds table 523 columns wide, every member spec on one line.
+    monkeypatch.setenv("COLUMNS", "80")
+    long = ",".join(f"memorize:max_len={n}" for n in (1, 2, 3, 4, 5, 6))
+    out = _run("prune", "--corpus", "tiny", "--members", long, "--folds", "3", "--no-progress").output
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if "members kept" in line)
+    table = lines[header:lines.index("", header)]
+    assert len(table) > 3 and max(len(line) for line in table) <= 80, "\n".join(table)
+    assert "memorize:max_len=6" in "".join(x.strip() for x in table)  # folded, not cut
+
+
 @pytest.mark.skipif(not {"rules", "crf"} <= set(entry_points()), reason="rules and crf adapters not registered")
 def test_ensemble_of_real_taggers(tiny):
     out = _run("ensemble", "--corpus", "tiny", "--method", "stacked-svm", "--members",

@@ -164,6 +164,18 @@ def test_threshold_axis_keeps_the_informative_thresholds():
     assert plots.informative_thresholds({"all": meddocan}) == 9
 
 
+def test_one_curve_collapsing_where_another_holds_does_not_set_the_axis(monkeypatch):
+    # The fresh-clone walk on MEDDOCAN (issue 34 item 7): pruned voting holds 94% at t = 12, so
+    # t = 12 is shown, and all 12 members' 57% there pulled the axis down to 50-100.
+    all_ = [(1, 0.944), (2, 0.965), (3, 0.967), (4, 0.966)] + [(t, 0.96) for t in range(5, 11)] + [(11, 0.936),
+                                                                                                  (12, 0.567)]
+    pruned = [(t, 0.965) for t in range(1, 11)] + [(11, 0.951), (12, 0.939)]
+    fig = _figure_of(monkeypatch, lambda: plots.threshold_curve({"all members": all_, "pruned": pruned}, "x.png",
+                                                                best_single=0.960))
+    assert fig.axes[0].get_ylim() == (90.0, 100.0)  # from the points within 10 of the best, not 50-100
+    assert "below the axis: all members at t = 12 (56.7)" in fig.axes[0].get_xlabel()
+
+
 def test_threshold_and_category_axes_come_from_the_data(monkeypatch):
     meddocan = [(t, 0.95 + 0.003 * t) for t in range(1, 10)] + [(10, 0.86), (11, 0.80), (12, 0.70)]
     fig = _figure_of(monkeypatch, lambda: plots.threshold_curve({"all": meddocan}, "x.png", best_single=0.964))
@@ -205,3 +217,18 @@ def test_heatmap_orders_members_by_agreement_and_labels_the_colorbar(monkeypatch
     assert fig.axes[1].get_ylabel() == "span agreement (Jaccard)"
     big = _figure_of(monkeypatch, lambda: plots.agreement_heatmap([f"m{i}" for i in range(41)], np.eye(41), "x.png"))
     assert not big.axes[0].texts  # no 1,681 numbers in cells
+
+
+def test_a_note_with_an_equals_sign_is_wrapped_as_prose_not_as_an_alias_legend():
+    # The fresh-clone walk (issue 34): the study's leak note, "... T/M: test split T, members
+    # trained on M (A = i2b2-2014; ...)", was broken after its commas like the aliases' legend,
+    # indented to its " = ", and rewrapped: two blank lines and a line of 25 spaces in the output.
+    t = ResultTable("Leaks", ["F1", "entity leak", "token leak"], row_header="system",
+                    note="members' union (ceiling): every span of the members together; no ensemble of them "
+                         "leaks less. An entity leaks when one of its tokens does. T/M: test split T, members "
+                         "trained on M (A = i2b2-2014; B = ngrid-2016 (A+B: trained on both)).")
+    t.add("best single member, A/A", [0.8627, "13.56 (11.74-15.43)", "9.84 (8.47-11.19)"])
+    lines = t.terminal(width=80).splitlines()
+    note = lines[lines.index(next(x for x in lines if x.startswith("members' union"))):]
+    assert all(line.strip() and not line.startswith(" ") and len(line) <= 80 for line in note), note
+    assert " ".join(note).endswith("(A+B: trained on both)).")

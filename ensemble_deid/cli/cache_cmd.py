@@ -135,15 +135,16 @@ def ls(ctx, wide):
             headers, rows = headers[:-1], [r[:-1] for r in rows]
         click.echo(render_table(headers, rows))
         return
-    # Fitted to the terminal: version and parameter hash in one short cell (the
-    # path holds them in full), source and path in one folding cell, and the
-    # ensembles' details as lines below.
-    fitted = [[r[0], f"{r[1]}-{str(r[2])[:8]}", r[3], r[4], r[5], r[6], f"{r[7]}: {r[8]}"] for r in rows]
+    # Fitted to the terminal: no version and parameter hash (the path holds
+    # them), source and path in one folding cell, a long tagger label folded
+    # too (the published 'rules:label_map=i2b2-to-meddocan' made every line 103
+    # columns wide), and the ensembles' details as lines below.
+    fitted = [[r[0], r[3], r[4], r[5], r[6], f"{r[7]}: {r[8]}"] for r in rows]
     notes = [f"{r[0]} {r[1]}-{str(r[2])[:8]}: {r[-1]}" for r in rows if r[-1]]
     notes.append("cost: inference cost, CPU seconds per million tokens, from the prediction times the parts "
                  "recorded ('-': none recorded, or an ensemble)")
-    click.echo(terminal_table(["tagger", "entry", "trained on", "parts", "MB", "cost", "where"], fitted,
-                              align="lllrrrl", wrap=(2, 6), notes=notes))
+    click.echo(terminal_table(["tagger", "trained on", "parts", "MB", "cost", "where"], fitted,
+                              align="llrrrl", wrap=(0, 1, 5), notes=notes))
 
 
 @cache.command("verify")

@@ -46,7 +46,7 @@ def prune(ctx, corpus_name, members, threshold, k, seed, objective, params, all_
                                 pruning_variant, resolve_costs)
     from ..experiment.cost import format_cost
     from ..studies.summary import strict_prf
-    from ..studies.table import render_table
+    from ..studies.table import render_table, terminal_table
 
     t = _threshold(threshold)
     check_plot_path(front_plot)
@@ -80,8 +80,10 @@ def prune(ctx, corpus_name, members, threshold, k, seed, objective, params, all_
 
     rows = [[p.threshold, p.start_score, p.score, len(p.subset), subset_cost(p.subset), ", ".join(p.subset)]
             for p in search.paths.values()]
-    click.echo(render_table(["t", f"all members {metric}", f"pruned {metric}", "kept", "cost", "members kept"], rows,
-                            align="rrrrrl"))
+    # Fitted to the terminal, the member lists folding: twelve published MEDDOCAN specs
+    # made each row 523 columns wide (the fresh-clone walk, issue 34 item 8).
+    click.echo(terminal_table(["t", f"all members {metric}", f"pruned {metric}", "kept", "cost", "members kept"],
+                              [[r[0], f"{r[1]:.4f}", f"{r[2]:.4f}", *r[3:]] for r in rows], align="rrrrrl", wrap=(5,)))
     for p in search.paths.values():
         if (all_paths or p.threshold == search.threshold) and budget is None:
             click.echo(f"\nelimination path at t={p.threshold} (training {metric}, out-of-fold):")

@@ -93,13 +93,22 @@ def threshold_curve(
         name = f": {aliases([best_name])[0]}" if best_name else ""
         ax.axhline(100 * best_single, color="grey", linestyle="--", linewidth=1,
                    label=f"best single member{name} ({100 * best_single:.1f})")
-    shown_f1 = [100 * f for pts in curves.values() for t, f in pts if t <= last]
-    ax.set_ylim(*data_range(shown_f1 + ([100 * best_single] if best_single is not None else [])))
+    # The axis from the points within 10 points of the best: one curve's collapse at a
+    # threshold another curve still holds (all 12 MEDDOCAN members at t = 12: 57%,
+    # pruned 94%) would squash the 95-98% range where the curves differ. Such a
+    # point runs off the axis and is named under it.
+    shown = [(label, t, 100 * f) for label, pts in curves.items() for t, f in pts if t <= last]
+    top = max((f for _, _, f in shown), default=0.0)
+    lo, hi = data_range([f for _, _, f in shown if f >= top - 10]
+                        + ([100 * best_single] if best_single is not None else []))
+    ax.set_ylim(lo, hi)
+    below = [f"{label} at t = {t} ({f:.1f})" for label, t, f in sorted(shown, key=lambda x: x[1]) if f < lo]
     cut = "" if last >= total else (f"{last + 1}" if last + 1 == total else f"{last + 1}-{total}")
     # Say what was cut, so that a reader does not wonder where thresholds went.
     ax.set_xlabel("voting threshold (votes needed)"
                   + (f"\nnot shown: threshold{'s' if '-' in cut else ''} {cut} (F1 over 10 points below the best)"
-                     if cut else ""))
+                     if cut else "")
+                  + (f"\nbelow the axis: {'; '.join(below[:3])}{'; ...' if len(below) > 3 else ''}" if below else ""))
     ax.set_ylabel("strict micro F1 (%)")
     ax.set_title(title)
     ax.xaxis.get_major_locator().set_params(integer=True)

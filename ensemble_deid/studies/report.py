@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -209,8 +210,10 @@ class ResultTable:
 
 def _wrap_at_commas(line: str, width: int) -> str:
     """A legend line too long for the terminal broken after commas (between a
-    spec's parameters), not inside a parameter as plain folding would."""
-    if len(line) <= width or " = " not in line:
+    spec's parameters), not inside a parameter as plain folding would. Only
+    the aliases' legend ("aliases: crf = crf:...", continued under it): prose
+    notes with an " = " in them ("A = i2b2-2014") wrap as prose."""
+    if len(line) <= width or not re.match(r"(?:aliases: | {9})\S+ = ", line):
         return line
     indent = " " * (line.index(" = ") + 3)
     out, current = [], ""

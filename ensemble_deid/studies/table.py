@@ -62,8 +62,8 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     terminal's, 80 when not a terminal), the title above and the notes below.
     ``bold`` holds (row, column) positions to emphasise (best of a column);
     ``styled`` keeps the bold as terminal escapes; the values of the columns
-    in ``wrap`` (long paths, lists) may fold over several lines. No Markdown
-    escapes."""
+    in ``wrap`` (long paths, lists; the row labels too when 0 is in it) may
+    fold over several lines. No Markdown escapes."""
     import shutil
 
     from rich import box
@@ -79,7 +79,7 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     for k, (h, a) in enumerate(zip(headers, align)):
         # Row labels and values stay on one line; long headers wrap instead.
         widest = max((len(r[k]) for r in text), default=0)
-        table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0,
+        table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0 and k not in wrap,
                          min_width=min(widest, _FOLDED) if k in wrap else widest)
     for i, row in enumerate(rows):
         table.add_row(*[(f"[bold]{_escape(_cell(v))}[/bold]" if (i, j) in bold else _escape(_cell(v)))
@@ -89,7 +89,7 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     # Narrower than the table can fold: overflow the terminal rather than let
     # rich squeeze columns away. Row labels and values never wrap, header words do.
     least = [max([min(len(r[k]), _FOLDED) if k in wrap else len(r[k]) for r in text]
-                 + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 else []))
+                 + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 and k not in wrap else []))
              for k in range(len(headers))]
     console.width = max(width, sum(least) + 2 * (len(headers) - 1))
     if title:  # above the table, not inside it: a title inside wraps to the table's width
