@@ -71,17 +71,19 @@ def summarise(samples: list[dict], window: int) -> dict:
     last ``window`` done so far) over every segment's samples."""
     segments = sorted({s["segment"] for s in samples})
     tokens = sum(s["tokens"] for s in samples)
-    seconds = 0.0
+    seconds, cpu = 0.0, 0.0
     for seg in segments:
         times = [s["s"] for s in samples if s["segment"] == seg]
         seconds += max(times) - min(times)
+        cpus = [s.get("cpu") for s in samples if s["segment"] == seg]
+        cpu = None if cpu is None or None in cpus else cpu + max(cpus) - min(cpus)  # older samples: none kept
     done = max((s["done"] for s in samples), default=0)
     if done < 2 * window:
         raise SystemExit(f"bench_stream: {done:,} notes done, fewer than two windows of {window:,}")
     first = [s for s in samples if 0 < s["done"] <= window and s["tokens"]]
     last = [s for s in samples if s["done"] > done - window and s["tokens"]]
     a, b = max(s["rss"] for s in first), max(s["rss"] for s in last)
-    return {"segments": len(segments), "tokens": tokens, "seconds": seconds, "first": a, "last": b,
+    return {"segments": len(segments), "tokens": tokens, "seconds": seconds, "cpu": cpu, "first": a, "last": b,
             "windows_in_one_process": {s["segment"] for s in first} == {s["segment"] for s in last}
             and len({s["segment"] for s in first}) == 1,
             "done": done}
@@ -141,7 +143,8 @@ def main(argv=None) -> dict:
                 done += n
                 rss = me.memory_info().rss
                 log.write(json.dumps({"segment": segment, "done": done, "rss": rss, "tokens": batch_tokens,
-                                      "s": round(time.perf_counter() - t0, 3)}) + "\n")
+                                      "s": round(time.perf_counter() - t0, 3), "cpu": round(time.process_time(), 3)})
+                          + "\n")
                 log.flush()
                 batch_tokens = 0
                 if done % 10_000 < n:
@@ -173,7 +176,8 @@ def report(args, samples: list[dict], model, wall: float | None) -> dict:
         "window": args.window, "pool": args.pool,
         "batch_size": args.batch_size, "bundle": [m["label"] for m in manifest["members"]],
         "method": (manifest.get("method") or {}).get("name"), "tokens": s["tokens"],
-        "tagging_wall_s": round(s["seconds"], 1), "tokens_per_s": round(s["tokens"] / s["seconds"]),
+        "tagging_wall_s": round(s["seconds"], 1), "tagging_cpu_s": None if s["cpu"] is None else round(s["cpu"], 1),
+        "tokens_per_s": round(s["tokens"] / s["seconds"]),
         "segments": s["segments"], "windows_in_one_process": s["windows_in_one_process"],
         "last_segment_wall_s": None if wall is None else round(wall, 1),
         "peak_rss_first_window_mb": round(s["first"] / 2**20, 1), "peak_rss_last_window_mb": round(s["last"] / 2**20, 1),
@@ -186,11 +190,12 @@ def report(args, samples: list[dict], model, wall: float | None) -> dict:
     corpus = (manifest.get("corpus") or {}).get("name")
     bundle = (" + ".join(result["bundle"]) + (f" ({result['method']})" if result["method"] else "")
               + (f", fitted on {corpus}" if corpus else ""))
-    table = ("| notes | bundle | tokens | tokens/s | peak RSS, first {w:,} notes | peak RSS, last {w:,} notes |"
+    table = ("| notes | bundle | tokens | tokens/s | CPU s | peak RSS, first {w:,} notes | peak RSS, last {w:,} notes |"
              " last / first | processes | load average (1 min) when written |\n"
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
-             "| {done} | {bundle} | {tokens:,} | {tps:,} | {a} MB | {b} MB | {r:.3f} | {seg} | {load:.1f} |\n").format(
-        w=args.window, done=done, bundle=bundle, tokens=s["tokens"], tps=result["tokens_per_s"],
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+             "| {done} | {bundle} | {tokens:,} | {tps:,} | {cpu} | {a} MB | {b} MB | {r:.3f} | {seg} | {load:.1f} |\n").format(
+        w=args.window, done=done, bundle=bundle,
+        cpu="not recorded" if s["cpu"] is None else f"{s['cpu']:,.0f}", tokens=s["tokens"], tps=result["tokens_per_s"],
         a=result["peak_rss_first_window_mb"], b=result["peak_rss_last_window_mb"], r=result["last_over_first"],
         seg=s["segments"], load=result["load_average_end"][0])
     write_markdown(args.out.with_suffix(".md"), table)
