@@ -182,3 +182,22 @@ def test_trust_values_outside_zero_one_are_refused():
         with pytest.raises(ValueError, match="trust"):
             Voting(trust=bad).validate_params()
     assert np.isclose(Voting(trust=1).trust, 1)
+
+
+@pytest.mark.parametrize("method, params, grid, trusts", [
+    ("voting", {}, None, True),  # trust in the default grid
+    ("voting-pruned", {}, None, True),  # trust="auto"
+    ("decision-templates", {"trust": 0.9}, None, True),
+    ("voting", {}, {"threshold": [1, 2], "trust": [None, 0.9]}, True),
+    ("voting", {"trust": None}, None, False),  # fixed off: never trusts
+    ("voting", {}, {"threshold": [1, 2]}, False),  # a grid without trust: the default None
+    ("stacked-svm", {}, None, False),  # no trust parameter
+])
+def test_the_trust_rule_is_in_the_cache_key_of_searches_that_may_trust(method, params, grid, trusts):
+    """An ensemble cached under an earlier trust rule (per label only) is not
+    reused; searches that can never trust keep the key they had."""
+    from ensemble_deid.ensemble.run import key_settings, make_search
+    from ensemble_deid.ensemble.trust import TRUST_RULE
+
+    settings = key_settings(make_search(method, params, grid, folds=3))
+    assert settings.get("trust_rule") == (TRUST_RULE if trusts else None)

@@ -52,6 +52,10 @@ from ..taggers.constraints import Interval
 TRUST_GRID = (None, 0.99, 0.95, 0.9)
 TRUST = [None, Interval(float, 0, 1, closed="right")]  # the parameter's declared constraint
 TRUST_FOLDS = 10  # folds of choose_trust (fewer when there are fewer patients)
+# Which rule trusted_pairs applies, in the cache key of every search that may trust
+# (run.key_settings): bump it when the rule changes, so no ensemble fitted under an
+# earlier rule is reused; methods that never trust keep their key. 2: category back-off.
+TRUST_RULE = 2
 
 
 def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] | None = None) -> list[list]:
