@@ -15,6 +15,9 @@ played no part in the choice.
     python benchmarks/member_trust.py --corpus synthetic-2014 --members svm,mira,rules --folds 3
     python benchmarks/member_trust.py --corpus synthetic-2016 --members svm,mira,rules --folds 3
     python benchmarks/member_trust.py --corpus C --tables   # the .md again from the .json
+    # before/after a change of the trust rule: an earlier run's .json, whose
+    # CV-chosen rows the table shows as "before" (kept in the new .json)
+    python benchmarks/member_trust.py --corpus C ... --before OLD.json   # (or with --tables)
 
 Per method, before/after: the chosen trust and trusted (member, label)
 pairs, test strict P/R/F1, and "rule hits kept": of the rule member's test
@@ -43,12 +46,12 @@ def members(corpus_name: str, spec_text: str, k: int, seed: int):
     """The corpus and its members' runs (reused from the cache, else computed)."""
     from ensemble_deid.corpus.workspace import Workspace
     from ensemble_deid.experiment.cache import PredictionCache
-    from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+    from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec, split_specs
 
     ws = Workspace(os.environ.get("ENSEMBLE_DEID_HOME", "."))
     corpus = ws.load(corpus_name)
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=k, seed=seed)
-    specs = [TaggerSpec.parse(s) for s in spec_text.split(",")]
+    specs = [TaggerSpec.parse(s) for s in split_specs(spec_text)]
     return corpus, engine.run(specs, progress=False)
 
 
@@ -101,11 +104,20 @@ def measure(corpus, runs, k: int, seed: int) -> list[dict]:
 
 
 def markdown(result: dict) -> str:
+    from ensemble_deid.experiment.cv import split_specs
+
     lines = [f"# Member trust on {result['corpus']} ({result['folds']}-fold CV on train, scores on test)\n",
              f"`{result['command']}`; members {result['members']}.\n",
              "| method | trust | chosen | trusted (member on label) | test P | test R | test F1 | rule hits kept |",
              "|---|---|--:|---|--:|--:|--:|--:|"]
-    for r in result["rows"]:
+    before = result.get("before")
+    rows = list(result["rows"])
+    if before:  # each method's CV-chosen row of the earlier run, after its own rows
+        for r in before["rows"]:
+            if r["trust"] != "off":
+                at = max(i for i, x in enumerate(rows) if x["method"] == r["method"]) + 1
+                rows.insert(at, {**r, "trust": "chosen by CV, before"})
+    for r in rows:
         trusted = "; ".join(f"{m.split(':')[0]} on {lab}" for m, lab in r["trusted"]) or "-"
         p, rec, f1 = r["test"]
         lines.append(f"| {r['method']} | {r['trust']} | {r['chosen_trust'] if r['chosen_trust'] is not None else 'None'}"
@@ -116,12 +128,14 @@ def markdown(result: dict) -> str:
             notes.append(f"- {r['method']}: held-out CV F1 by trust level (other parameters as chosen): "
                          + ", ".join(f"{k} {v:.4f}" for k, v in r["cv_f1_by_trust"].items()) + ".")
     first = result["rows"][0]["pairs_by_level"]
-    rules = [n for n in result["members"].split(",") if n.split(":")[0] == "rules"][0]
+    rules = [n for n in split_specs(result["members"]) if n.split(":")[0] == "rules"][0]
     notes.append("- (member, label) pairs each level would trust on the whole training set (of them the rule "
                  "tagger's labels): " + "; ".join(
                      f"{lvl}: {len(pairs)} ("
                      + (", ".join(lab for m, lab in pairs if m == rules) or "none") + ")"
                      for lvl, pairs in first.items()) + "; every pair in the .json file.")
+    if before:
+        notes.append(f"- \"before\": the same command at revision {before['revision']}, {before['rule']}.")
     return "\n".join(lines + notes + [""] + machine_lines(result["machine"]))
 
 
@@ -133,11 +147,25 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", type=Path, default=RESULTS)
     ap.add_argument("--tables", action="store_true", help="only rewrite the .md from the corpus's .json")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="an earlier run's .json whose CV-chosen rows are shown as 'before'")
+    ap.add_argument("--before-rule", default="trust per label only, no back-off to the category",
+                    help="what the earlier run's trust rule was (shown with its rows)")
     args = ap.parse_args(argv)
-    if args.tables:
-        import json
+    import json
 
-        result = json.loads((args.out_dir / f"member-trust-{args.corpus}.json").read_text(encoding="utf-8"))
+    def with_before(result: dict) -> dict:
+        if args.before:
+            old = json.loads(args.before.read_text(encoding="utf-8"))
+            result["before"] = {"revision": old["machine"]["git"].get("commit", "?")[:12], "rule": args.before_rule,
+                                "rows": [{k: v for k, v in r.items() if k != "pairs_by_level"} for r in old["rows"]]}
+        return result
+
+    if args.tables:  # (with --before: the earlier run joins the .json too)
+        json_path = args.out_dir / f"member-trust-{args.corpus}.json"
+        result = with_before(json.loads(json_path.read_text(encoding="utf-8")))
+        if args.before:
+            write_json(json_path, result)
         progress(f"wrote {shown(write_markdown(args.out_dir / f'member-trust-{args.corpus}.md', markdown(result)))}")
         return result
     spec = args.members or MEDDOCAN_MEMBERS
@@ -146,7 +174,7 @@ def main(argv=None) -> dict:
         f" --members {args.members}" if args.members else "") + (f" --folds {args.folds}" if args.folds != 10 else "")
     result = {"corpus": args.corpus, "folds": args.folds, "seed": args.seed, "members": spec, "command": command,
               "rows": measure(corpus, runs, args.folds, args.seed), "machine": machine_description()}
-    md = markdown(result)
+    md = markdown(with_before(result))
     print(md)
     json_path = write_json(args.out_dir / f"member-trust-{args.corpus}.json", result)
     md_path = write_markdown(args.out_dir / f"member-trust-{args.corpus}.md", md)

@@ -50,6 +50,35 @@ def test_pairs_earn_trust_by_precision_with_one_unseen_false_positive(train, tru
     assert trusted_pairs(table, trust) == expected
 
 
+PHONE, EMAIL, FAX = "CONTACT:PHONE", "CONTACT:EMAIL", "CONTACT:FAX"
+
+
+@pytest.fixture
+def contact():
+    """R finds 40 phone numbers, 4 e-mails and 4 faxes, all gold, plus one
+    wrong fax span; A finds 2 of the e-mails.
+    R alone:  PHONE 40/41 = 0.976; EMAIL 4/5 = 0.8; FAX 4/6 = 0.667.
+    R pooled over CONTACT: tp 48, n 49: 48/50 = 0.96.
+    A: EMAIL 2/3 = 0.667, pooled the same (its only CONTACT spans)."""
+    phones = [(2 * i, 2 * i + 1, PHONE) for i in range(40)]
+    emails = [(80 + 2 * i, 81 + 2 * i, EMAIL) for i in range(4)]
+    faxes = [(88 + 2 * i, 89 + 2 * i, FAX) for i in range(4)]
+    d = doc("c", 100, gold=phones + emails + faxes)
+    return build_candidates(list(members_of([d], {"A": {"c": emails[:2]},
+                                                  "R": {"c": phones + emails + faxes + [(97, 98, FAX)]}}).values()),
+                            ("A", "R"), [d])
+
+
+@pytest.mark.parametrize("trust, expected", [
+    (0.95, [["R", EMAIL], ["R", PHONE]]),  # EMAIL backs off to CONTACT (0.96); FAX was wrong once
+    (0.97, [["R", PHONE]]),  # the category no longer earns it: PHONE by its own spans only
+    (0.8, [["R", EMAIL], ["R", PHONE]]),  # EMAIL by its own 4/5 too; FAX still not (0.667, and a wrong span)
+    (0.6, [["A", EMAIL], ["R", EMAIL], ["R", FAX], ["R", PHONE]]),  # every label's own evidence earns it
+])
+def test_a_rare_label_backs_off_to_its_category_only_if_never_wrong(contact, trust, expected):
+    assert trusted_pairs(contact, trust) == expected
+
+
 @pytest.mark.parametrize("method", [Voting(threshold=2), PrunedVoting(threshold=2, trust=None), DecisionTemplates()])
 def test_a_trusted_member_keeps_its_span_where_the_ensemble_says_o(train, test_case, method):
     docs, members = train
@@ -153,3 +182,22 @@ def test_trust_values_outside_zero_one_are_refused():
         with pytest.raises(ValueError, match="trust"):
             Voting(trust=bad).validate_params()
     assert np.isclose(Voting(trust=1).trust, 1)
+
+
+@pytest.mark.parametrize("method, params, grid, trusts", [
+    ("voting", {}, None, True),  # trust in the default grid
+    ("voting-pruned", {}, None, True),  # trust="auto"
+    ("decision-templates", {"trust": 0.9}, None, True),
+    ("voting", {}, {"threshold": [1, 2], "trust": [None, 0.9]}, True),
+    ("voting", {"trust": None}, None, False),  # fixed off: never trusts
+    ("voting", {}, {"threshold": [1, 2]}, False),  # a grid without trust: the default None
+    ("stacked-svm", {}, None, False),  # no trust parameter
+])
+def test_the_trust_rule_is_in_the_cache_key_of_searches_that_may_trust(method, params, grid, trusts):
+    """An ensemble cached under an earlier trust rule (per label only) is not
+    reused; searches that can never trust keep the key they had."""
+    from ensemble_deid.ensemble.run import key_settings, make_search
+    from ensemble_deid.ensemble.trust import TRUST_RULE
+
+    settings = key_settings(make_search(method, params, grid, folds=3))
+    assert settings.get("trust_rule") == (TRUST_RULE if trusts else None)

@@ -28,6 +28,7 @@ from ..experiment.cv import CrossValidation, TaggerSpec, label_warnings, parse_t
 from ..experiment.cv import _parse_value
 from .caching import MemberRun, is_ensemble_spec, resolve_members
 from .selection import GridSearch
+from .trust import TRUST_RULE
 
 DEFAULT_FOLDS = 10
 Say = Callable[[str], None]
@@ -173,7 +174,22 @@ def key_settings(learner: GridSearch) -> dict:
                 "seed": learner.seed, "metric": learner.objective, "nested": learner.nested}
     if learner.fixed:  # only then: entries cached without fixed parameters keep their key
         settings["fixed"] = sorted(learner.fixed)
+    if may_trust(learner):
+        settings["trust_rule"] = TRUST_RULE
     return settings
+
+
+def may_trust(learner: GridSearch) -> bool:
+    """Whether the search may fit its method with a trust level (fixed, searched
+    or in the method's default grid), so that the trust rule shapes its output."""
+    params = learner.estimator.get_params()
+    if "trust" not in params:
+        return False
+    if params["trust"] is not None:
+        return True
+    if learner.param_grid is not None:
+        return any(v is not None for v in learner.param_grid.get("trust", ()))
+    return "trust" not in learner.fixed
 
 
 def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs: Mapping[str, MemberRun],

@@ -12,7 +12,23 @@ out-of-fold predictions), which (member, label) pairs have earned trust:
 where n is the number of spans of that label the member predicted and tp how
 many of them are strict gold matches. The ``+ 1`` counts one false positive
 not seen yet, so that a handful of lucky spans never earn trust (p = 0.95
-needs at least 19 spans, all correct). When predicting, a trusted member's
+needs at least 19 spans, all correct).
+
+Rare labels back off to their category (the part before ``:``, as
+``objective.category_of_labels`` names it: i2b2, N-GRID and MEDDOCAN labels
+are all ``CATEGORY:TYPE``). A training corpus may hold 4 e-mail addresses:
+4 / 5 = 0.8 can never earn 0.9, although the rule tagger found each one and
+is precise on the whole CONTACT category. So a pair is also trusted when
+
+    tp_c / (n_c + 1) >= p   and   n >= 1 and tp = n
+
+with tp_c, n_c the member's counts pooled over every label of the category:
+the category earns the trust, and the label itself must have been seen and
+never wrong. The second condition is what keeps the back-off from lending a
+category's trust to a label the member is imprecise on (one wrong span of
+the label withholds it, however many correct spans the category holds), and
+a label the member never predicted in training gets no trust from it. When
+predicting, a trusted member's
 span of its trusted label is kept where the method's own output leaves every
 token of it ``O`` (overlapping trusted spans: the one with more votes, then
 the better member, as in voting); it never replaces a span the method kept.
@@ -29,31 +45,44 @@ from typing import Callable, Collection, Sequence
 import numpy as np
 
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
+from .objective import category_of_labels
 from ..taggers.constraints import Interval
 
 # The values cross-validation chooses from (None first: ties keep the method's own rule).
 TRUST_GRID = (None, 0.99, 0.95, 0.9)
 TRUST = [None, Interval(float, 0, 1, closed="right")]  # the parameter's declared constraint
 TRUST_FOLDS = 10  # folds of choose_trust (fewer when there are fewer patients)
+# Which rule trusted_pairs applies, in the cache key of every search that may trust
+# (run.key_settings): bump it when the rule changes, so no ensemble fitted under an
+# earlier rule is reused; methods that never trust keep their key. 2: category back-off.
+TRUST_RULE = 2
 
 
 def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] | None = None) -> list[list]:
-    """[member name, label] pairs whose spans on ``table`` satisfy
-    tp / (n + 1) >= ``trust`` (module docstring), in member then label order;
-    ``allowed``: only these members (None: all)."""
+    """[member name, label] pairs trusted at level ``trust`` on ``table``: by
+    the label's own spans, tp / (n + 1) >= ``trust``, or by its category's,
+    where the member predicted the label and never wrongly (module
+    docstring); in member then label order; ``allowed``: only these members
+    (None: all)."""
     pairs = []
     if not len(table):
         return pairs
-    for lab_id, label in enumerate(table.labels):
-        rows = table.label == lab_id
-        if not rows.any():
-            continue
-        votes = table.votes[rows]
-        n = votes.sum(axis=0)
-        tp = (votes & table.gold[rows, None]).sum(axis=0)
-        for j in np.flatnonzero(tp >= trust * (n + 1)).tolist():
-            if allowed is None or table.member_names[j] in allowed:
-                pairs.append([table.member_names[j], label])
+    n_labels = len(table.labels)
+    # (labels, members) counts: spans predicted and spans equal to a gold span.
+    n = np.zeros((n_labels, table.n_members), dtype=np.int64)
+    tp = np.zeros_like(n)
+    np.add.at(n, table.label, table.votes.astype(np.int64))
+    np.add.at(tp, table.label, (table.votes & table.gold[:, None]).astype(np.int64))
+    categories = np.array(category_of_labels(table.labels), dtype=object)
+    n_cat, tp_cat = np.zeros_like(n), np.zeros_like(tp)
+    for cat in set(categories.tolist()):
+        rows = categories == cat
+        n_cat[rows], tp_cat[rows] = n[rows].sum(axis=0), tp[rows].sum(axis=0)
+    by_label = tp >= trust * (n + 1)
+    by_category = (n > 0) & (tp == n) & (tp_cat >= trust * (n_cat + 1))
+    for lab_id, j in zip(*np.nonzero(by_label | by_category)):
+        if allowed is None or table.member_names[j] in allowed:
+            pairs.append([table.member_names[j], table.labels[lab_id]])
     return sorted(pairs, key=lambda p: (table.member_names.index(p[0]), p[1]))
 
 
