@@ -117,16 +117,13 @@ def _cost_record(method) -> dict:
     return {"budget": search.budget, "cost": search.cost}
 
 
-def _members_differing(model, test, runs) -> dict[str, int]:
-    """Per fitted member, the test documents whose spans differ from the
-    member's cached run (the CV full-training model): which member's fit did
-    not reproduce, when the bundle's output differs from the ensemble's."""
-    out = {}
-    for label, tagger in model.members.items():
-        cached = runs[label].test
-        preds = {p.doc_id: p for p in tagger.predict(test)}
-        out[label] = sum(preds[d.id].spans(d) != cached[d.id].spans(d) for d in test)
-    return out
+def _members_differing(outputs, test, runs) -> dict[str, int]:
+    """Per fitted member, the test documents whose spans (in ``outputs``,
+    the bundle's own member predictions) differ from the member's cached run
+    (the CV full-training model): which member's fit did not reproduce, when
+    the bundle's output differs from the ensemble's."""
+    return {label: sum(preds[d.id].spans(d) != runs[label].test[d.id].spans(d) for d in test)
+            for label, preds in outputs.items()}
 
 
 def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
@@ -187,11 +184,12 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
              + (f", fixed {dict((k, learner.estimator.get_params()[k]) for k in learner.fixed)}" if learner.fixed else "")
              + f"; members fitted in {fit_seconds:.1f} s"]
     if verify:
-        preds = {p.doc_id: p for p in model.predict(corpus.test)}
+        predicted, outputs = model.predict_with_members(corpus.test)
+        preds = {p.doc_id: p for p in predicted}
         differ = [d.id for d in corpus.test if preds[d.id].spans(d) != done.test[d.id].spans(d)]
         scores = _test_scores(corpus, preds)
         info["scores"] = {"test_strict": scores}
-        members = _members_differing(model, corpus.test, done.runs)
+        members = _members_differing(outputs, corpus.test, done.runs)
         info["verification"] = {"test_documents": len(corpus.test), "documents_differing_from_ensemble_cache": len(differ),
                                 "member_documents_differing_from_their_cached_runs": members}
         lines.append(f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}; "

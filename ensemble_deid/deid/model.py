@@ -221,6 +221,12 @@ class Deidentifier:
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         """BIO predictions on the common tokens, one per document."""
+        return self.predict_with_members(documents)[0]
+
+    def predict_with_members(self, documents: Sequence[Document]) -> tuple[list[DocumentPrediction], dict]:
+        """``predict``'s output and, behind it, each member's own predictions
+        ({member label: {document id: prediction}}; with a voting method,
+        without confidences), from one run of the members."""
         documents = self._mask(_documents(documents))
         outputs = {}
         # A method that reads the members' spans alone (voting) spares them their confidences.
@@ -234,11 +240,12 @@ class Deidentifier:
             for shared in self._shared:
                 shared.clear()
         if self.method is None:
-            return list(next(iter(outputs.values())).values())
+            return list(next(iter(outputs.values())).values()), outputs
+        consulted = dict(outputs)
         for name in self.method.member_names_:  # eliminated by pruning: never consulted
-            if name not in outputs:
-                outputs[name] = {d.id: DocumentPrediction.empty(d) for d in documents}
-        return self.method.predict(outputs, documents)
+            if name not in consulted:
+                consulted[name] = {d.id: DocumentPrediction.empty(d) for d in documents}
+        return self.method.predict(consulted, documents), outputs
 
     def spans(self, documents: Sequence[Document]) -> dict[str, list[Annotation]]:
         """Predicted PHI spans per document id."""
