@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (RESULTS, ROOT, machine_description, machine_lines, progress, timing_phrase,  # noqa: E402
-                    write_json, write_markdown)
+from common import (RESULTS, code_env, load1, machine_description, machine_lines, progress,  # noqa: E402
+                    timed_child, timing_phrase, write_json, write_markdown)
 
 # name -> (what a user types, the CLI's arguments, the make target that runs it)
 COMMANDS = {
@@ -40,38 +38,23 @@ JSON_PATH = RESULTS / "commands.json"
 MD_PATH = RESULTS / "commands.md"
 
 
-def load1() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
 def run_command(name: str) -> dict:
     """Run one command in a fresh workspace; wall, CPU (child + descendants), load."""
     typed, args, make = COMMANDS[name]
-    env = dict(os.environ)
-    env.pop("ENSEMBLE_DEID_CACHE", None)  # a fresh workspace: its own, empty prediction cache
-    env.pop("ENSEMBLE_DEID_HOME", None)
-    paths = [str(ROOT), str(ROOT / ".devpath")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    # a fresh workspace: its own, empty prediction cache
+    env = code_env(drop=("ENSEMBLE_DEID_CACHE", "ENSEMBLE_DEID_HOME"))
     argv = [sys.executable, "-c", "from ensemble_deid.cli import main; main()", *args]
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as ws:
-        before = load1()
-        progress(f"{name}: {typed} in a fresh workspace (load {before})")
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=ws, env=env, stdout=subprocess.DEVNULL)
-        # wait4 gives the child's rusage with its waited-for descendants (joblib/loky workers) included
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        after = load1()
-    if proc.returncode:
-        raise SystemExit(f"{typed}: exit status {proc.returncode}; nothing recorded")
-    cpu = usage.ru_utime + usage.ru_stime
-    progress(f"{name}: {wall:.1f} s wall, {cpu:.1f} s CPU, load {before} -> {after}")
+        progress(f"{name}: {typed} in a fresh workspace (load {load1()})")
+        run = timed_child(argv, ws, env, stdout=subprocess.DEVNULL)
+    if run["exit_status"]:
+        raise SystemExit(f"{typed}: exit status {run['exit_status']}; nothing recorded")
+    progress(f"{name}: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, load {run['load_before']} -> {run['load_after']}")
     machine = machine_description()
     return {
-        "command": typed, "make": make, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-        "load_before": before, "load_after": after, "cores": machine["cpus_usable"],
-        "nice": os.nice(0), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "machine": machine,
+        "command": typed, "make": make, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
+        "load_before": run["load_before"], "load_after": run["load_after"], "cores": machine["cpus_usable"],
+        "nice": run["nice"], "peak_rss_mib": run["peak_rss_mib"], "machine": machine,
     }
 
 

@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import RESULTS, code_env, machine_description, progress, write_json, write_markdown  # noqa: E402
 
 CLI = str(Path(sys.executable).parent / "ensemble-deid")
 
@@ -66,11 +66,8 @@ def reference_predictions(corpus_name: str, method: str, members: str, folds: in
 
 
 def _code_env(tree: Path | None) -> dict | None:
-    """The environment that makes the CLI run ``tree``'s code (None: this process's)."""
-    if tree is None:
-        return None
-    paths = [str(tree)] + ([str(tree / ".devpath")] if (tree / ".devpath").is_dir() else [])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    """The environment that makes the CLI run ``tree``'s code alone (None: this process's)."""
+    return None if tree is None else code_env(tree, extend=False)
 
 
 def _timed_run(args, test_dir: Path, out: Path, *extra: str, tree: Path | None = None) -> tuple[float, float, int, float]:

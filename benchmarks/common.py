@@ -275,6 +275,39 @@ def console_script() -> str:
     return str(exe)
 
 
+def load1() -> float:
+    """The 1-minute load average, as the results files record it."""
+    return round(os.getloadavg()[0], 2)
+
+
+def code_env(tree: Path = ROOT, *, extend: bool = True, drop: tuple[str, ...] = ()) -> dict:
+    """An environment whose Python runs ``tree``'s code (its ``.devpath``
+    maps the bundled adapters): ``tree`` first on ``PYTHONPATH``, the rest of
+    it kept unless ``extend`` is False (a baseline tree alone); ``drop``:
+    variables left out."""
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    paths = [str(tree)] + ([str(tree / ".devpath")] if (tree / ".devpath").is_dir() else [])
+    if extend and env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def timed_child(argv: list[str], cwd, env: dict, stdout=None) -> dict:
+    """Run ``argv`` to its end: wall seconds, CPU seconds (user + system of
+    the child and the descendants it waited for, such as joblib workers:
+    ``os.wait4``), the load before and after, this process's niceness, the
+    exit status and the peak resident memory of the largest process."""
+    before = load1()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": before,
+            "load_after": load1(), "nice": os.nice(0), "exit_status": os.waitstatus_to_exitcode(status),
+            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
 def progress(message: str) -> None:
     """A progress line on stderr, with the seconds since the script started."""
     print(f"[{time.perf_counter() - _T0:7.1f}s] {message}", file=sys.stderr, flush=True)

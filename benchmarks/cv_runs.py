@@ -33,15 +33,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_commands import load1  # noqa: E402
-from common import MEDDOCAN_CITATION, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
-
+from common import (MEDDOCAN_CITATION, RESULTS, ROOT, code_env, load1, machine_description, progress,  # noqa: E402
+                    timed_child, write_json, write_markdown)
 
 
 def _labels(taggers: str) -> list[str]:
@@ -50,30 +48,16 @@ def _labels(taggers: str) -> list[str]:
     return [spec.label for spec in parse_tagger_specs(taggers)]
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env.pop("ENSEMBLE_DEID_CACHE", None)  # the workspace's own cache
-    paths = [str(ROOT), str(ROOT / ".devpath")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
-    return env
-
-
 def run_cv(workspace: Path, corpus: str, label: str, folds: int) -> dict:
     """One ``cv`` invocation for one tagger: wall, CPU (child + workers), load, niceness."""
     # -P: the child runs in the workspace, and a workspace that is another checkout must not put
-    # its own ensemble_deid ahead of this tree's (PYTHONPATH, _env)
+    # its own ensemble_deid ahead of this tree's (PYTHONPATH, code_env)
     argv = [sys.executable, "-P", "-c", "from ensemble_deid.cli import main; main()", "--workspace", str(workspace),
             "cv", "--corpus", corpus, "--taggers", label, "--folds", str(folds), "--no-progress"]
-    before, started = load1(), time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    progress(f"{label}: cv --folds {folds} on {corpus} (load {before}, nice {os.nice(0)})")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=workspace, env=_env())
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    entry = {"tagger": label, "started": started, "wall_s": round(wall, 1),
-             "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": before, "load_after": load1(),
-             "nice": os.nice(0), "exit_status": os.waitstatus_to_exitcode(status),
-             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    progress(f"{label}: cv --folds {folds} on {corpus} (load {load1()}, nice {os.nice(0)})")
+    entry = {"tagger": label, "started": started,
+             **timed_child(argv, workspace, code_env(drop=("ENSEMBLE_DEID_CACHE",)))}  # the workspace's own cache
     progress(f"{label}: exit {entry['exit_status']}, {entry['wall_s']} s wall, {entry['cpu_s']} s CPU, "
              f"load {entry['load_before']} -> {entry['load_after']}")
     return entry
