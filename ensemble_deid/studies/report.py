@@ -78,6 +78,39 @@ def legend(labels: Sequence[str]) -> list[str]:
     return lines
 
 
+def alias_notes(labels: Sequence[str], width: int | None = None) -> list[str]:
+    """The legend as footnote lines: "aliases: a = full spec", the others
+    under it; with ``width``, a long spec broken between its parameters."""
+    names = legend(labels)
+    lines = ["aliases: " + names[0]] + [" " * 9 + n for n in names[1:]] if names else []
+    return [_wrap_at_commas(line, width) for line in lines] if width else lines
+
+
+def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None, *,
+               title: str = "", notes: Sequence[str] = (), width: int | None = None, wrap: Sequence[int] = (),
+               spec_headers_from: int | None = None) -> str:
+    """A terminal table (``terminal_table``) whose first column holds tagger
+    specs (or, with ``spec_headers_from``, whose headers from that column on
+    do): shown whole where the table fits ``width`` (default: the terminal's),
+    else as aliases with their legend first among the notes, as a study's
+    tables show them (the published MEDDOCAN specs made ``cv`` and
+    ``ensemble`` tables 140-160 columns wide: issue 34 item 8)."""
+    import shutil
+
+    width = width or shutil.get_terminal_size((80, 24)).columns
+    text = terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
+    k = spec_headers_from
+    labels = [str(r[0]) for r in rows] if k is None else list(headers[k:])
+    if max(map(len, text.splitlines()), default=0) <= width or not legend(labels):
+        return text
+    if k is None:
+        headers, rows, wrap = headers, [[alias, *r[1:]] for alias, r in zip(aliases(labels), rows)], (0, *wrap)
+    else:
+        headers = [*headers[:k], *aliases(labels)]
+    return terminal_table(headers, rows, align, title=title, notes=[*alias_notes(labels, width), *notes], width=width,
+                          wrap=wrap)
+
+
 @dataclass
 class ResultTable:
     title: str
@@ -115,9 +148,8 @@ class ResultTable:
 
     def notes(self) -> list[str]:
         """Footnotes: the legend of aliases, the table's note, the mark's footnote if used."""
-        names = legend([label for label, _ in self.rows])
         out = [self.headers_legend] if self.headers and self.headers_legend else []
-        out += ["aliases: " + names[0]] + [" " * 9 + n for n in names[1:]] if names else []
+        out += alias_notes([label for label, _ in self.rows])
         if self.note:
             out.append(self.note)
         if self.mark_note and self.marked:

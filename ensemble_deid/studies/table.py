@@ -76,11 +76,31 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     # Right padding only: two spaces between columns (padding and the blank rule).
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
     text = [[_cell(v) for v in row] for row in rows]
+    widest = [max((len(r[k]) for r in text), default=0) for k in range(len(headers))]
+    # Too wide whole: the columns that do not fold get fixed widths (their
+    # values', header words wrapping), so that rich narrows only the folding
+    # ones instead of squeezing all and growing the fixed ones back past the width.
+    # A folding column none of whose values can fold is fixed too.
+    narrowest = [max([_narrowest(r[k]) for r in text] + [len(w) for w in headers[k].split()]) if k in wrap
+                 else widest[k] for k in range(len(headers))]
+    gaps = 2 * (len(headers) - 1)
+    squeezed = sum(max(w, len(h)) for w, h in zip(widest, headers)) + gaps > width
+    fixed = [squeezed and narrowest[k] >= widest[k] for k in range(len(headers))]
+    whole = [max(widest[k], len(h)) for k, h in enumerate(headers)]  # header on one line
+    words = [max([widest[k]] + [len(w) for w in h.split()]) for k, h in enumerate(headers)]  # header words wrapped
+    folding = sum(n for n, f in zip(narrowest, fixed) if not f) + gaps
+    # Headers wrap, the longest first, only as far as that makes the table fit
+    # (beyond the width anyway, they stay whole).
+    shown = list(whole)
+    if sum(w for w, f in zip(words, fixed) if f) + folding <= width:
+        for k in sorted(range(len(headers)), key=lambda k: words[k] - whole[k]):
+            if sum(w for w, f in zip(shown, fixed) if f) + folding <= width:
+                break
+            shown[k] = words[k]
     for k, (h, a) in enumerate(zip(headers, align)):
         # Row labels and values stay on one line; long headers wrap instead.
-        widest = max((len(r[k]) for r in text), default=0)
         table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0 and k not in wrap,
-                         min_width=min(widest, _FOLDED) if k in wrap else widest)
+                         width=shown[k] if fixed[k] else None, min_width=narrowest[k])
     for i, row in enumerate(rows):
         table.add_row(*[(f"[bold]{_escape(_cell(v))}[/bold]" if (i, j) in bold else _escape(_cell(v)))
                         for j, v in enumerate(row)])
@@ -88,10 +108,10 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
                       highlight=False, soft_wrap=False)
     # Narrower than the table can fold: overflow the terminal rather than let
     # rich squeeze columns away. Row labels and values never wrap, header words do.
-    least = [max([min(len(r[k]), _FOLDED) if k in wrap else len(r[k]) for r in text]
+    least = [max([_narrowest(r[k]) if k in wrap else len(r[k]) for r in text]
                  + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 and k not in wrap else []))
              for k in range(len(headers))]
-    console.width = max(width, sum(least) + 2 * (len(headers) - 1))
+    console.width = max(width, sum(shown[k] if fixed[k] else least[k] for k in range(len(headers))) + gaps)
     if title:  # above the table, not inside it: a title inside wraps to the table's width
         console.print(_escape(title), style="bold" if styled else None)
     console.print(table, crop=False)  # a line rich would crop loses characters of a path: fold, never cut
@@ -102,6 +122,13 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
 
 # the narrowest a folding column gets: a path or list still reads in pieces this long
 _FOLDED = 16
+
+
+def _narrowest(cell: str) -> int:
+    """The width a folding cell needs: its words (broken at spaces, as rich
+    wraps them: "12.0 + cached 2960.9" in 6 columns), a word longer than
+    ``_FOLDED`` folded into pieces that long."""
+    return max((min(len(word), _FOLDED) for word in cell.split()), default=0)
 
 
 def _escape(text: str) -> str:
