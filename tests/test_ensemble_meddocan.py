@@ -83,13 +83,15 @@ def test_stacked_svm_gain_is_significant(meddocan_workspace):
 def test_the_walks_tables_fit_80_columns(meddocan_workspace):
     """The fresh-clone walk (issue 34 item 8) on the published members: `cv` printed a
     142-column table, `evaluate` 124 (and subtype rows past their column), `ensemble`
-    112-161. Every table now fits 80 columns, every spec whole in a legend."""
+    112-161, `compare` 101. Every table now fits 80 columns, every spec whole in a legend."""
     runner = CliRunner(env=meddocan_workspace)
     outputs = {}
     for args in (["cv", "--corpus", "meddocan", "--taggers", MEMBERS, "--no-progress"],
                  ["evaluate", "--corpus", "meddocan", "--system", "crf", "--breakdown", "subtype"],
                  ["ensemble", "--corpus", "meddocan", "--method", "voting", "--members", MEMBERS, "--no-progress",
-                  "--no-oof"]):
+                  "--no-oof"],
+                 ["compare", "--corpus", "meddocan", "--test", "randomization", "--trials", "200", *LABELS[:2],
+                  LABELS[-1]]):
         result = runner.invoke(main, args)
         assert result.exit_code == 0, result.output
         outputs[args[0]] = result.stdout
@@ -97,9 +99,9 @@ def test_the_walks_tables_fit_80_columns(meddocan_workspace):
         # the lines of prose that name a cache folder or an entry are not tables
         tables = [line for line in out.splitlines() if not line.startswith(("corpus ", "best single member"))]
         assert max(map(len, tables)) <= 80, (command, out)
-    for command in ("cv", "ensemble"):
+    for command, labels in (("cv", LABELS), ("ensemble", LABELS), ("compare", [*LABELS[:2], LABELS[-1]])):
         legend = "".join(outputs[command].split("aliases:", 1)[1].split())
-        assert all(label in legend for label in LABELS if ":" in label), command
+        assert all(label in legend for label in labels if ":" in label), command
     assert "ID:ID_TITULACION_PERSONAL_SANITARIO " in outputs["evaluate"]
     grid = outputs["ensemble"][outputs["ensemble"].index("pairwise agreement"):]
     assert len(re.findall(r"\d\.\d{4}", grid.split("aliases:")[0])) == 12 * 11  # every pair, in column blocks

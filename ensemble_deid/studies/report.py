@@ -101,14 +101,22 @@ def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str
     text = terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
     k = spec_headers_from
     labels = [str(r[0]) for r in rows] if k is None else list(headers[k:])
-    if max(map(len, text.splitlines()), default=0) <= width or not legend(labels):
+    shown, legend_lines = fitting_aliases(labels, text, width)
+    if not legend_lines:
         return text
     if k is None:
-        headers, rows, wrap = headers, [[alias, *r[1:]] for alias, r in zip(aliases(labels), rows)], (0, *wrap)
+        headers, rows, wrap = headers, [[alias, *r[1:]] for alias, r in zip(shown, rows)], (0, *wrap)
     else:
-        headers = [*headers[:k], *aliases(labels)]
-    return terminal_table(headers, rows, align, title=title, notes=[*alias_notes(labels, width), *notes], width=width,
-                          wrap=wrap)
+        headers = [*headers[:k], *shown]
+    return terminal_table(headers, rows, align, title=title, notes=[*legend_lines, *notes], width=width, wrap=wrap)
+
+
+def fitting_aliases(labels: Sequence[str], rendered: str, width: int) -> tuple[list[str], list[str]]:
+    """(labels to show, legend lines): the labels themselves where the text
+    ``rendered`` with them fits ``width``, else their aliases and legend."""
+    if max(map(len, rendered.splitlines()), default=0) <= width or not legend(labels):
+        return list(labels), []
+    return aliases(labels), alias_notes(labels, width)
 
 
 @dataclass
