@@ -44,7 +44,7 @@ def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Do
     for name, docs in (targets or {}).items():
         scores = [[label, *strict_prf(docs, run.targets[name])] for label, run in runs.items()]
         tables.append(spec_table(["tagger", "P", "R", "F1"], scores, "lrrr", width=width,
-                                 title=f"\n{name}: strict scores of the models trained on all of the training set"))
+                                 title=f"\n{name}: strict micro scores"))
     return "\n".join(tables)
 
 

@@ -77,10 +77,10 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
     text = [[_cell(v) for v in row] for row in rows]
     widest = [max((len(r[k]) for r in text), default=0) for k in range(len(headers))]
-    # Too wide whole: the columns that do not fold get fixed widths (their
-    # values', header words wrapping), so that rich narrows only the folding
-    # ones instead of squeezing all and growing the fixed ones back past the width.
-    # A folding column none of whose values can fold is fixed too.
+    # Too wide for ``width``: the columns that cannot fold (not in ``wrap``, or
+    # no value of theirs can) get fixed widths and rich narrows only the
+    # folding ones; left to itself it squeezed every column, then grew the
+    # values' columns back past the width (issue 34 item 8).
     narrowest = [max([_narrowest(r[k]) for r in text] + [len(w) for w in headers[k].split()]) if k in wrap
                  else widest[k] for k in range(len(headers))]
     gaps = 2 * (len(headers) - 1)
