@@ -23,6 +23,7 @@ Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -107,11 +108,11 @@ def main() -> None:
         print(f"{bundle.name}: {r['crfsuite_mb']} MB CRFsuite; check {r['check_seconds']} s, open {r['crfsuite_open_seconds']} s, "
               f"load {r['load_seconds']} s; {len(found)} of {len(phi)} training PHI words found; test strict F1 "
               f"{scores.get('f1')}")
-    data = {"benchmark": "bundle", "corpus": corpus, "bundles": rows, "machine": machine}
+    data = {"benchmark": "bundle", "corpus": corpus, "bundles": rows, "nice": os.nice(0), "machine": machine}
     print(f"wrote {shown(write_json(Path(args.out), data))}")
     lines = "\n".join(
         f"| `{name}` | {r['shareable_k'] or '-'} | {r['crfsuite_mb']} | {r['check_seconds']} ({r['check_cpu_seconds']}) "
-        f"| {r['crfsuite_open_seconds']} ({r['crfsuite_open_cpu_seconds']}) | {r['load_seconds']} ({r['load_cpu_seconds']}) "
+        f"| {r['crfsuite_open_seconds']:.6f} ({r['crfsuite_open_cpu_seconds']:.6f}) | {r['load_seconds']} ({r['load_cpu_seconds']}) "
         f"| {load_range(*r['load_average_1min'])} | {r['training_phi_words_found']} / {r['training_phi_words']} "
         f"| {r['test_strict']['precision']:.4f} | {r['test_strict']['recall']:.4f} | {r['test_strict']['f1']:.4f} |"
         for name, r in rows.items())
@@ -120,7 +121,8 @@ def main() -> None:
     md = (f"# Model bundles ({corpus}): file check, training PHI, shareable mode\n\n"
           "`python benchmarks/bench_bundle.py " + (f"--corpus {args.corpus} " if args.corpus else "")
           + " ".join(str(b) for b in args.bundles) + f"` (CRF with default settings; {source}). Seconds are "
-          "medians of 5, wall (CPU); the load average (1 minute) before and after each bundle's timings; PHI words: distinct whole words (>= 4 letters) of the training annotations found as "
+          f"medians of 5, wall (CPU), at nice {data['nice']}; the load average (1 minute) before and after each "
+          "bundle's timings; PHI words: distinct whole words (>= 4 letters) of the training annotations found as "
           "feature words in the bundle.\n\n"
           "| bundle | shareable K | CRFsuite MB | check s (CPU s) | CRFsuite open s (CPU s) | bundle load s (CPU s) "
           "| load (1 min) | training PHI words found | test P | test R | test F1 |\n"

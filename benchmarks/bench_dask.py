@@ -40,13 +40,14 @@ def _deidentify(model: str, notes: str, out: Path, *extra: str) -> tuple[dict, i
     """The timing of one ``deidentify`` run (``common.timed_child``) and the tokens it read."""
     from tests.clusters import env
 
-    with tempfile.TemporaryFile("w+") as stdout:
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         timing = timed_child([*CLI, "deidentify", model, notes, "--out", str(out), "--no-progress", *extra],
-                             cwd=None, env=env(), stdout=stdout)
+                             cwd=None, env=env(), stdout=stdout, stderr=stderr)
         stdout.seek(0)
-        printed = stdout.read()
+        stderr.seek(0)
+        printed, errors = stdout.read(), stderr.read()
     if timing["exit_status"]:
-        sys.exit(f"bench_dask: deidentify failed (exit {timing['exit_status']}; its errors are above)")
+        sys.exit(f"bench_dask: deidentify failed: {errors[-1000:]}")
     return timing, int(re.search(r"(\d+) tokens in", printed).group(1))
 
 
