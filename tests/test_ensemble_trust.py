@@ -278,3 +278,13 @@ def test_of_two_trusted_spans_the_enclosing_one_wins():
     x = doc("x", 20)
     tm = members_of([x], {"A": {}, "B": {}, "R": {"x": [(5, 8, SSN)]}, "M": {"x": [(7, 8, DATE)]}})
     assert spans_of(x, method.predict(tm, [x])[0]) == {(5, 8, SSN)}
+
+
+def test_a_category_outside_the_i2b2_scheme_lends_trust_only_to_its_own_labels():
+    """MEDDOCAN-style ID labels: R's category earns trust, which covers the
+    labels the table holds, not the i2b2 subtypes of ID."""
+    own = "ID:ID_SUJETO_ASISTENCIA"
+    d = doc("m", 30, gold=[(2 * i, 2 * i + 1, own) for i in range(9)])
+    table = build_candidates(list(members_of([d], {"R": {"m": [(2 * i, 2 * i + 1, own) for i in range(9)]}}).values()),
+                             ("R",), [d])
+    assert trusted_pairs(table, 0.9) == [["R", own]]

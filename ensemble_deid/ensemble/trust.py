@@ -28,8 +28,9 @@ itself. The second condition keeps the back-off from lending a category's
 trust to a label the member is imprecise on (one wrong span of the label
 withholds it, however many correct spans the category holds). A label the
 member never predicted in training (n = 0), or that the training notes never
-held at all (a corpus without social security numbers: every subtype of the
-i2b2 scheme's category, ``corpus.document.I2B2_SCHEME``, is a label of it),
+held at all (a corpus without social security numbers: in a category whose
+labels are all i2b2 ones, every subtype of it in ``corpus.document.I2B2_SCHEME``
+is a label of it),
 is trusted by its category alone: the category's evidence is all there is,
 and without trust no member could ever keep it against the others, who
 cannot have learned it either. When
@@ -78,7 +79,8 @@ def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] 
     """[member name, label] pairs trusted at level ``trust`` on ``table``: by
     the label's own spans, tp / (n + 1) >= ``trust``, or by its category's,
     where the member was never wrong on the label (module docstring; the
-    labels are the table's and the i2b2 subtypes of its categories); in member
+    labels are the table's and, in its i2b2-scheme categories, the scheme's
+    other subtypes); in member
     then label order; ``allowed``: only these members (None: all)."""
     pairs = []
     if not len(table):
@@ -86,8 +88,11 @@ def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] 
     # (labels, members) counts: spans predicted and spans equal to a gold span; labels the
     # table never holds (a subtype of one of its categories) have none.
     labels = list(table.labels)
-    for cat in dict.fromkeys(category_of_labels(table.labels)):
-        labels += [f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ()) if f"{cat}:{sub}" not in table.labels]
+    held = category_of_labels(table.labels)
+    for cat in dict.fromkeys(held):
+        scheme = [f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ())]
+        if all(lab.upper() in scheme for lab, c in zip(table.labels, held) if c == cat):  # an i2b2-scheme category
+            labels += [lab for lab in scheme if lab not in table.labels]
     n = np.zeros((len(labels), table.n_members), dtype=np.int64)
     tp = np.zeros_like(n)
     np.add.at(n, table.label, table.votes.astype(np.int64))
@@ -207,7 +212,7 @@ def describe_pairs(pairs: Sequence[Sequence[str]]) -> str:
         for cat in dict.fromkeys(category_of_labels(labels)):
             mine = [lab for lab in labels if lab.split(":", 1)[0].upper() == cat]
             every = {f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ())}
-            shown += [f"{cat}:*"] if every and every <= set(mine) else mine
+            shown += [f"{cat}:*"] if len(every) > 1 and every <= set(mine) else mine
         parts.append(f"{member} on " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown)))
     return "; ".join(parts)
 
