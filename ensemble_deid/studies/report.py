@@ -98,12 +98,13 @@ def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str
     import shutil
 
     width = width or shutil.get_terminal_size((80, 24)).columns
-    text = terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
     k = spec_headers_from
     labels = [str(r[0]) for r in rows] if k is None else list(headers[k:])
-    shown, legend_lines = fitting_aliases(labels, text, width)
+    # Whole specs only where the table fits without folding its values: aliases read better than folded cells.
+    whole = terminal_table(headers, rows, align, width=10**6, wrap=wrap)
+    shown, legend_lines = fitting_aliases(labels, whole, width)
     if not legend_lines:
-        return text
+        return terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
     if k is None:
         headers, rows, wrap = headers, [[alias, *r[1:]] for alias, r in zip(shown, rows)], (0, *wrap)
     else:

@@ -77,30 +77,19 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
     text = [[_cell(v) for v in row] for row in rows]
     widest = [max((len(r[k]) for r in text), default=0) for k in range(len(headers))]
-    # Too wide for ``width``: the columns that cannot fold (not in ``wrap``, or
-    # no value of theirs can) get fixed widths and rich narrows only the
-    # folding ones; left to itself it squeezed every column, then grew the
-    # values' columns back past the width (issue 34 item 8).
+    # Too wide for ``width`` with a column that can fold: every column gets its
+    # width here; left to rich, it squeezed every column, then grew the values'
+    # columns back past the width (issue 34 item 8).
     narrowest = [max([_narrowest(r[k]) for r in text] + [len(w) for w in headers[k].split()]) if k in wrap
                  else widest[k] for k in range(len(headers))]
     gaps = 2 * (len(headers) - 1)
-    squeezed = sum(max(w, len(h)) for w, h in zip(widest, headers)) + gaps > width
-    fixed = [squeezed and narrowest[k] >= widest[k] for k in range(len(headers))]
-    whole = [max(widest[k], len(h)) for k, h in enumerate(headers)]  # header on one line
-    words = [max([widest[k]] + [len(w) for w in h.split()]) for k, h in enumerate(headers)]  # header words wrapped
-    folding = sum(n for n, f in zip(narrowest, fixed) if not f) + gaps
-    # Headers wrap, the longest first, only as far as that makes the table fit
-    # (beyond the width anyway, they stay whole).
-    shown = list(whole)
-    if sum(w for w, f in zip(words, fixed) if f) + folding <= width:
-        for k in sorted(range(len(headers)), key=lambda k: words[k] - whole[k]):
-            if sum(w for w, f in zip(shown, fixed) if f) + folding <= width:
-                break
-            shown[k] = words[k]
+    squeezed = (any(narrowest[k] < widest[k] for k in wrap)
+                and sum(max(w, len(h)) for w, h in zip(widest, headers)) + gaps > width)
+    widths = _narrowed(headers, widest, narrowest, width - gaps) if squeezed else None
     for k, (h, a) in enumerate(zip(headers, align)):
         # Row labels and values stay on one line; long headers wrap instead.
         table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0 and k not in wrap,
-                         width=shown[k] if fixed[k] else None, min_width=narrowest[k])
+                         width=widths[k] if widths else None, min_width=narrowest[k])
     for i, row in enumerate(rows):
         table.add_row(*[(f"[bold]{_escape(_cell(v))}[/bold]" if (i, j) in bold else _escape(_cell(v)))
                         for j, v in enumerate(row)])
@@ -111,7 +100,7 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     least = [max([_narrowest(r[k]) if k in wrap else len(r[k]) for r in text]
                  + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 and k not in wrap else []))
              for k in range(len(headers))]
-    console.width = max(width, sum(shown[k] if fixed[k] else least[k] for k in range(len(headers))) + gaps)
+    console.width = max(width, (sum(widths) if widths else sum(least)) + gaps)
     if title:  # above the table, not inside it: a title inside wraps to the table's width
         console.print(_escape(title), style="bold" if styled else None)
     console.print(table, crop=False)  # a line rich would crop loses characters of a path: fold, never cut
@@ -122,6 +111,23 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
 
 # the narrowest a folding column gets: a path or list still reads in pieces this long
 _FOLDED = 16
+
+
+def _narrowed(headers: Sequence[str], widest: Sequence[int], narrowest: Sequence[int], room: int) -> list[int]:
+    """Column widths that fit ``room`` where they can: each column as wide as
+    its values and header, then the widest one narrowed a column at a time,
+    down to its longest header word and its values' narrowest fold (where
+    nothing fits ``room``, the headers stay whole and only values fold)."""
+    widths = [max(w, len(h)) for w, h in zip(widest, headers)]
+    least = [max([n] + [len(w) for w in h.split()]) for n, h in zip(narrowest, headers)]
+    if sum(least) > room:
+        least = [max(n, len(h)) for n, h in zip(narrowest, headers)]
+    while sum(widths) > room:
+        narrower = [k for k in range(len(widths)) if widths[k] > least[k]]
+        if not narrower:
+            break
+        widths[max(narrower, key=lambda k: widths[k])] -= 1
+    return widths
 
 
 def _narrowest(cell: str) -> int:
