@@ -203,7 +203,6 @@ def test_no_cli_help_text_claims_a_duration():
 # with what is missing; a new one fails the test below (issue 34 item 4: a wall time
 # alone, on a shared machine, mostly measures the others' work).
 WALL_WITHOUT_CPU_OR_LOAD = {
-    "bundle.md": "check / open / load seconds of a bundle: CPU time and load not recorded",
     "deidentify-dask.md": "bench_dask.py records the client's and the workers' CPU seconds now, but its results "
                           "file is still the run of 2026-11-26 06:19 (wall and load only): a rerun of 1,500 notes "
                           "on 1 and 2 Dask workers did not fit a machine at load 17-21",
