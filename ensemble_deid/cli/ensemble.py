@@ -227,8 +227,9 @@ def diagnostics_report(runs, corpus) -> str:
     lines.append(spec_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows, "lrrrr"))
     jac, dfault = diag.jaccard, diag.double_fault
     lines.append("pairwise agreement (test; upper: span Jaccard, lower: double fault):")
-    # Member i's row is "[i] name" (aliases where a spec is long), its column "[i]";
-    # twelve members are more columns than 80 fit: the columns in blocks, every value kept.
+    # Member i's row is "[i] name" (aliases where a spec is longer than 16 characters,
+    # as folded cells are), its column "[i]"; twelve members are more columns than 80
+    # fit: the columns in blocks, every value kept.
     shown = aliases(names) if max(map(len, names)) > 16 else list(names)
     labels = [f"[{i}] {n}" for i, n in enumerate(shown)]
     per_block = max(1, (width - max(map(len, labels)) - 2) // 8)

@@ -106,7 +106,7 @@ def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str
     if not legend_lines:
         return terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
     if k is None:
-        headers, rows, wrap = headers, [[alias, *r[1:]] for alias, r in zip(shown, rows)], (0, *wrap)
+        rows, wrap = [[alias, *r[1:]] for alias, r in zip(shown, rows)], (0, *wrap)
     else:
         headers = [*headers[:k], *shown]
     return terminal_table(headers, rows, align, title=title, notes=[*legend_lines, *notes], width=width, wrap=wrap)
