@@ -75,6 +75,22 @@ def test_compare_fits_80_columns_with_a_long_reference_name(tiny_registered):
     assert max(len(line) for line in out.splitlines()) <= 80, out
 
 
+def test_compare_names_long_specs_by_aliases_keeping_the_reference_mark():
+    # The published MEDDOCAN members made compare's tables 101 columns wide (issue 34 item 8;
+    # the whole run: tests/test_ensemble_meddocan.py::test_the_walks_tables_fit_80_columns, slow).
+    from ensemble_deid.cli.compare import _alias
+    from ensemble_deid.studies.report import fitting_aliases
+
+    names = ["crf", "lstm-crf-fea:epochs=12,validation_fraction=0", "ensemble.stacked-svm"]
+    assert fitting_aliases(names, "x" * 80, 80) == (names, [])  # fits: the specs whole
+    shown, legend = fitting_aliases(names, "x" * 101, 80)
+    assert shown == ["crf", "lstm-crf-fea", "ensemble.stacked-svm"]
+    assert legend == ["aliases: lstm-crf-fea = lstm-crf-fea:epochs=12,validation_fraction=0"]
+    short = dict(zip(names, shown))
+    assert _alias(names[1] + " (ref)", short) == "lstm-crf-fea (ref)" and _alias("union (ceiling)", short) == \
+        "union (ceiling)"
+
+
 def test_export_writes_only_this_corpus_parts_on_the_right_split(tiny_registered, workspace, tmp_path):
     from ensemble_deid.corpus.workspace import Workspace
 
