@@ -350,6 +350,31 @@ def test_report_command_on_the_training_split_shows_out_of_fold_predictions(tiny
     assert len(payload["docs"]) == 22 and payload["systems"][payload["focus"]]["kind"] == "member"
 
 
+
+def test_report_picks_the_cached_ensemble_of_its_members_among_several(tiny_cached, tmp_path):
+    """A second voting ensemble of other members in the cache (another
+    'ensemble' or 'fit' run: the fresh-clone walk of issue 34) does not make
+    '--ensembles voting' ambiguous: the report shows the one fitted on its
+    --members, the numbers of that entry."""
+    two = "memorize,memorize:max_len=1"
+    _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", two, "--folds", "3", "--no-progress",
+         "--no-oof", "--no-diagnostics")
+    for members in (MEMBERS, two):
+        out = tmp_path / f"{len(members)}.html"
+        _run("report", "--corpus", "tiny", "--members", members, "--ensembles", "voting", "--folds", "3", "-o", out)
+        ev = _run("evaluate", "--corpus", "tiny", "--system", "ensemble.voting", "--folds", "3", ok=False)
+        assert ev.exit_code != 0 and "ambiguous" in ev.output  # without members, two entries fit the name
+        hashes = re.findall(r"hash=([0-9a-f]+): members ([^;]+);", ev.output)
+        chosen = next(h for h, listed in hashes if sorted(listed.split(", ")) == sorted(members.split(",")))
+        micro = json.loads(_run("evaluate", "--corpus", "tiny", "--system", f"ensemble.voting:hash={chosen}",
+                                "--folds", "3", "--criteria", "strict", "--format", "json").output)
+        micro = micro["strict"]["micro"] if "strict" in micro else micro["criteria"]["strict"]["micro"]
+        row = _summary_rows(out.read_text(encoding="utf-8"))["ensemble.voting"]
+        assert [float(x) for x in row[2:5]] == [micro["precision"], micro["recall"], micro["f1"]]
+    res = _run("report", "--corpus", "tiny", "--members", "memorize,memorize:max_len=2", "--ensembles", "voting",
+               "--folds", "3", "-o", tmp_path / "x.html", ok=False)  # neither entry has these members
+    assert res.exit_code != 0 and "ambiguous" in res.output
+
 # -- in a real browser ------------------------------------------------------------
 
 VISIBLE_DOCS = "document.querySelectorAll('#doc-table tbody tr').length"

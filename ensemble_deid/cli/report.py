@@ -12,7 +12,7 @@ from .common import fail_on_error, workspace_of
 @click.option("--members", required=True, help="Comma-separated member taggers (as for cv --taggers), cached by 'cv' "
               "or 'study'; the agreement and contribution figures are theirs.")
 @click.option("--ensembles", default="", help="Comma-separated cached ensembles: ensemble.<method>[:hash=PREFIX] "
-              "(or just the method name), made by 'ensemble' or 'study'.")
+              "(or just the method name), made by 'ensemble' or 'study'; of several, the one fitted on --members.")
 @click.option("--split", type=click.Choice(["test", "train"]), default="test",
               help="The test split (full-training models) or the training split (out-of-fold predictions).")
 @click.option("--rank-by", default=None, help="System whose errors rank the documents (default: the best ensemble "

@@ -68,7 +68,12 @@ def resolve_members(
     return {label: out[label] for label in order}
 
 
-def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: str) -> EntryKey:
+def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: str,
+                        members: Sequence[str] | None = None) -> EntryKey:
+    """The cached entry ``text`` names. Of several, ``members`` (member
+    labels, when the caller has them) picks the one fitted on exactly those:
+    an ensemble of other members (another ``fit`` or ``ensemble`` run) is
+    not what was asked for, and need not be named by its hash."""
     m = _ENSEMBLE_SPEC.fullmatch(text.strip())
     if not m:
         raise EnsembleDeidError(f"member {text!r}: expected ensemble.<method>[:hash=<hex prefix>]")
@@ -78,21 +83,25 @@ def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: st
         if (manifest and manifest.get("tagger") == tagger and manifest.get("train_fingerprint") == train_fingerprint
                 and str(manifest.get("param_hash", "")).startswith(prefix)):
             found.append((EntryKey(tagger, manifest["version"], manifest["param_hash"], train_fingerprint),
-                          entry_summary(manifest, entry_dir)))
+                          entry_summary(manifest, entry_dir), manifest.get("members")))
     if not found:
         raise EnsembleDeidError(f"member {text!r}: no cached ensemble of that name for this training set "
                                 "(run 'ensemble' first)")
+    if len(found) > 1 and members is not None:
+        same = [f for f in found if isinstance(f[2], list) and sorted(map(str, f[2])) == sorted(members)]
+        found = same if len(same) == 1 else found
     if len(found) > 1:
-        candidates = "; ".join(f"hash={e.param_hash}: {summary}" for e, summary in sorted(found, key=lambda f: f[0].param_hash))
+        candidates = "; ".join(f"hash={e.param_hash}: {summary}" for e, summary, _ in sorted(found, key=lambda f: f[0].param_hash))
         raise EnsembleDeidError(f"member {text!r} is ambiguous: name one with :hash=<prefix>. Cached: {candidates}")
     return found[0][0]
 
 
-def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True) -> MemberRun:
+def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
+                         members: Sequence[str] | None = None) -> MemberRun:
     """A cached ensemble's predictions: out-of-fold on the training set and on
     the test split, or (``oof=False``) the test split only, so that ``--no-oof``
-    ensembles can be compared too."""
-    entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint)
+    ensembles can be compared too (``members``: see ``find_ensemble_entry``)."""
+    entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint, members)
     parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)] if oof else []
     parts.append(PartKey.predict(entry, engine.target_fingerprints["test"]))
     missing = [p for p in parts if engine.cache.part_status(p) != "valid"]

@@ -135,7 +135,7 @@ def cached_report(workspace, corpus_name: str, members: str, ensembles: str = ""
     oof = {label: run.oof for label, run in runs.items()}
     scored = dict(oof) if split == "train" else {label: run.targets["test"] for label, run in runs.items()}
     for name in ensemble_names:
-        member = load_ensemble_member(engine, name, oof=split == "train")
+        member = load_ensemble_member(engine, name, oof=split == "train", members=[s.label for s in specs])
         scored[name] = member.oof if split == "train" else member.test
     systems = {label: prediction_spans(documents, scored[label]) for label in labels}
     diagnostics = member_diagnostics(oof, corpus.train, {s.label: scored[s.label] for s in specs}, documents)
