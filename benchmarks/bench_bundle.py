@@ -10,7 +10,8 @@ training PHI words a bundle holds, and what ``fit --shareable K`` costs in F1.
 
 For each bundle: seconds of ``check_crfsuite_model`` on each CRFsuite model
 file against the seconds CRFsuite takes to open it and of the whole
-``Deidentifier.load`` (median of 5); the distinct PHI words of the training
+``Deidentifier.load`` (medians of 5, wall and CPU, with the load average
+before and after); the distinct PHI words of the training
 annotations (whole words of >= 4 letters) found as feature words in the
 bundle's files; its test (dev) strict scores from the manifest. K was fixed
 before any run (2: no word of a single note), not chosen on dev. Writes
@@ -22,23 +23,20 @@ Lopez Martin J, Villegas M, Krallinger M. IberLEF@SEPLN 2019, pp. 618-638.
 from __future__ import annotations
 
 import argparse
+import os
 import re
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, ROOT, machine_description, machine_lines, shown, write_json, write_markdown  # noqa: E402
+from common import (MEDDOCAN, ROOT, load1, load_range, machine_description, machine_lines, repeat, shown,  # noqa: E402
+                    write_json, write_markdown)
 
 
-def median_seconds(fn, repeats: int = 5) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def median_seconds(fn, repeats: int = 5) -> tuple[float, float]:
+    """Median wall and median CPU seconds of ``repeats`` calls (``common.repeat``)."""
+    timed = repeat(fn, repeats)
+    return timed["median_s"], timed["cpu_median_s"]
 
 
 def training_phi_words(docs) -> set[str]:
@@ -82,23 +80,27 @@ def main() -> None:
     for bundle in args.bundles:
         manifest = read_manifest(bundle)
         models = [p for p in bundle.rglob("*.bin") if p.read_bytes()[:4] == b"lCRF"]
-        check = open_ = 0.0
+        load_before = load1()
+        check = open_ = (0.0, 0.0)  # (wall, CPU) seconds
         for path in models:
             data = path.read_bytes()
-            check += median_seconds(lambda: check_crfsuite_model(data, str(path)))
+            check = tuple(a + b for a, b in zip(check, median_seconds(lambda: check_crfsuite_model(data, str(path)))))
 
             def open_model():
                 tagger = pycrfsuite.Tagger()
                 tagger.open_inmemory(data)
                 tagger.close()
-            open_ += median_seconds(open_model)
+            open_ = tuple(a + b for a, b in zip(open_, median_seconds(open_model)))
         load = median_seconds(lambda: Deidentifier.load(bundle))
         found = words_in_bundle(bundle, phi)
         scores = (manifest.get("scores") or {}).get("test_strict") or {}
         rows[bundle.name] = {
             "shareable_k": (manifest.get("shareable") or {}).get("min_documents"),
             "crfsuite_mb": round(sum(p.stat().st_size for p in models) / 2**20, 2),
-            "check_seconds": round(check, 4), "crfsuite_open_seconds": round(open_, 4), "load_seconds": round(load, 3),
+            "check_seconds": round(check[0], 4), "check_cpu_seconds": round(check[1], 4),
+            "crfsuite_open_seconds": round(open_[0], 6), "crfsuite_open_cpu_seconds": round(open_[1], 6),
+            "load_seconds": round(load[0], 3), "load_cpu_seconds": round(load[1], 3),
+            "load_average_1min": [load_before, load1()],
             "training_phi_words_found": len(found), "training_phi_words": len(phi),
             "test_strict": {k: scores.get(k) for k in ("precision", "recall", "f1")},
         }
@@ -106,11 +108,12 @@ def main() -> None:
         print(f"{bundle.name}: {r['crfsuite_mb']} MB CRFsuite; check {r['check_seconds']} s, open {r['crfsuite_open_seconds']} s, "
               f"load {r['load_seconds']} s; {len(found)} of {len(phi)} training PHI words found; test strict F1 "
               f"{scores.get('f1')}")
-    data = {"benchmark": "bundle", "corpus": corpus, "bundles": rows, "machine": machine}
+    data = {"benchmark": "bundle", "corpus": corpus, "bundles": rows, "nice": os.nice(0), "machine": machine}
     print(f"wrote {shown(write_json(Path(args.out), data))}")
     lines = "\n".join(
-        f"| `{name}` | {r['shareable_k'] or '-'} | {r['crfsuite_mb']} | {r['check_seconds']} | {r['crfsuite_open_seconds']} "
-        f"| {r['load_seconds']} | {r['training_phi_words_found']} / {r['training_phi_words']} "
+        f"| `{name}` | {r['shareable_k'] or '-'} | {r['crfsuite_mb']} | {r['check_seconds']} ({r['check_cpu_seconds']}) "
+        f"| {r['crfsuite_open_seconds']:.6f} ({r['crfsuite_open_cpu_seconds']:.6f}) | {r['load_seconds']} ({r['load_cpu_seconds']}) "
+        f"| {load_range(*r['load_average_1min'])} | {r['training_phi_words_found']} / {r['training_phi_words']} "
         f"| {r['test_strict']['precision']:.4f} | {r['test_strict']['recall']:.4f} | {r['test_strict']['f1']:.4f} |"
         for name, r in rows.items())
     source = ("MEDDOCAN, train 500 -> dev 250; CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019" if not args.corpus
@@ -118,10 +121,12 @@ def main() -> None:
     md = (f"# Model bundles ({corpus}): file check, training PHI, shareable mode\n\n"
           "`python benchmarks/bench_bundle.py " + (f"--corpus {args.corpus} " if args.corpus else "")
           + " ".join(str(b) for b in args.bundles) + f"` (CRF with default settings; {source}). Seconds are "
-          "medians of 5; PHI words: distinct whole words (>= 4 letters) of the training annotations found as "
+          f"medians of 5, wall (CPU), at nice {data['nice']}; the load average (1 minute) before and after each "
+          "bundle's timings; PHI words: distinct whole words (>= 4 letters) of the training annotations found as "
           "feature words in the bundle.\n\n"
-          "| bundle | shareable K | CRFsuite MB | check s | CRFsuite open s | load s | training PHI words found "
-          "| test P | test R | test F1 |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" + lines + "\n\n"
+          "| bundle | shareable K | CRFsuite MB | check s (CPU s) | CRFsuite open s (CPU s) | bundle load s (CPU s) "
+          "| load (1 min) | training PHI words found | test P | test R | test F1 |\n"
+          "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" + lines + "\n\n"
           + "\n".join(machine_lines(machine)))
     print(f"wrote {shown(write_markdown(Path(args.out).with_suffix('.md'), md))}")
 

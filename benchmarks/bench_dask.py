@@ -1,10 +1,12 @@
 """``deidentify --backend dask`` with 2 local workers against 1, on the same
 notes: a scheduler and N single-thread worker processes on 127.0.0.1 are
 started for each run (the tests' ``tests/clusters.py``) and stopped after.
-Each run is timed from process start to exit; the outputs of both are
-compared byte for byte with a sequential local run's. The machine's load
-average is recorded beside (a 2-core machine shared with other jobs caps
-what a second worker can give).
+Each run is timed from process start to exit (``common.timed_child``: wall,
+the CPU seconds of the deidentify process, the load before and after), the
+CPU seconds the worker processes spent during it are read from them
+(psutil, before and after); the outputs of both are compared byte for byte
+with a sequential local run's. The load average beside says what else ran
+(a 2-core machine shared with other jobs caps what a second worker can give).
 
     python benchmarks/bench_dask.py --model MODEL --notes /work/shared/corpora/meddocan/dev/xml
     python benchmarks/bench_dask.py --model MODEL --copies 2 \
@@ -21,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,21 +31,31 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from common import RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import RESULTS, load_range, machine_description, progress, timed_child, write_json, write_markdown  # noqa: E402
 
 CLI = [sys.executable, "-c", "from ensemble_deid.cli import main; main()"]
 
 
-def _deidentify(model: str, notes: str, out: Path, *extra: str) -> tuple[float, int]:
+def _deidentify(model: str, notes: str, out: Path, *extra: str) -> tuple[dict, int]:
+    """The timing of one ``deidentify`` run (``common.timed_child``) and the tokens it read."""
     from tests.clusters import env
 
-    t0 = time.perf_counter()
-    proc = subprocess.run([*CLI, "deidentify", model, notes, "--out", str(out), "--no-progress", *extra],
-                          capture_output=True, text=True, env=env())
-    if proc.returncode:
-        sys.exit(f"bench_dask: deidentify failed: {proc.stderr[-1000:]}")
-    wall = time.perf_counter() - t0
-    return wall, int(re.search(r"(\d+) tokens in", proc.stdout).group(1))
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        timing = timed_child([*CLI, "deidentify", model, notes, "--out", str(out), "--no-progress", *extra],
+                             cwd=None, env=env(), stdout=stdout, stderr=stderr)
+        stdout.seek(0)
+        stderr.seek(0)
+        printed, errors = stdout.read(), stderr.read()
+    if timing["exit_status"]:
+        sys.exit(f"bench_dask: deidentify failed: {errors[-1000:]}")
+    return timing, int(re.search(r"(\d+) tokens in", printed).group(1))
+
+
+def _cpu_seconds(processes) -> float:
+    """User + system CPU seconds the processes (the workers) have spent so far."""
+    import psutil
+
+    return sum(sum(psutil.Process(p.pid).cpu_times()[:4]) for p in processes)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -93,16 +104,21 @@ def main(argv=None) -> dict:
         reference = _files(tmp / "local")
         for workers in (1, 2):
             progress(f"dask, {workers} worker(s) ...")
-            with dask_cluster(tmp / "cluster.log", workers) as (address, _):
+            with dask_cluster(tmp / "cluster.log", workers) as (address, processes):
                 load = os.getloadavg()
-                wall, tokens = _deidentify(args.model, notes, tmp / f"dask{workers}", "--batch-size",
-                                           str(args.batch_size), "--backend", "dask", "--scheduler", address)
+                before = _cpu_seconds(processes)
+                timing, tokens = _deidentify(args.model, notes, tmp / f"dask{workers}", "--batch-size",
+                                             str(args.batch_size), "--backend", "dask", "--scheduler", address)
+                workers_cpu = _cpu_seconds(processes) - before
             files = _files(tmp / f"dask{workers}")
-            runs[workers] = {"wall_s": round(wall, 2), "tokens": tokens, "tokens_per_s": round(tokens / wall),
-                             "files": len(files), "files_identical_to_local": sum(files.get(k) == v
-                                                                                  for k, v in reference.items()),
-                             "load_average_before": [round(x, 2) for x in load]}
-            progress(f"  {wall:.1f} s, load average {load[0]:.1f}")
+            wall = timing["wall_s"]
+            runs[workers] = {"wall_s": wall, "client_cpu_s": timing["cpu_s"], "workers_cpu_s": round(workers_cpu, 1),
+                             "cpu_s": round(timing["cpu_s"] + workers_cpu, 1), "tokens": tokens,
+                             "tokens_per_s": round(tokens / wall), "files": len(files),
+                             "files_identical_to_local": sum(files.get(k) == v for k, v in reference.items()),
+                             "load_average_before": [round(x, 2) for x in load], "load_after": timing["load_after"],
+                             "nice": timing["nice"]}
+            progress(f"  {wall:.1f} s wall, {runs[workers]['cpu_s']:.1f} s CPU, load {load[0]:.1f}-{timing['load_after']:.1f}")
     speedup = runs[1]["wall_s"] / runs[2]["wall_s"]
     manifest = json.loads((Path(args.model) / "manifest.json").read_text(encoding="utf-8"))
     result = {"benchmark": "deidentify-dask", "notes": args.notes, "copies": args.copies, "note_files": n_notes,
@@ -112,15 +128,17 @@ def main(argv=None) -> dict:
               "speedup_2_over_1": round(speedup, 3), "load_average_end": [round(x, 2) for x in os.getloadavg()],
               "machine": machine_description(), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
     write_json(args.out, result)
-    rows = "".join(f"| {w} | {r['wall_s']} | {r['tokens_per_s']:,} | {r['files_identical_to_local']}/{r['files']} | "
-                   f"{r['load_average_before'][0]} |\n" for w, r in runs.items())
+    rows = "".join(f"| {w} | {r['wall_s']} | {r['cpu_s']} ({r['client_cpu_s']} + {r['workers_cpu_s']}) | "
+                   f"{r['tokens_per_s']:,} | {r['files_identical_to_local']}/{r['files']} | "
+                   f"{load_range(r['load_average_before'][0], r['load_after'])} |\n" for w, r in runs.items())
     write_markdown(args.out.with_suffix(".md"),
-                   "| dask workers | wall s (end to end) | tokens/s | files identical to a local run | load average "
-                   "(1 min) |\n|---:|---:|---:|---:|---:|\n" + rows +
+                   "| dask workers | wall s (end to end) | CPU s (client + workers) | tokens/s | files identical to a "
+                   "local run | load (1 min) before-after |\n|---:|---:|---:|---:|---:|---:|\n" + rows +
                    f"\n2 workers vs 1: x{speedup:.2f} ({result['machine']['cpus']} cores; {n_notes} note files"
                    + (f": each note {args.copies} times" if args.copies > 1 else "") + ").\n")
     for w, r in runs.items():
-        print(f"{w} worker(s): {r['wall_s']} s = {r['tokens_per_s']:,} tokens/s; files identical to a local run: "
+        print(f"{w} worker(s): {r['wall_s']} s = {r['tokens_per_s']:,} tokens/s, {r['cpu_s']} CPU s (client "
+              f"{r['client_cpu_s']} + workers {r['workers_cpu_s']}); files identical to a local run: "
               f"{r['files_identical_to_local']}/{r['files']}; load average {r['load_average_before'][0]}")
     print(f"2 workers vs 1: x{speedup:.2f}; wrote {args.out}")
     return result

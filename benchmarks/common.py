@@ -293,14 +293,14 @@ def code_env(tree: Path = ROOT, *, extend: bool = True, drop: tuple[str, ...] = 
     return env
 
 
-def timed_child(argv: list[str], cwd, env: dict, stdout=None) -> dict:
+def timed_child(argv: list[str], cwd, env: dict, stdout=None, stderr=None) -> dict:
     """Run ``argv`` to its end: wall seconds, CPU seconds (user + system of
     the child and the descendants it waited for, such as joblib workers:
     ``os.wait4``), the load before and after, this process's niceness, the
     exit status and the peak resident memory of the largest process."""
     before = load1()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": before,

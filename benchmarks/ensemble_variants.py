@@ -8,7 +8,7 @@ breaks removal ties by), and for each method and variant: chooses the
 hyperparameters by k-fold CV on the out-of-fold predictions (GridSearch),
 scores the ensemble's own out-of-fold predictions (the choice refitted on
 each fold's complement) and its test predictions (strict micro P/R/F1), and
-times fit + predict; it also counts the test spans a variant adds or
+times fit + predict (wall and CPU seconds, the load before and after); it also counts the test spans a variant adds or
 removes against the method's default. Writes benchmarks/results/ensemble-variants.json and
 .md (the table docs/ensembles.md shows).
 
@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
-from common import RESULTS, machine_description, progress, shown, write_json, write_markdown
+from common import RESULTS, Clock, load_range, machine_description, progress, shown, write_json, write_markdown
 
 DEFAULT_MEMBERS = "crf,rules:label_map=i2b2-to-meddocan,memm,searn,mira,svm,ogd,struct-svm"
 
@@ -85,10 +84,9 @@ def run(corpus, runs, k: int, seed: int) -> dict:
         label = method + "".join(f" {key}={value}" for key, value in params.items())
         progress(f"{label}")
         search = GridSearch(make_method(method, **params), folds=k, seed=seed, objective="f1")
-        t0 = time.perf_counter()
-        search.fit(oof, corpus.train)
-        preds = {p.doc_id: p for p in search.predict(test, corpus.test)}
-        seconds = time.perf_counter() - t0
+        with Clock(children=True) as clock:  # CPU: this process and any workers it waited for
+            search.fit(oof, corpus.train)
+            preds = {p.doc_id: p for p in search.predict(test, corpus.test)}
         fixed = make_method(method, **{**params, **search.best_params_})
         own_oof = cross_val_predict(fixed, oof, corpus.train, fold_assignment)
         model = search.best_estimator_
@@ -104,7 +102,8 @@ def run(corpus, runs, k: int, seed: int) -> dict:
                      "cv": [round(x, 4) for x in strict_prf(corpus.train, own_oof)],
                      "test": [round(x, 4) for x in strict_prf(corpus.test, preds)],
                      "test_spans_changed": len(spans ^ default_spans[method]),
-                     "fit_predict_s": round(seconds, 1)})
+                     "fit_predict_s": round(clock.wall, 1), "fit_predict_cpu_s": round(clock.cpu, 1),
+                     "load_before": clock.load_before, "load_after": clock.load_after})
     return {"members_best_first": order, "member_oof_f1": {n: round(f1[n], 4) for n in order}, "rows": rows,
             "where_variants_differ": where_variants_differ(corpus, runs, order)}
 
@@ -131,15 +130,15 @@ def where_variants_differ(corpus, runs, order) -> dict:
 def markdown(result: dict) -> str:
     best = max((r for r in result["rows"] if r["params"] is None), key=lambda r: r["cv"][2])
     lines = ["| system | CV F1 (train) | test P | test R | test F1 | vs best member | test spans changed | chosen "
-             "| fit + predict (wall) |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "| fit + predict wall s | CPU s | load (1 min) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for r in result["rows"]:
         if r["params"] is None and r is not best:
             continue
         p, rr, f = r["test"]
         if r["params"] is None:
             lines.append(f"| {r['system']} (best single member) | {r['cv'][2]:.4f} | {p:.4f} | {rr:.4f} | {f:.4f} "
-                         "| | | | |")
+                         "| | | | | | |")
             continue
         chosen = r["chosen"]
         text = ", ".join(f"{k} = {v}" for k, v in chosen.items() if k not in ("kept", "path"))
@@ -149,7 +148,8 @@ def markdown(result: dict) -> str:
                 if len(chosen["kept"]) < len(result["members_best_first"]) else "")
         changed = "(default)" if not r["params"] else r["test_spans_changed"]
         lines.append(f"| {r['system']} | {r['cv'][2]:.4f} | {p:.4f} | {rr:.4f} | {f:.4f} | {f - best['test'][2]:+.4f} "
-                     f"| {changed} | {text} | {r['fit_predict_s']:.0f} s |")
+                     f"| {changed} | {text} | {r['fit_predict_s']:.1f} | {r['fit_predict_cpu_s']:.1f} "
+                     f"| {load_range(r['load_before'], r['load_after'])} |")
     diff = result["where_variants_differ"]
     for name, d in diff["overlap_greedy_vs_chain"].items():
         per_t = ", ".join(f"t = {t}: {n}" for t, n in d["differ_by_threshold"].items())

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from ensemble_deid.cli import main
 
 from .conftest import REPO_ROOT
+from .tables import terminal_row
 
 API_DOC = REPO_ROOT / "docs" / "api.md"
 
@@ -51,8 +52,7 @@ def test_the_worked_example_runs_and_shows_each_step(worked_example):
 
 
 def _row(output: str, label: str) -> list[str]:
-    line = next(x for x in output.splitlines() if x.startswith(f"| {label} "))
-    return [c.strip() for c in line.strip("|").split("|")][1:]
+    return terminal_row(output, label)[1:]
 
 
 def test_the_worked_example_reproduces_the_ensemble_command(worked_example, monkeypatch):

@@ -24,6 +24,7 @@ from ensemble_deid.experiment.cache import PredictionCache, _record_checksum
 from ensemble_deid.experiment.cost import inference_cost, stored_cost
 from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
 
+from .tables import terminal_row
 from .test_ensemble_fixtures import random_case
 from .test_ensemble_pruning import elimination_case  # noqa: F401 (fixture)
 from .tiny_corpus import tiny_corpus
@@ -276,11 +277,10 @@ def test_ensemble_takes_the_budget_and_shows_costs(costed):
                "--budget", "17", "--front", "--no-progress", "--no-diagnostics").output
     kept = re.search(r"pruned voting: threshold \d, members (.*); cost ([\d.]+) within the budget of 17", out)
     assert kept and float(kept.group(2)) <= 17
-    row = next(x for x in out.splitlines() if x.startswith("| ensemble.voting-pruned "))
-    assert float(row.strip("|").split("|")[7]) == pytest.approx(float(kept.group(2)), abs=0.05)
+    row = terminal_row(out, "ensemble.voting-pruned")
+    assert float(row[7]) == pytest.approx(float(kept.group(2)), abs=0.05)
     for label, cost in HAND.items():
-        line = next(x for x in out.splitlines() if x.startswith(f"| {label} "))
-        assert line.rstrip(" |").endswith(f"{cost:.1f}")
+        assert terminal_row(out, label)[7] == f"{cost:.1f}"
     assert sum(bool(re.match(r"\*\s+\d", line)) for line in out[out.index("Pareto front"):].splitlines()) == 1
     res = _run("ensemble", "--corpus", costed, "--method", "voting", "--members", MEMBERS, "--folds", "3",
                "--budget", "17", "--no-progress", ok=False)

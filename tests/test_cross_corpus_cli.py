@@ -13,6 +13,7 @@ from ensemble_deid.experiment.cache import PredictionCache
 from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
 from ensemble_deid.studies.crosscorpus import category_scores, cross_corpus_target
 
+from .tables import terminal_row
 from .test_study import two_corpora  # noqa: F401 (fixture)
 
 
@@ -20,9 +21,6 @@ def _run(*args):
     return CliRunner().invoke(main, list(map(str, args)))
 
 
-def _row(output, label):
-    line = next(x for x in output.splitlines() if x.startswith(f"| {label} "))
-    return [c.strip() for c in line.strip("|").split("|")]
 
 
 def test_cv_target_scores_another_corpus_and_caches_it_as_a_study_does(two_corpora):  # noqa: F811
@@ -30,15 +28,17 @@ def test_cv_target_scores_another_corpus_and_caches_it_as_a_study_does(two_corpo
     res = _run("cv", "--corpus", "tinyA", "--taggers", "memorize,rules", "--folds", "3", "--target", "tinyB",
                "--no-progress")
     assert res.exit_code == 0, res.output
-    header = next(x for x in res.output.splitlines() if x.startswith("| tagger "))
-    assert "tinyB.test P" in header and "tinyB.test R" in header and "tinyB.test F1" in header
-    memorize = _row(res.output, "memorize")
-    assert all(re.fullmatch(r"\d\.\d{4}", c) for c in memorize[1:8])
+    assert all(re.fullmatch(r"\d\.\d{4}", c) for c in terminal_row(res.output, "memorize")[1:5])
+    # the target's strict P, R and F1 in a table of their own (beside the rest: 12 columns)
+    on_b = res.output.split("tinyB.test: strict micro scores", 1)[1]
+    assert all(re.fullmatch(r"\d\.\d{4}", c) for c in terminal_row(on_b, "memorize")[1:4])
+    tables = res.output[res.output.index("tagger "):]  # below the line naming the cache folder
+    assert max(len(line) for line in tables.splitlines()) <= 80, res.output
     # The per-category table: the target's gold spans per category, and each tagger's F1.
     tiny_b = ws.load("tinyB")
     assert "tinyB.test: strict F1 by category of the models trained on 'tinyA'" in res.output
     gold_dates = sum(a.category == "DATE" for d in tiny_b.test for a in d.annotations)
-    assert _row(res.output, "DATE")[1] == f"{gold_dates:,}"
+    assert terminal_row(res.output, "DATE")[1] == f"{gold_dates:,}"
 
     # The same figures as scoring the cached parts directly ...
     cache = PredictionCache(ws.cache_dir)
@@ -46,7 +46,7 @@ def test_cv_target_scores_another_corpus_and_caches_it_as_a_study_does(two_corpo
     engine = CrossValidation(tiny_a.train, {"test": tiny_a.test, cross_corpus_target("tinyB"): tiny_b.test}, cache, k=3)
     runs = engine.collect([TaggerSpec.parse("memorize"), TaggerSpec.parse("rules")])
     scores = category_scores(tiny_b.test, runs["memorize"].targets[cross_corpus_target("tinyB")])
-    assert _row(res.output, "DATE")[2] == f"{scores['DATE'][1]:.4f}"
+    assert terminal_row(res.output, "DATE")[2] == f"{scores['DATE'][1]:.4f}"
     # ... and a study's engine (which also predicts tinyB's training set) finds
     # them cached: only the parts on tinyB.train are left to compute.
     study_engine = CrossValidation(tiny_a.train, {cross_corpus_target("tinyA"): tiny_a.test, cross_corpus_target("tinyB"): tiny_b.test,

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ensemble_deid.cli import COMMANDS, LazyGroup
 from ensemble_deid.cli.evaluate import evaluate as evaluate_cmd
-from ensemble_deid.corpus.document import Document
+from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.corpus.formats import write_i2b2_xml
 
 from .test_evaluation import GOLD_TAGS, SYSTEM_TAGS, TEXT
@@ -200,3 +200,26 @@ def test_uncached_system_says_what_to_run(cached_rules):
     both = CliRunner().invoke(main, ["--workspace", str(root), "evaluate", "--corpus", "synthetic-2014",
                                      "--gold", str(root), "--system", "rules"])
     assert both.exit_code != 0 and "either --gold" in both.output
+
+
+def test_the_table_fits_80_columns_with_every_figure(folders, tmp_path):
+    # The fresh-clone walk (issue 34 item 8): micro and macro side by side made the
+    # table 124 columns wide, and MEDDOCAN's 35-character subtype names overran
+    # the subtype table's label column.
+    gold, system = folders
+    out = run("--gold", gold, "--system", system, "--skip-missing").stdout
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    lines = out.splitlines()
+    strict = [line.split() for line in lines if line.startswith("strict ")]
+    assert len(strict[0]) == 8 and len(strict[1]) == 6  # TP FP FN P R F1 F2, then macro P (SD), R (SD), F1
+    assert "macro over documents" in out and "strict by category, macro over documents" in out
+    long_type = "ID_TITULACION_PERSONAL_SANITARIO"  # MEDDOCAN's longest subtype
+    text = "Colegiado 282812345 y colegiado 282854321."
+    spans = [Annotation(10, 19, "ID", long_type), Annotation(32, 41, "ID", long_type)]
+    for folder, doc_spans in ((tmp_path / "g", spans), (tmp_path / "s", spans[:1])):
+        folder.mkdir()
+        write_i2b2_xml(Document("d", text, doc_spans), folder / "d.xml")
+    out = run("--gold", tmp_path / "g", "--system", tmp_path / "s", "--breakdown", "subtype").stdout
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    row = next(line for line in out.splitlines() if line.startswith(f"ID:{long_type} "))
+    assert row.split()[1:] == ["1", "0", "1", "1.0000", "0.5000", "0.6667"]

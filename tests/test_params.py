@@ -11,12 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
+from ensemble_deid.cli.ensemble import SCORE_HEADERS
 from ensemble_deid.ensemble import GridSearch, StackedSVM, Voting
 from ensemble_deid.errors import EnsembleDeidError
 from ensemble_deid.studies.study import StudyConfig
 from ensemble_deid.taggers.constraints import Interval, InvalidParameter, Options, validate_params
 from ensemble_deid.taggers.registry import make_tagger
 
+from .tables import terminal_row
 from .test_ensemble_fixtures import NAME, doc, members_of, spans_of
 
 
@@ -102,8 +104,7 @@ MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
 
 
 def _test_f1(output: str) -> str:
-    line = next(x for x in output.splitlines() if x.startswith("| ensemble.voting "))
-    return line.strip("|").split("|")[-1].strip()
+    return terminal_row(output, "ensemble.voting")[SCORE_HEADERS.index("test F1")]
 
 
 # Every parameter case runs through `ensemble` and through `fit`: both build

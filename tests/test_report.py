@@ -232,3 +232,22 @@ def test_a_note_with_an_equals_sign_is_wrapped_as_prose_not_as_an_alias_legend()
     note = lines[lines.index(next(x for x in lines if x.startswith("members' union"))):]
     assert all(line.strip() and not line.startswith(" ") and len(line) <= 80 for line in note), note
     assert " ".join(note).endswith("(A+B: trained on both)).")
+
+
+def test_a_table_of_long_specs_shows_aliases_and_keeps_the_specs_in_the_legend():
+    from ensemble_deid.studies.report import spec_table
+
+    # the published MEDDOCAN members (issue 34 item 8: 'ensemble' printed them in a 112-column table)
+    specs = ["crf", "rules:label_map=i2b2-to-meddocan", "lstm-crf-l:epochs=12,validation_fraction=0",
+             "lstm-crf-fea:epochs=12,validation_fraction=0"]
+    rows = [[s, 0.9685, 0.9509, 0.9596, 0.9723, 0.9485, 0.9602, "48.4"] for s in specs]
+    headers = ["system", "CV P", "CV R", "CV F1", "test P", "test R", "test F1", "cost"]
+    out = spec_table(headers, rows, "lrrrrrrr", notes=["cost: CPU seconds per million tokens"], width=80)
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    labels = [line.split()[0] for line in out.splitlines()[2:6]]
+    assert labels == ["crf", "rules", "lstm-crf-l", "lstm-crf-fea"]
+    legend = "".join(out.split("aliases:", 1)[1].split())
+    assert all(s.replace(":", "", 0) in legend for s in specs[1:]) and "rules=rules:label_map=i2b2-to-meddocan" in legend
+    assert out.rstrip().endswith("cost: CPU seconds per million tokens")
+    short = spec_table(headers, rows[:2], "lrrrrrrr", width=120)  # room enough: the specs whole, no legend
+    assert "rules:label_map=i2b2-to-meddocan  " in short and "aliases" not in short

@@ -70,6 +70,7 @@ def test_taggers_lists_the_third_party_tagger(installed, tmp_path):
 def test_cv_runs_the_third_party_tagger(installed, tmp_path):
     """Cross-validation through the CLI fills the cache with its predictions."""
     from .conftest import register_corpus
+    from .tables import terminal_row
     from .tiny_corpus import tiny_corpus
 
     docs = tiny_corpus(16)
@@ -78,7 +79,7 @@ def test_cv_runs_the_third_party_tagger(installed, tmp_path):
     proc = _cli(installed, tmp_path, "cv", "--corpus", "tiny", "--taggers", "example-lexicon:min_count=2",
                 "--folds", "2", "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    assert _row(proc.stdout, "example-lexicon:min_count=2") is not None, proc.stdout
+    assert terminal_row(proc.stdout, "example-lexicon:min_count=2")[0] == "example-lexicon:min_count=2", proc.stdout
     entries = list((tmp_path / "cached_predictions" / "v1" / "example-lexicon").glob("1-*/*/entry.json"))
     assert len(entries) == 1
 

@@ -54,8 +54,13 @@ def test_add_ls_show_rm(workspace, tiny_dirs):
     assert (workspace / ".ensemble-deid" / "corpora.json").exists()  # the env var chose the workspace
 
     out = _run("corpus", "ls").output
-    line = next(x for x in out.splitlines() if x.startswith("| tiny "))
-    assert str(tiny_dirs["train"]) in line and "registered" in line
+    assert max(len(x) for x in out.splitlines()) <= 80, out  # issue 34 item 8: the folders fold
+    lines = out.splitlines()
+    splits, kind = lines[0].index("splits"), lines[0].index("kind")
+    at = next(i for i, x in enumerate(lines) if x.startswith("tiny "))
+    more = next((i for i, x in enumerate(lines[at + 1:], at + 1) if not x.startswith(" ")), len(lines))
+    row = lines[at:more]  # the corpus's line and the lines its folded folders go on
+    assert str(tiny_dirs["train"]) in "".join(x[splits:kind].strip() for x in row) and "registered" in lines[at]
 
     out = _run("corpus", "show", "tiny").output
     assert out.startswith("corpus 'tiny'  fingerprints train=") and ", test=" in out.splitlines()[0]
@@ -70,7 +75,7 @@ def test_add_ls_show_rm(workspace, tiny_dirs):
     assert "| DATE " in out and "NAME:DOCTOR" not in out
 
     assert "removed 'tiny'" in _run("corpus", "rm", "tiny").output
-    assert "| tiny " not in _run("corpus", "ls").output
+    assert "\ntiny " not in _run("corpus", "ls").output
     assert Workspace(workspace).corpus_specs() == {}
 
 

@@ -29,20 +29,43 @@ def compare(ctx, systems, corpus_name, criterion, tests, trials, reference, k, s
     from the cache are computed first (as 'cv' would).
     """
     from ..studies.comparison import compare_cached, comparison_rows, leak_rows
+    from ..studies.report import fitting_aliases
     from ..studies.table import render_table
 
     with fail_on_error():
         corpus, comp = compare_cached(workspace_of(ctx), corpus_name, systems, criterion=criterion, tests=tests,
                                       trials=trials, reference=reference, folds=k, seed=seed, jobs=jobs)
     (score_headers, scores), (test_headers, test_rows) = comparison_rows(comp, tests)
+    leak_headers, leaks = leak_rows(comp)
+
+    def render(short: dict[str, str]) -> list[str]:
+        def shown(rows):
+            return [[_alias(r[0], short), *r[1:]] for r in rows]
+        return [render_table(score_headers, shown(scores)), render_table(test_headers, shown(test_rows), align="llrrl"),
+                render_table(leak_headers, shown(leaks), align="lrrr")]
+
+    # Long specs as aliases with their legend (the published MEDDOCAN members made 101 columns: issue 34 item 8).
+    names = list(comp.scores)
+    tables = render({})
+    shown, legend = fitting_aliases(names, "\n".join(tables), 80)
+    if legend:
+        tables = render(dict(zip(names, shown)))
+        legend = ["\n" + "\n".join(legend)]
     click.echo(f"\n{criterion} micro scores on {len(corpus.test)} test documents of {corpus_name!r}")
-    click.echo(render_table(score_headers, scores))
+    click.echo(tables[0])
     click.echo("\n" + textwrap.fill(f"paired tests over documents against {comp.reference!r}; Holm: corrected "
                                      "across them", 80))
-    click.echo(render_table(test_headers, test_rows, align="llrrl"))
-    leak_headers, leaks = leak_rows(comp)
+    click.echo(tables[1])
     click.echo("\n" + textwrap.fill("leaks: share of gold PHI entities and tokens no predicted span covers (%, 95% "
                                      "document-bootstrap interval)" + ("" if comp.ceiling is None else
                                      "; union (ceiling): every span of " + ", ".join(comp.ceiling_of)
                                      + " together, below which no ensemble of them leaks"), 80))
-    click.echo(render_table(leak_headers, leaks, align="lrrr"))
+    click.echo(tables[2])
+    for text in legend:
+        click.echo(text)
+
+
+def _alias(label: str, short: dict[str, str]) -> str:
+    """A row label's alias; the reference keeps its " (ref)" mark, the union its name."""
+    name, ref, _ = label.partition(" (ref)")
+    return short.get(name, name) + ref

@@ -56,7 +56,7 @@ def add(ctx, name, train, dev, test, fmt, label_map, group_pattern, replace):
 @click.pass_context
 def ls(ctx):
     """List registered corpora (and embedded ones not yet generated)."""
-    from ..studies.table import render_table
+    from ..studies.table import terminal_table
     from ..corpus.workspace import _embedded_corpora
 
     ws = workspace_of(ctx)
@@ -64,7 +64,8 @@ def ls(ctx):
         specs = ws.corpus_specs()
     rows = [[n, ", ".join(f"{s}={'+'.join(p) if isinstance(p, list) else p}" for s, p in spec.splits.items()), "embedded" if spec.embedded else "registered"] for n, spec in specs.items()]
     rows += [[n, "(generated on first use)", "embedded"] for n in _embedded_corpora() if n not in specs]
-    click.echo(render_table(["name", "splits", "kind"], rows) if rows else "no corpora registered")
+    # The split folders fold: two absolute paths a corpus made 156 columns (issue 34 item 8).
+    click.echo(terminal_table(["name", "splits", "kind"], rows, "lll", wrap=(1,)) if rows else "no corpora registered")
 
 
 @corpus.command("rm")

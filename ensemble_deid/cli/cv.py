@@ -48,9 +48,9 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, ta
 def category_table(runs, target: str, documents) -> str:
     """Rows: categories (gold spans in the target); columns: each tagger's strict F1."""
     from ..studies.crosscorpus import category_scores
-    from ..studies.table import render_table
+    from ..studies.report import spec_table
 
     scores = {label: category_scores(documents, run.targets[target]) for label, run in runs.items()}
     gold = {cat: n for per in scores.values() for cat, (n, _) in per.items()}
     rows = [[cat, gold[cat], *(scores[label].get(cat, (0, 0.0))[1] for label in runs)] for cat in sorted(gold)]
-    return render_table(["category", "gold", *runs], rows)
+    return spec_table(["category", "gold", *runs], rows, "l" + "r" * (len(runs) + 1), spec_headers_from=2)

@@ -101,8 +101,9 @@ def method_front(done, show_front: bool, plot, say) -> str:
 
 def report(corpus, engine, runs, result, method, learner, diagnostics):
     from ..experiment.cost import format_cost
+    from ..studies.report import spec_table
     from ..studies.summary import strict_prf
-    from ..studies.table import render_table
+    from ..studies.table import terminal_table
 
     record = result["record"]
     entry = result["entry"]
@@ -113,9 +114,11 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     click.echo(f"\ncorpus {corpus.name!r}: {engine.k}-fold CV (folds {engine.folds.fingerprint}); "
                f"{label} cached as {label}:hash={entry.param_hash[:8]} "
                f"({'computed ' + ' and '.join(result['computed']) if result['computed'] else 'reused'})")
-    click.echo(render_table(SCORE_HEADERS, rows, align="lrrrrrrr"))
-    click.echo("cost: inference cost, CPU seconds per million tokens (recorded prediction times; an ensemble: "
-               "its members' sum)")
+    # Fitted to the terminal, long member specs as aliases (the published MEDDOCAN
+    # members made this table 112 columns wide: issue 34 item 8).
+    click.echo(spec_table(SCORE_HEADERS, rows, "lrrrrrrr", notes=[
+        "cost: inference cost, CPU seconds per million tokens (recorded prediction times; an ensemble: its "
+        "members' sum)"]))
     best_member = max(rows[:-1], key=lambda r: r[3])
     click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
                f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
@@ -149,7 +152,7 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     if record.get("cv_results"):
         cv_rows = [[", ".join(f"{k}={v}" for k, v in r["params"].items()), r["tp"], r["fp"], r["fn"], r["score"]]
                    for r in record["cv_results"]]
-        click.echo(render_table(["setting", "TP", "FP", "FN", objective], cv_rows))
+        click.echo(terminal_table(["setting", "TP", "FP", "FN", objective], cv_rows, "lrrrr", wrap=(0,)))
     point = record.get("operating_point")
     missed = [k for k, ok in (record.get("targets_reached") or {}).items() if not ok]
     if missed and not point:
@@ -177,8 +180,9 @@ def leak_report(corpus, runs, ensemble_test, label: str = "ensemble") -> str:
     import textwrap
 
     from ..studies.leaks import OVERALL, category_rows, leak_rows, leak_table, oracle_token_recall, union_spans
+    from ..studies.report import spec_table
     from ..studies.summary import prediction_spans, strict_prf
-    from ..studies.table import render_table
+    from ..studies.table import terminal_table
 
     docs = corpus.test
     systems = {label: ensemble_test, **{name: run.test for name, run in runs.items()}}
@@ -189,39 +193,51 @@ def leak_report(corpus, runs, ensemble_test, label: str = "ensemble") -> str:
     headers, rows = leak_rows(tables, f1, union)
     cat_headers, cat_rows = category_rows({label: tables[label], "union (ceiling)": union})
     ceiling = oracle_token_recall(docs, {name: run.test for name, run in runs.items()})
-    text = [
-        "", "leaks (test): share of gold PHI entities and tokens no predicted span covers (%, 95% document-bootstrap "
+    prose = [
+        "leaks (test): share of gold PHI entities and tokens no predicted span covers (%, 95% document-bootstrap "
         "interval); union (ceiling): every member span together, below which no ensemble of them leaks:",
-        render_table(headers, rows, align="lrrr"), "", "token leak per category (%):",
-        render_table(cat_headers, cat_rows, align="lrr"),
+        "token leak per category (%):",
         f"ceiling: the members together cover {ceiling:.4f} of the PHI tokens exactly as tokens (binary-token "
         f"recall of the union; its token leak {union['token'][OVERALL].rate:.4f} counts partial cover too)"
         if OVERALL in union["token"] else "",
     ]
-    return "\n".join(textwrap.fill(t, 80) if not t.startswith("|") else t for t in text)
+    intro, per_category, note = (textwrap.fill(t, 80) for t in prose)
+    return "\n".join(["", intro, spec_table(headers, rows, "lrrr"), "", per_category,
+                      terminal_table(cat_headers, cat_rows, "lrr"), note])
 
 
 def diagnostics_report(runs, corpus) -> str:
     """Oracle, marginal contributions and pairwise agreement on the test split."""
-    from ..ensemble import member_diagnostics
-    from ..studies.table import render_table
+    import shutil
+    import textwrap
 
+    from ..ensemble import member_diagnostics
+    from ..studies.report import alias_notes, aliases, spec_table
+    from ..studies.table import terminal_table
+
+    width = shutil.get_terminal_size((80, 24)).columns
     names = tuple(runs)
     diag = member_diagnostics({n: runs[n].oof for n in names}, corpus.train, {n: runs[n].test for n in names}, corpus.test)
     o, t = diag.oracle, diag.threshold
-    lines = [f"\noracle (test): {o.found}/{o.n_gold} gold spans found by some member: recall {o.recall:.4f}, "
-             f"F1 {o.f1:.4f}"]
+    lines = ["", textwrap.fill(f"oracle (test): {o.found}/{o.n_gold} gold spans found by some member: recall "
+                               f"{o.recall:.4f}, F1 {o.f1:.4f}", width)]
     rows = [[c.member, c.f1, c.unique_true, c.unique_false, c.delta] for c in diag.contributions]
-    lines.append(f"marginal contributions (test; delta = F1 of voting at t={t} with all members minus without it):")
-    lines.append(render_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows))
+    lines.append(textwrap.fill(f"marginal contributions (test; delta = F1 of voting at t={t} with all members minus "
+                               "without it):", width))
+    lines.append(spec_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows, "lrrrr"))
     jac, dfault = diag.jaccard, diag.double_fault
-    short = [f"[{i}]" for i in range(len(names))]
     lines.append("pairwise agreement (test; upper: span Jaccard, lower: double fault):")
-    grid = []
-    for i, n in enumerate(names):
-        row = [f"[{i}] {n}"]
-        for j in range(len(names)):
-            row.append("" if i == j else (jac[i, j] if j > i else dfault[i, j]))
-        grid.append(row)
-    lines.append(render_table(["member", *short], grid))
+    # Member i's row is "[i] name" (aliases where a spec is longer than 16 characters,
+    # as folded cells are), its column "[i]"; twelve members are more columns than 80
+    # fit: the columns in blocks, every value kept.
+    shown = aliases(names) if max(map(len, names)) > 16 else list(names)
+    labels = [f"[{i}] {n}" for i, n in enumerate(shown)]
+    per_block = max(1, (width - max(map(len, labels)) - 2) // 8)
+    for first in range(0, len(names), per_block):
+        columns = range(first, min(first + per_block, len(names)))
+        grid = [[label, *("" if i == j else (jac[i, j] if j > i else dfault[i, j]) for j in columns)]
+                for i, label in enumerate(labels)]
+        lines.append(terminal_table(["member", *(f"[{j}]" for j in columns)], grid, "l" + "r" * len(columns)))
+    if shown != list(names):
+        lines += alias_notes(names, width)
     return "\n".join(lines)

@@ -51,6 +51,34 @@ def _count(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
+# Every table of the text report fits 80 columns (issue 34 item 8: the micro and
+# macro figures side by side made 124; MEDDOCAN's subtype names overran theirs).
+WIDTH = 80
+
+
+def _macro_cells(M) -> str:
+    return f"{f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>10}"
+
+
+MACRO_HEAD = f"{'macro P (SD)':>16}{'macro R (SD)':>17}{'macro F1':>10}"
+
+
+def _labelled(rows: list[tuple[str, str]], header: str, label_width: int) -> list[str]:
+    """Lines of ``label`` + figures: the label column as wide as its longest
+    label (at least ``label_width``) while the lines fit ``WIDTH``; a label
+    too long for that gets a line of its own, its figures on the next."""
+    figures = max([len(header)] + [len(f) for _, f in rows])
+    width = max([label_width] + [len(label) + 2 for label, _ in rows])
+    width = max(min(width, WIDTH - figures), 1)
+    lines = []
+    for label, f in rows:
+        if len(label) > width - 1:
+            lines += [label, " " * width + f]
+        else:
+            lines.append(f"{label:<{width}}{f}")
+    return lines
+
+
 def render_table(report: EvaluationReport, breakdown: str = "category", breakdown_criteria=None, documents: bool = False) -> str:
     lines = [f"Documents scored: {report.n_documents}"]
     if report.missing:
@@ -58,28 +86,29 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
     if report.extra:
         lines.append(f"System documents without gold (ignored): {len(report.extra)}")
     lines.append("")
-    head = f"{'criterion':<22}{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}{'F2':>8}  | {'macro P (SD)':>16}{'macro R (SD)':>17}{'F1':>8}"
-    lines += [head, "-" * len(head)]
-    for name, res in report.results.items():
-        m, M = res.micro, res.macro
-        lines.append(
-            f"{name:<22}{_count(m.tp):>8}{_count(m.fp):>8}{_count(m.fn):>8}  {_f(m.precision):>7}{_f(m.recall):>8}"
-            f"{_f(m.f1):>8}{_f(m.f2):>8}  | {f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>8}"
-        )
+    micro = f"{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}{'F2':>8}"
+    body = _labelled([("criterion", micro)] + [
+        (name, f"{_count(r.micro.tp):>8}{_count(r.micro.fp):>8}{_count(r.micro.fn):>8}  {_f(r.micro.precision):>7}"
+               f"{_f(r.micro.recall):>8}{_f(r.micro.f1):>8}{_f(r.micro.f2):>8}") for name, r in report.results.items()],
+        micro, 22)
+    lines += [body[0], "-" * len(body[0])] + body[1:]
+    lines += [""] + _labelled([("macro over documents", MACRO_HEAD)]
+                              + [(name, _macro_cells(r.macro)) for name, r in report.results.items()], MACRO_HEAD, 22)
     semeval = {k: r for k, r in report.results.items() if r.outcomes is not None}
     if semeval:
-        lines += ["", f"{'SemEval 2013':<22}{'COR':>9}{'INC':>9}{'PAR':>9}{'MIS':>9}{'SPU':>9}"]
-        for name, res in semeval.items():
-            o = res.outcomes
-            lines.append(f"{name:<22}" + "".join(f"{_count(o[k]):>9}" for k in ("correct", "incorrect", "partial", "missed", "spurious")))
+        head = "".join(f"{k:>9}" for k in ("COR", "INC", "PAR", "MIS", "SPU"))
+        lines += [""] + _labelled([("SemEval 2013", head)] + [
+            (name, "".join(f"{_count(res.outcomes[k]):>9}" for k in ("correct", "incorrect", "partial", "missed", "spurious")))
+            for name, res in semeval.items()], head, 22)
     shown = report.shown_names()
     if report.leak is not None:
-        lines += ["", f"{'leak (gold PHI uncovered)':<28}{'tokens':>16}{'rate':>9}{'characters':>18}{'rate':>9}"]
+        head = f"{'tokens':>16}{'rate':>9}{'characters':>18}{'rate':>9}"
         rows = [("all", report.leak.overall), ("HIPAA", report.leak.hipaa)] + [
             (shown.get(k, k), v) for k, v in report.leak.by_category.items() if v.tokens or v.chars
         ]
-        for name, r in rows:
-            lines.append(f"{name:<28}{f'{r.leaked_tokens}/{r.tokens}':>16}{_f(r.token_rate):>9}{f'{r.leaked_chars}/{r.chars}':>18}{_f(r.char_rate):>9}")
+        lines += [""] + _labelled([("leak (gold PHI uncovered)", head)] + [
+            (name, f"{f'{r.leaked_tokens}/{r.tokens}':>16}{_f(r.token_rate):>9}{f'{r.leaked_chars}/{r.chars}':>18}"
+                   f"{_f(r.char_rate):>9}") for name, r in rows], head, 28)
     if breakdown in ("category", "subtype"):
         wanted = breakdown_criteria or [c for c in ("strict", "token", "hipaa_strict", "hipaa_token") if c in report.results]
         for name in wanted:
@@ -89,19 +118,18 @@ def render_table(report: EvaluationReport, breakdown: str = "category", breakdow
             groups = res.by_category if breakdown == "category" else res.by_subtype
             if not groups:
                 continue
-            macros = res.category_macro if breakdown == "category" else {}
-            head = f"{breakdown:<26}{'TP':>8}{'FP':>8}{'FN':>8}  {'P':>7}{'R':>8}{'F1':>8}"
+            scored = {g: s for g, s in groups.items() if s.tp + s.fp + s.fn}
+            # counts as wide as the largest needs (MEDDOCAN's 35-character subtype names fit beside them)
+            n = max([2] + [len(_count(x)) for s in scored.values() for x in (s.tp, s.fp, s.fn)]) + 2
+            head = f"{'TP':>{n}}{'FP':>{n}}{'FN':>{n}}  {'P':>7}{'R':>8}{'F1':>8}"
+            lines += ["", f"{name} by {breakdown}"] + _labelled([(breakdown, head)] + [
+                (shown.get(g, g), f"{_count(s.tp):>{n}}{_count(s.fp):>{n}}{_count(s.fn):>{n}}  {_f(s.precision):>7}"
+                                  f"{_f(s.recall):>8}{_f(s.f1):>8}") for g, s in scored.items()], head, 26)
+            macros = {g: M for g, M in (res.category_macro if breakdown == "category" else {}).items() if g in scored}
             if macros:
-                head += f"  | {'macro P (SD)':>16}{'macro R (SD)':>17}{'F1':>8}"
-            lines += ["", f"{name} by {breakdown}", head]
-            for g, s in groups.items():
-                if s.tp + s.fp + s.fn == 0:
-                    continue
-                row = f"{shown.get(g, g):<26}{_count(s.tp):>8}{_count(s.fp):>8}{_count(s.fn):>8}  {_f(s.precision):>7}{_f(s.recall):>8}{_f(s.f1):>8}"
-                M = macros.get(g)
-                if M is not None:
-                    row += f"  | {f'{_f(M.precision)} ({M.precision_sd:.2f})':>16}{f'{_f(M.recall)} ({M.recall_sd:.2f})':>17}{_f(M.f1):>8}"
-                lines.append(row)
+                lines += ["", f"{name} by {breakdown}, macro over documents"] + _labelled(
+                    [(breakdown, MACRO_HEAD)] + [(shown.get(g, g), _macro_cells(M)) for g, M in macros.items()],
+                    MACRO_HEAD, 26)
     return "\n".join(lines) + "\n"
 
 

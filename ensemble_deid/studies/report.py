@@ -78,6 +78,48 @@ def legend(labels: Sequence[str]) -> list[str]:
     return lines
 
 
+def alias_notes(labels: Sequence[str], width: int | None = None) -> list[str]:
+    """The legend as footnote lines: "aliases: a = full spec", the others
+    under it; with ``width``, a long spec broken between its parameters."""
+    names = legend(labels)
+    lines = ["aliases: " + names[0]] + [" " * 9 + n for n in names[1:]] if names else []
+    return [_wrap_at_commas(line, width) for line in lines] if width else lines
+
+
+def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None, *,
+               title: str = "", notes: Sequence[str] = (), width: int | None = None, wrap: Sequence[int] = (),
+               spec_headers_from: int | None = None) -> str:
+    """A terminal table (``terminal_table``) whose first column holds tagger
+    specs (or, with ``spec_headers_from``, whose headers from that column on
+    do): shown whole where the table fits ``width`` (default: the terminal's),
+    else as aliases with their legend first among the notes, as a study's
+    tables show them (the published MEDDOCAN specs made ``cv`` and
+    ``ensemble`` tables 140-160 columns wide: issue 34 item 8)."""
+    import shutil
+
+    width = width or shutil.get_terminal_size((80, 24)).columns
+    k = spec_headers_from
+    labels = [str(r[0]) for r in rows] if k is None else list(headers[k:])
+    # Whole specs only where the table fits without folding its values: aliases read better than folded cells.
+    whole = terminal_table(headers, rows, align, width=10**6, wrap=wrap)
+    shown, legend_lines = fitting_aliases(labels, whole, width)
+    if not legend_lines:
+        return terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
+    if k is None:
+        rows, wrap = [[alias, *r[1:]] for alias, r in zip(shown, rows)], (0, *wrap)
+    else:
+        headers = [*headers[:k], *shown]
+    return terminal_table(headers, rows, align, title=title, notes=[*legend_lines, *notes], width=width, wrap=wrap)
+
+
+def fitting_aliases(labels: Sequence[str], rendered: str, width: int) -> tuple[list[str], list[str]]:
+    """(labels to show, legend lines): the labels themselves where the text
+    ``rendered`` with them fits ``width``, else their aliases and legend."""
+    if max(map(len, rendered.splitlines()), default=0) <= width or not legend(labels):
+        return list(labels), []
+    return aliases(labels), alias_notes(labels, width)
+
+
 @dataclass
 class ResultTable:
     title: str
@@ -115,9 +157,8 @@ class ResultTable:
 
     def notes(self) -> list[str]:
         """Footnotes: the legend of aliases, the table's note, the mark's footnote if used."""
-        names = legend([label for label, _ in self.rows])
         out = [self.headers_legend] if self.headers and self.headers_legend else []
-        out += ["aliases: " + names[0]] + [" " * 9 + n for n in names[1:]] if names else []
+        out += alias_notes([label for label, _ in self.rows])
         if self.note:
             out.append(self.note)
         if self.mark_note and self.marked:

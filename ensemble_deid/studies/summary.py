@@ -5,7 +5,6 @@ from typing import Mapping, Sequence
 
 from ..corpus.document import Annotation, Document
 from ..taggers.prediction import DocumentPrediction
-from .table import render_table
 
 
 def prediction_spans(
@@ -22,24 +21,31 @@ def strict_prf(documents: Sequence[Document], predictions: Mapping[str, Document
 
 
 def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Document],
-                     targets: Mapping[str, Sequence[Document]] | None = None) -> str:
-    """One row per tagger: CV and test scores, then strict P/R/F1 on every
-    other target (name -> documents, e.g. another corpus's test split)."""
-    targets = targets or {}
-    rows = []
+                     targets: Mapping[str, Sequence[Document]] | None = None, width: int | None = None) -> str:
+    """Per tagger, its CV and test scores; then the seconds and memory of
+    its parts; then, for every other target (name -> documents, e.g. another
+    corpus's test split), the taggers' strict P/R/F1 on it. Three tables
+    fitted to the terminal, long specs as aliases: in one, the published
+    MEDDOCAN members made 142 columns (issue 34 item 8)."""
+    from .report import spec_table
+
+    scores, costs = [], []
     for label, run in runs.items():
         cv_p, cv_r, cv_f = strict_prf(train, run.oof)
         test_f = strict_prf(test, run.targets["test"])[2] if "test" in run.targets else None
-        scores = [x for name, docs in targets.items() for x in strict_prf(docs, run.targets[name])]
-        rows.append([
-            label, cv_p, cv_r, cv_f, test_f, *scores, _seconds(run, "fit_seconds"), _seconds(run, "predict_seconds"),
-            round(run.peak_mb), f"{run.computed}/{run.computed + run.reused}",
-        ])
-    headers = ["tagger", "CV P", "CV R", "CV F1", "test F1", *(f"{name} {x}" for name in targets for x in ("P", "R", "F1")),
-               "fit s", "predict s", "peak MB", "parts computed"]
+        scores.append([label, cv_p, cv_r, cv_f, test_f])
+        costs.append([label, _seconds(run, "fit_seconds"), _seconds(run, "predict_seconds"), round(run.peak_mb),
+                      f"{run.computed}/{run.computed + run.reused}"])
     note = ("fit s, predict s: spent by this run; \"cached N\": N seconds spent when the cached parts were made, "
             "not now") if any(run.reused for run in runs.values()) else ""
-    return render_table(headers, rows) + (f"\n{note}" if note else "")
+    tables = [spec_table(["tagger", "CV P", "CV R", "CV F1", "test F1"], scores, "lrrrr", width=width), "",
+              spec_table(["tagger", "fit s", "predict s", "peak MB", "parts computed"], costs, "lrrrr",
+                         notes=[note] if note else (), width=width, wrap=(1, 2))]
+    for name, docs in (targets or {}).items():
+        scores = [[label, *strict_prf(docs, run.targets[name])] for label, run in runs.items()]
+        tables.append(spec_table(["tagger", "P", "R", "F1"], scores, "lrrr", width=width,
+                                 title=f"\n{name}: strict micro scores"))
+    return "\n".join(tables)
 
 
 def _seconds(run, key: str) -> str:

@@ -76,11 +76,20 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     # Right padding only: two spaces between columns (padding and the blank rule).
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False, padding=(0, 1, 0, 0))
     text = [[_cell(v) for v in row] for row in rows]
+    widest = [max((len(r[k]) for r in text), default=0) for k in range(len(headers))]
+    # Too wide for ``width`` with a column that can fold: every column gets its
+    # width here; left to rich, it squeezed every column, then grew the values'
+    # columns back past the width (issue 34 item 8).
+    narrowest = [max([_narrowest(r[k]) for r in text] + [len(w) for w in headers[k].split()]) if k in wrap
+                 else widest[k] for k in range(len(headers))]
+    gaps = 2 * (len(headers) - 1)
+    squeezed = (any(narrowest[k] < widest[k] for k in wrap)
+                and sum(max(w, len(h)) for w, h in zip(widest, headers)) + gaps > width)
+    widths = _narrowed(headers, widest, narrowest, width - gaps) if squeezed else None
     for k, (h, a) in enumerate(zip(headers, align)):
         # Row labels and values stay on one line; long headers wrap instead.
-        widest = max((len(r[k]) for r in text), default=0)
         table.add_column(h, justify="right" if a == "r" else "left", overflow="fold", no_wrap=k == 0 and k not in wrap,
-                         min_width=min(widest, _FOLDED) if k in wrap else widest)
+                         width=widths[k] if widths else None, min_width=narrowest[k])
     for i, row in enumerate(rows):
         table.add_row(*[(f"[bold]{_escape(_cell(v))}[/bold]" if (i, j) in bold else _escape(_cell(v)))
                         for j, v in enumerate(row)])
@@ -88,10 +97,10 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
                       highlight=False, soft_wrap=False)
     # Narrower than the table can fold: overflow the terminal rather than let
     # rich squeeze columns away. Row labels and values never wrap, header words do.
-    least = [max([min(len(r[k]), _FOLDED) if k in wrap else len(r[k]) for r in text]
+    least = [max([_narrowest(r[k]) if k in wrap else len(r[k]) for r in text]
                  + [len(w) for w in headers[k].split()] + ([len(headers[k])] if k == 0 and k not in wrap else []))
              for k in range(len(headers))]
-    console.width = max(width, sum(least) + 2 * (len(headers) - 1))
+    console.width = max(width, (sum(widths) if widths else sum(least)) + gaps)
     if title:  # above the table, not inside it: a title inside wraps to the table's width
         console.print(_escape(title), style="bold" if styled else None)
     console.print(table, crop=False)  # a line rich would crop loses characters of a path: fold, never cut
@@ -102,6 +111,30 @@ def terminal_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
 
 # the narrowest a folding column gets: a path or list still reads in pieces this long
 _FOLDED = 16
+
+
+def _narrowed(headers: Sequence[str], widest: Sequence[int], narrowest: Sequence[int], room: int) -> list[int]:
+    """Column widths that fit ``room`` where they can: each column as wide as
+    its values and header, then the widest one narrowed a column at a time,
+    down to its longest header word and its values' narrowest fold (where
+    nothing fits ``room``, the headers stay whole and only values fold)."""
+    widths = [max(w, len(h)) for w, h in zip(widest, headers)]
+    least = [max([n] + [len(w) for w in h.split()]) for n, h in zip(narrowest, headers)]
+    if sum(least) > room:
+        least = [max(n, len(h)) for n, h in zip(narrowest, headers)]
+    while sum(widths) > room:
+        narrower = [k for k in range(len(widths)) if widths[k] > least[k]]
+        if not narrower:
+            break
+        widths[max(narrower, key=lambda k: widths[k])] -= 1
+    return widths
+
+
+def _narrowest(cell: str) -> int:
+    """The width a folding cell needs: its words (broken at spaces, as rich
+    wraps them: "12.0 + cached 2960.9" in 6 columns), a word longer than
+    ``_FOLDED`` folded into pieces that long."""
+    return max((min(len(word), _FOLDED) for word in cell.split()), default=0)
 
 
 def _escape(text: str) -> str:
