@@ -3,7 +3,7 @@ rule tagger's correct spans the span-level ensembles keep, with trust fixed
 off (the methods' own rule, the published figures) and with ``trust`` chosen
 by k-fold CV on the training out-of-fold predictions, as the ``ensemble``
 command chooses it (voting and decision templates: the default grid, None,
-0.99, 0.95, 0.9; pruned voting: ``trust="auto"``, the same values
+0.99, 0.95, 0.9, 0.8; pruned voting: ``trust="auto"``, the same values
 cross-validated over its elimination). Scores are on the test split, which
 played no part in the choice.
 
@@ -118,7 +118,9 @@ def markdown(result: dict) -> str:
                 at = max(i for i, x in enumerate(rows) if x["method"] == r["method"]) + 1
                 rows.insert(at, {**r, "trust": "chosen by CV, before"})
     for r in rows:
-        trusted = "; ".join(f"{m.split(':')[0]} on {lab}" for m, lab in r["trusted"]) or "-"
+        from ensemble_deid.ensemble.trust import describe_pairs
+
+        trusted = describe_pairs([(m.split(":")[0], lab) for m, lab in r["trusted"]]) or "-"
         p, rec, f1 = r["test"]
         lines.append(f"| {r['method']} | {r['trust']} | {r['chosen_trust'] if r['chosen_trust'] is not None else 'None'}"
                      f" | {trusted} | {p:.4f} | {rec:.4f} | {f1:.4f} | {r['rule_hits_kept']} / {r['rule_hits']} |")

@@ -136,7 +136,7 @@ def test_nested_cv_reports_its_cost_and_choices():
     search = GridSearch(Voting(), folds=3, nested=True).fit(members, docs)
     nested = search.nested_
     assert len(nested.chosen) == 3 and all(set(c) == {"threshold", "trust"} for c in nested.chosen)
-    assert nested.fits == 3 * (3 * 3 * 4 + 1)  # 3 thresholds x 4 trust levels
+    assert nested.fits == 3 * (3 * 3 * 5 + 1)  # 3 thresholds x 5 trust levels
     assert nested.tp + nested.fn == sum(len(d.annotations) for d in docs)
     assert 0 <= nested.score <= 1 and nested.seconds >= 0
 

@@ -185,7 +185,7 @@ def test_authors_threshold_is_chosen_by_cross_validation():
         search.cv_results_, key=lambda r: r.score).params["min_similarity"]
     assert search.best_estimator_.overlap == "chain"
     # the paper's variant chooses only whether to trust members (ensemble.trust)
-    assert DecisionTemplates().default_grid(4) == {"trust": [None, 0.99, 0.95, 0.9]}
+    assert DecisionTemplates().default_grid(4) == {"trust": [None, 0.99, 0.95, 0.9, 0.8]}
 
 
 def test_variants_are_parameters_in_the_hash_and_checked():

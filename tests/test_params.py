@@ -59,15 +59,19 @@ def _f1(docs, preds) -> float:
     return 2 * tp / (len(gold) + len(found))
 
 
-@pytest.mark.parametrize("threshold, expected_f1", [(1, 0.8), (3, 2 / 3)])
-def test_fixed_voting_threshold_is_the_one_used(threshold, expected_f1):
+# Threshold 3 keeps A alone (F1 2/3) unless trust keeps m1's B: m1 is right on every NAME
+# span it predicts (on the 2 notes of a CV fit: 4 / 5 = 0.8, so only the 0.8 level trusts it;
+# on all 4 notes 8 / 9), so CV chooses 0.8 and F1 is 1.0. Threshold 1 keeps C whatever trust does.
+@pytest.mark.parametrize("threshold, trust, expected_f1", [(1, None, 0.8), (3, 0.8, 1.0)])
+def test_fixed_voting_threshold_is_the_one_used(threshold, trust, expected_f1):
     docs, members = _three_vote_case()
     chosen = GridSearch(Voting(), folds=2).fit(members, docs)
     assert chosen.best_params_ == {"threshold": 2, "trust": None}
     assert _f1(docs, chosen.predict(members, docs)) == 1.0
     fixed = GridSearch(Voting(threshold=threshold), folds=2, fixed=("threshold",)).fit(members, docs)
-    assert fixed.best_params_ == {"trust": None}  # only trust (ensemble.trust) is left to choose
-    assert fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold, "operating_point": None, "trust": None}
+    assert fixed.best_params_ == {"trust": trust}  # only trust (ensemble.trust) is left to choose
+    assert fixed.chosen_params() == {"overlap": "greedy", "threshold": threshold, "operating_point": None,
+                                     "trust": trust}
     assert math.isclose(_f1(docs, fixed.predict(members, docs)), expected_f1)
 
 
@@ -75,7 +79,7 @@ def test_fixed_value_equal_to_the_default_is_still_fixed():
     # Voting's constructor default is threshold=2: fixing 2 must not search 1..m.
     docs, members = _three_vote_case()
     search = GridSearch(Voting(threshold=2), folds=2, fixed=("threshold",)).fit(members, docs)
-    assert all("threshold" not in r.params for r in search.cv_results_) and search.fits_ == 4 * 2 + 1  # trust only
+    assert all("threshold" not in r.params for r in search.cv_results_) and search.fits_ == 5 * 2 + 1  # trust only
 
 
 def test_fixed_and_searched_together_is_refused_before_fitting():

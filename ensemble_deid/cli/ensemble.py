@@ -142,8 +142,10 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
                       f"; the target of {objective} was NOT reached on the training out-of-fold data: "
                       "the closest result was kept"))
     if record.get("trusted"):
+        from ..ensemble.trust import describe_pairs
+
         click.echo(f"trusted members at trust {record.get('trust')} (their spans of these labels kept where the "
-                   "ensemble leaves O): " + ", ".join(f"{m} on {lab}" for m, lab in record["trusted"]))
+                   "ensemble leaves O or tags only part of them): " + describe_pairs(record["trusted"]))
     if record.get("cv_results"):
         cv_rows = [[", ".join(f"{k}={v}" for k, v in r["params"].items()), r["tp"], r["fp"], r["fn"], r["score"]]
                    for r in record["cv_results"]]

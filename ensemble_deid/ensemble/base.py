@@ -357,7 +357,8 @@ class SpanMetaLearner(MetaLearner):
 
     def _trusted(self, table, selected):
         """``selected`` (a candidate mask, or a list of them) with the trusted
-        members' spans added where it leaves their tokens O."""
+        members' spans added where it leaves their tokens O or kept only spans
+        strictly inside them (``ensemble.trust.veto_outside``)."""
         from .trust import veto_outside
 
         pairs = getattr(self, "trusted_", None)

@@ -152,6 +152,13 @@ class CandidateTable:
         return value
 
     @property
+    def gold_category(self) -> np.ndarray:
+        """(n,) bool: the candidate has a gold span's extent and category,
+        whatever the subtype (``gold`` is the strict match)."""
+        return self._cached("_gold_category", lambda: match_gold(
+            self.documents, self.labels, self.tok_base, self.doc, self.first, self.stop, self.label, any_type=True))
+
+    @property
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Directed overlap pairs (a, b) of rows, sorted by a."""
         return self._cached("_pairs", lambda: overlap_pairs(self.first, self.stop))
@@ -264,6 +271,28 @@ def gold_keys(doc: Document) -> set[tuple[int, int, str, str]]:
     return {(a.start, a.end, a.category.upper(), a.type.upper()) for a in doc.annotations}
 
 
+def match_gold(documents: Sequence[Document], labels: Sequence[str], tok_base: np.ndarray, doc: np.ndarray,
+               first: np.ndarray, stop: np.ndarray, label: np.ndarray, any_type: bool = False) -> np.ndarray:
+    """(n,) bool: the candidate equals a gold span of its document (names
+    compared upper-cased); ``any_type``: its extent and category do, whatever
+    the subtype."""
+    upper = [tuple(x.upper() for x in lab_.split(":", 1)) for lab_ in labels]
+    out = np.zeros(len(doc), dtype=bool)
+    doc_rows = np.searchsorted(doc, np.arange(len(documents) + 1))
+    for d, document in enumerate(documents):
+        keys = {k[:3] for k in gold_keys(document)} if any_type else gold_keys(document)
+        a, b = int(doc_rows[d]), int(doc_rows[d + 1])
+        if a == b or not keys:
+            continue
+        starts, ends = document.tokens.starts, document.tokens.ends
+        base = int(tok_base[d])
+        for r in range(a, b):
+            key = (int(starts[first[r] - base]), int(ends[stop[r] - 1 - base])) + upper[label[r]]
+            if (key[:3] if any_type else key) in keys:
+                out[r] = True
+    return out
+
+
 def build_candidates(
     members: Sequence[Mapping[str, DocumentPrediction]], member_names: Sequence[str],
     documents: Sequence[Document],
@@ -309,24 +338,8 @@ def build_candidates(
     c_stop = c_first + c_len
     c_doc = np.searchsorted(tok_base, c_first, side="right") - 1
 
-    # Strict gold flags: per-document key sets (labels upper-cased).
-    upper = [tuple(x.upper() for x in lab_.split(":", 1)) for lab_ in labels]
-    n_gold = np.zeros(len(documents), dtype=np.int64)
-    gold = np.zeros(n, dtype=bool)
-    doc_rows = np.searchsorted(c_doc, np.arange(len(documents) + 1))
-    for d, doc in enumerate(documents):
-        keys = gold_keys(doc)
-        n_gold[d] = len(keys)
-        a, b = int(doc_rows[d]), int(doc_rows[d + 1])
-        if a == b or not keys:
-            continue
-        starts, ends = doc.tokens.starts, doc.tokens.ends
-        base = int(tok_base[d])
-        for r in range(a, b):
-            cat, typ = upper[c_lab[r]]
-            if (int(starts[c_first[r] - base]), int(ends[c_stop[r] - 1 - base]), cat, typ) in keys:
-                gold[r] = True
-
+    n_gold = np.fromiter((len(gold_keys(doc)) for doc in documents), dtype=np.int64, count=len(documents))
+    gold = match_gold(documents, labels, tok_base, c_doc, c_first, c_stop, c_lab)
     return CandidateTable(
         tuple(member_names), documents, labels, tok_base, c_doc.astype(np.int64), c_first.astype(np.int64),
         c_stop.astype(np.int64), c_lab.astype(np.int64), votes, gold, n_gold,

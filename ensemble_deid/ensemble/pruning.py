@@ -279,9 +279,10 @@ class PrunedVoting(SpanMetaLearner):
         None: chosen from the objective's category clauses when fitting.
     trust : "auto", None or float in (0, 1]
         Let a member (kept or eliminated) keep its spans of a label it has earned trust on
-        (tp / (n + 1) >= trust on the fitting documents) where the method
-        leaves their tokens O (``ensemble.trust``); None: the method's own
-        rule; "auto" (default): the level of None, 0.99, 0.95, 0.9 with the
+        (tp / (n + 1) >= trust on the fitting documents, or its category's)
+        where the method leaves their tokens O or kept only spans inside them
+        (``ensemble.trust``); None: the method's own rule; "auto" (default):
+        the level of ``ensemble.trust.TRUST_GRID`` with the
         best F1 over 10 patient-grouped folds of the fitting documents, the
         elimination fitted once (``trust_`` records it).
     budget : None or float

@@ -128,10 +128,10 @@ class DecisionTemplates(SpanMetaLearner):
         ``min_similarity``.)
     trust : None or float in (0, 1]
         ``variant="paper"``: let a member keep its spans of a label it has
-        earned trust on (tp / (n + 1) >= trust on the fitting documents) where
-        the templates leave their tokens O (``ensemble.trust``); None: the
-        templates' own rule. Chosen by cross-validation (default grid: None,
-        0.99, 0.95, 0.9).
+        earned trust on (tp / (n + 1) >= trust on the fitting documents, or its
+        category's) where the templates leave their tokens O or kept only
+        spans inside them (``ensemble.trust``); None: the templates' own rule.
+        Chosen by cross-validation (default grid: ``ensemble.trust.TRUST_GRID``).
     """
 
     reads_member_confidences = False  # spans (votes) only

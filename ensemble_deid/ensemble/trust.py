@@ -20,18 +20,32 @@ are all ``CATEGORY:TYPE``). A training corpus may hold 4 e-mail addresses:
 4 / 5 = 0.8 can never earn 0.9, although the rule tagger found each one and
 is precise on the whole CONTACT category. So a pair is also trusted when
 
-    tp_c / (n_c + 1) >= p   and   n >= 1 and tp = n
+    tp_c / (n_c + 1) >= p   and   tp = n
 
 with tp_c, n_c the member's counts pooled over every label of the category:
-the category earns the trust, and the label itself must have been seen and
-never wrong. The second condition is what keeps the back-off from lending a
-category's trust to a label the member is imprecise on (one wrong span of
-the label withholds it, however many correct spans the category holds), and
-a label the member never predicted in training gets no trust from it. When
-predicting, a trusted member's
-span of its trusted label is kept where the method's own output leaves every
-token of it ``O`` (overlapping trusted spans: the one with more votes, then
-the better member, as in voting); it never replaces a span the method kept.
+the category earns the trust, and the member was never wrong on the label
+itself. The second condition keeps the back-off from lending a category's
+trust to a label the member is imprecise on (one wrong span of the label
+withholds it, however many correct spans the category holds). A label the
+member never predicted in training (n = 0), or that the training notes never
+held at all (a corpus without social security numbers: in a category whose
+labels are all i2b2 ones, every subtype of it in ``corpus.document.I2B2_SCHEME``
+is a label of it),
+is trusted by its category alone: the category's evidence is all there is,
+and without trust no member could ever keep it against the others, who
+cannot have learned it either. When
+predicting, a trusted member's span of its trusted label is kept where the
+method's own output leaves every token of it ``O``, and also where every span
+the method kept inside its tokens lies strictly within it: the trusted span
+then replaces them. An ensemble that tags two tokens of a four-token social
+security number as a date leaves the other two readable after masking; the
+trusted span covers all four (for mask and surrogate output, what is covered
+is what counts). A trusted span never replaces a kept span of the same
+extent, nor one that reaches outside it, so trust never uncovers a token the
+method covered. Of two overlapping trusted spans, one that strictly contains
+the other (and every kept or trusted span it overlaps) wins for the same
+reason; otherwise the one with more votes, then the better member, as in
+voting.
 
 ``trust=None`` (the default of a method) is the method's own rule, unchanged.
 Which p, if any, is chosen by cross-validation like any other parameter
@@ -46,43 +60,57 @@ import numpy as np
 
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
 from .objective import category_of_labels
+from ..corpus.document import I2B2_SCHEME
 from ..taggers.constraints import Interval
 
 # The values cross-validation chooses from (None first: ties keep the method's own rule).
-TRUST_GRID = (None, 0.99, 0.95, 0.9)
+TRUST_GRID = (None, 0.99, 0.95, 0.9, 0.8)
 TRUST = [None, Interval(float, 0, 1, closed="right")]  # the parameter's declared constraint
 TRUST_FOLDS = 10  # folds of choose_trust (fewer when there are fewer patients)
 # Which rule trusted_pairs applies, in the cache key of every search that may trust
 # (run.key_settings): bump it when the rule changes, so no ensemble fitted under an
-# earlier rule is reused; methods that never trust keep their key. 2: category back-off.
-TRUST_RULE = 2
+# earlier rule is reused; methods that never trust keep their key. 2: category back-off;
+# 3: a trusted span replaces the kept spans strictly inside it, 0.8 is in the grid, and a
+# category's trust covers the labels its member never predicted.
+TRUST_RULE = 3
 
 
 def trusted_pairs(table: CandidateTable, trust: float, allowed: Collection[str] | None = None) -> list[list]:
     """[member name, label] pairs trusted at level ``trust`` on ``table``: by
     the label's own spans, tp / (n + 1) >= ``trust``, or by its category's,
-    where the member predicted the label and never wrongly (module
-    docstring); in member then label order; ``allowed``: only these members
-    (None: all)."""
+    where the member was never wrong on the label (module docstring; the
+    labels are the table's and, in its i2b2-scheme categories, the scheme's
+    other subtypes); in member
+    then label order; ``allowed``: only these members (None: all)."""
     pairs = []
     if not len(table):
         return pairs
-    n_labels = len(table.labels)
-    # (labels, members) counts: spans predicted and spans equal to a gold span.
-    n = np.zeros((n_labels, table.n_members), dtype=np.int64)
+    # (labels, members) counts: spans predicted and spans equal to a gold span; labels the
+    # table never holds (a subtype of one of its categories) have none.
+    labels = list(table.labels)
+    held = category_of_labels(table.labels)
+    for cat in dict.fromkeys(held):
+        scheme = [f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ())]
+        if all(lab.upper() in scheme for lab, c in zip(table.labels, held) if c == cat):  # an i2b2-scheme category
+            labels += [lab for lab in scheme if lab not in table.labels]
+    n = np.zeros((len(labels), table.n_members), dtype=np.int64)
     tp = np.zeros_like(n)
     np.add.at(n, table.label, table.votes.astype(np.int64))
     np.add.at(tp, table.label, (table.votes & table.gold[:, None]).astype(np.int64))
-    categories = np.array(category_of_labels(table.labels), dtype=object)
+    # The category's evidence counts a span of the right extent and category as correct
+    # whatever its subtype (an account number the annotators called IDNUM is still an ID).
+    in_category = np.zeros_like(n)
+    np.add.at(in_category, table.label, (table.votes & table.gold_category[:, None]).astype(np.int64))
+    categories = np.array(category_of_labels(labels), dtype=object)
     n_cat, tp_cat = np.zeros_like(n), np.zeros_like(tp)
     for cat in set(categories.tolist()):
         rows = categories == cat
-        n_cat[rows], tp_cat[rows] = n[rows].sum(axis=0), tp[rows].sum(axis=0)
+        n_cat[rows], tp_cat[rows] = n[rows].sum(axis=0), in_category[rows].sum(axis=0)
     by_label = tp >= trust * (n + 1)
-    by_category = (n > 0) & (tp == n) & (tp_cat >= trust * (n_cat + 1))
+    by_category = (tp == n) & (tp_cat >= trust * (n_cat + 1))
     for lab_id, j in zip(*np.nonzero(by_label | by_category)):
         if allowed is None or table.member_names[j] in allowed:
-            pairs.append([table.member_names[j], table.labels[lab_id]])
+            pairs.append([table.member_names[j], labels[lab_id]])
     return sorted(pairs, key=lambda p: (table.member_names.index(p[0]), p[1]))
 
 
@@ -100,9 +128,10 @@ def trusted_candidates(table: CandidateTable, pairs: Sequence[Sequence[str]]) ->
 def veto_outside(table: CandidateTable, selected: np.ndarray, pairs: Sequence[Sequence[str]],
                  rank: np.ndarray) -> np.ndarray:
     """``selected`` (non-overlapping candidates, (n,) or (n, k)) plus every
-    trusted candidate that overlaps none of them; trusted candidates that
-    overlap each other are resolved by voting priority (``rank``: the members'
-    ranks, 0 = best)."""
+    trusted candidate that overlaps none of them, or strictly contains each
+    selected or trusted one it overlaps (replacing those); other trusted
+    candidates that overlap each other are resolved by voting priority
+    (``rank``: the members' ranks, 0 = best)."""
     if not pairs or not len(table):
         return selected
     trusted = trusted_candidates(table, pairs)
@@ -112,10 +141,35 @@ def veto_outside(table: CandidateTable, selected: np.ndarray, pairs: Sequence[Se
     sel = selected[:, None] if flat else selected
     base = voting_priority(table.vote_count, best_voter_rank(table.votes, rank), table.n_members)
     top = int(base.max()) + 1 if len(base) else 1
-    # The method's own spans first (they never overlap each other), then the trusted ones.
-    priority = base[:, None] + sel.astype(np.int64) * top
+    # Trusted spans that enclose the kept ones they overlap first, then the method's own
+    # spans (which never overlap each other), then the other trusted ones.
+    priority = base[:, None] + sel.astype(np.int64) * top + enclosing(table, trusted, sel) * (2 * top)
     out = resolve_overlaps(table, sel | trusted[:, None], priority)
     return out[:, 0] if flat else out
+
+
+def enclosing(table: CandidateTable, trusted: np.ndarray, selected: np.ndarray) -> np.ndarray:
+    """(n, k) int: 1 where a trusted candidate, not selected in column k,
+    overlaps a selected or trusted candidate and strictly contains every
+    selected or trusted candidate it overlaps."""
+    out = np.zeros(selected.shape, dtype=np.int64)
+    rows = np.intersect1d(np.nonzero(trusted)[0], table.contested)  # a lone candidate overlaps nothing
+    if not len(rows):
+        return out
+    first, stop = table.first, table.stop
+    longest = int((stop - first).max())
+    for t in rows:
+        # Rows are sorted by first token: those that may overlap t start in (first[t] - longest, stop[t]).
+        lo = np.searchsorted(first, first[t] - longest, side="right")
+        hi = np.searchsorted(first, stop[t], side="left")
+        near = np.arange(lo, hi)
+        near = near[(stop[near] > first[t]) & (near != t)]
+        if not len(near):
+            continue
+        inside = (first[near] >= first[t]) & (stop[near] <= stop[t]) & (stop[near] - first[near] < stop[t] - first[t])
+        hit = selected[near] | trusted[near, None]  # (m, k): what t competes with
+        out[t] = hit.any(axis=0) & ~(hit & ~inside[:, None]).any(axis=0) & ~selected[t]
+    return out
 
 
 def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarray], rank: np.ndarray,
@@ -144,6 +198,23 @@ def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarr
         if f1 > best_f1:
             best, best_f1 = trust, f1
     return best
+
+
+def describe_pairs(pairs: Sequence[Sequence[str]]) -> str:
+    """Trusted pairs for people: "rules on ID:* and CONTACT:EMAIL; svm on
+    DATE:DATE", a category whose every i2b2 subtype is trusted shown as CAT:*."""
+    by_member: dict[str, list[str]] = {}
+    for member, label in pairs:
+        by_member.setdefault(member, []).append(label)
+    parts = []
+    for member, labels in by_member.items():
+        shown = []
+        for cat in dict.fromkeys(category_of_labels(labels)):
+            mine = [lab for lab in labels if lab.split(":", 1)[0].upper() == cat]
+            every = {f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ())}
+            shown += [f"{cat}:*"] if len(every) > 1 and every <= set(mine) else mine
+        parts.append(f"{member} on " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown)))
+    return "; ".join(parts)
 
 
 def trusted_members(method) -> set[str]:

@@ -136,9 +136,10 @@ class Voting(SpanMetaLearner):
         ``threshold``); chosen by ``GridSearch`` for a per-category objective.
     trust : None or float in (0, 1]
         Let a member keep its spans of a label it has earned trust on
-        (tp / (n + 1) >= trust on the fitting documents) where the method
-        leaves their tokens O (``ensemble.trust``); None: the method's own
-        rule. Chosen by cross-validation (default grid: None, 0.99, 0.95, 0.9).
+        (tp / (n + 1) >= trust on the fitting documents, or its category's)
+        where the method leaves their tokens O or kept only spans inside
+        them (``ensemble.trust``); None: the method's own rule. Chosen by
+        cross-validation (default grid: ``ensemble.trust.TRUST_GRID``).
     """
 
     reads_member_confidences = False  # spans (votes) only
