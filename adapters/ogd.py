@@ -6,14 +6,18 @@ learnt by VW's online gradient descent (its default adaptive, normalised,
 invariant updates), 10 passes over a cached data file, learning rate 0.1.
 Features: the shared module's, written in VW's text format with escaping;
 VW hashes them (``bits``) and generates the window n-grams (``--ngram``).
-Prediction is one batch through files; confidences are VW's probabilities
-(``--probabilities``: the one-against-all logistic outputs, normalised).
+Prediction runs on the model loaded in VW once per process (``VowpalModel``);
+confidences are VW's probabilities (``--probabilities``: the one-against-all
+logistic outputs, normalised), to the 6 digits VW prints
+(``as_printed_argmax``).
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
-from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger, scratch_dir, vw_predict_file
+from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
@@ -43,35 +47,41 @@ class OgdTagger(VowpalTagger):
         feats = self._extract(documents)
         K = len(self.labels_)
         examples = self._test_lines(documents, feats)
-
-        def write(fh):
-            for f, lines in zip(feats, examples):
-                if f:
-                    fh.write("\n".join(lines))
-                    fh.write("\n")
-
         n = sum(len(f) for f in feats)
         K2 = max(K, 2)
         probs = np.zeros((n, K2))
         if n:
-            with scratch_dir() as tmp:
-                lines = vw_predict_file(self.model_, ["--probabilities"], write, tmp)
-            if len(lines) != n:
-                raise RuntimeError(f"ogd: Vowpal Wabbit returned {len(lines)} predictions for {n} tokens")
-            # each line is "1:p1 2:p2 ... K:pK"
-            values = np.array(" ".join(lines).replace(":", " ").split(), dtype=np.float64)
-            if values.size != n * 2 * K2:
-                raise RuntimeError(f"ogd: unexpected Vowpal Wabbit probability output ({values.size} numbers for {n} tokens)")
-            values = values.reshape(n, K2, 2)
-            if not np.array_equal(values[0, :, 0], np.arange(1, K2 + 1)):
-                raise RuntimeError("ogd: Vowpal Wabbit probabilities are not listed by class")
-            probs = values[:, :, 1]
-        probs = probs[:, :K]
-        ids = probs.argmax(1)
-        conf = probs[np.arange(n), ids]
+            model = self.vw_model(["--probabilities"])  # loaded once, kept for the next batches
+            rows = model.scalars(chain.from_iterable(examples))
+            if len(rows) != n or any(len(r) != K2 for r in rows):
+                raise RuntimeError(f"ogd: Vowpal Wabbit returned {len(rows)} predictions for {n} tokens "
+                                   f"(expected {K2} probabilities each)")
+            probs = np.array(rows, dtype=np.float64)
+        ids, conf = as_printed_argmax(probs[:, :K])
         out, a = [], 0
         for f in feats:
             b = a + len(f)
             out.append((ids[a:b], conf[a:b]))
             a = b
         return self._predictions(documents, self.labels_, out)
+
+
+def as_printed_argmax(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most probable class and its probability, as they were read
+    from VW's ``-p`` output file before the model stayed loaded: VW prints 6
+    significant digits, so two classes can tie there (the first wins) and the
+    confidence is the printed value. Kept so that tags and confidences, and
+    the published predictions, stay exactly what they were. Only values
+    within a relative 2e-5 of a row's maximum can print as it does; those
+    rows are resolved by printing them."""
+    n = len(probs)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    top = probs.max(1)
+    near = probs >= top[:, None] * (1 - 2e-5)
+    ids = near.argmax(1)
+    for r in np.flatnonzero(near.sum(1) > 1):
+        printed = [float(f"{p:.6g}") for p in probs[r]]
+        ids[r] = int(np.argmax(printed))  # the first of the largest
+    conf = np.array([float(f"{p:.6g}") for p in top.tolist()])  # %g: C++ streams' default
+    return ids, conf

@@ -58,15 +58,20 @@ def test_crfsuite_model_cut_short_by_a_full_disk_is_a_clear_error(tmp_path):
 
 
 def test_vowpal_wabbit_model_in_a_full_tmpdir_is_a_clear_error(tmp_path):
+    """Stacked SEARN writes VW's model file to TMPDIR at the end of its fit
+    (the bytes a bundle stores and prediction loads)."""
     pytest.importorskip("vowpalwabbit")
     setup = ("from tests.test_ensemble_stacked import oracle_case, _split\n"
              "from ensemble_deid.ensemble.stacked_searn import StackedSEARN\n"
              "docs, members = oracle_case(n_docs=12)\n"
              "train, m_train, _, _ = _split(docs, members, 8)\n"
-             "learner = StackedSEARN(passes=1, bits=18)\n"
-             "learner.fit(m_train, train)")
-    done = _child(tmp_path, setup, "learner.save(r'%s')" % (tmp_path / "saved"), limit=4096)
+             "learner = StackedSEARN(passes=1, bits=18)")
+    done = _child(tmp_path, setup, "learner.fit(m_train, train)", limit=4096)
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "RuntimeError" not in done.stdout
     assert done.stdout.startswith("ERROR FileWriteError cannot write ") and "model.vw" in done.stdout
     assert str(tmp_path) in done.stdout and "disk full" in done.stdout
+    # with room, the same fit works and its model is saved
+    done = _child(tmp_path, setup, "learner.fit(m_train, train)", "learner.save(r'%s')" % (tmp_path / "saved"),
+                  limit=10**9)
+    assert done.returncode == 0 and done.stdout.strip() == "OK", done.stderr[-3000:]

@@ -294,3 +294,37 @@ def test_stacked_lstm_cache_key_holds_a_set_thread_count():
     assert keys[1]["params"]["threads"] == 1 and keys[2]["params"]["threads"] == 4
     assert keys[0] != keys[1] != keys[2] != keys[0]
     assert key_settings(GridSearch(StackedLSTM(epochs=3)))["params"]["epochs"] == 3
+
+
+def test_stacked_searn_predicts_what_it_did_before_its_model_stayed_loaded(tmp_path, monkeypatch):
+    """The learner's tags, fitted here, loaded from a method folder the code
+    before the change saved, and saved and loaded again, are the tags that
+    code predicted (tests/data/stacked_searn, recorded by commit 38bdbfd);
+    the model is loaded in VW once, not again for the next batch."""
+    import json
+
+    from ensemble_deid.ensemble.base import MetaLearner
+    from ensemble_deid.taggers import linear
+
+    from .conftest import TESTS_DIR
+
+    data = TESTS_DIR / "data" / "stacked_searn"
+    recorded = json.loads((data / "tags-by-38bdbfd.json").read_text())
+    docs, members = oracle_case(n_docs=40)
+    noisy = {k: v for k, v in members.items() if k != "right"}
+    train, m_train, test, m_test = _split(docs, noisy, 24)
+
+    def tags(learner, batch):
+        return {p.doc_id: [[i, t] for i, t in enumerate(p.tags) if t != "O"]
+                for p in learner.predict({m: {d.id: preds[d.id] for d in batch} for m, preds in m_test.items()},
+                                         batch)}
+
+    fitted = StackedSEARN(passes=3, bits=16).fit(m_train, train)
+    assert tags(fitted, test) == recorded
+    old = MetaLearner.load(data / "saved-by-38bdbfd")
+    assert tags(old, test[:8]) == {d.id: recorded[d.id] for d in test[:8]}
+    with monkeypatch.context() as m:
+        m.setattr(linear, "_vw", lambda: pytest.fail("the model was loaded again"))
+        assert tags(old, test[8:]) == {d.id: recorded[d.id] for d in test[8:]}
+    fitted.save(tmp_path / "saved")
+    assert tags(MetaLearner.load(tmp_path / "saved"), test) == recorded

@@ -298,6 +298,29 @@ def test_vw_token_line_layout_and_parse():
         vw.finish()
 
 
+def vw_p_output(model: bytes, args, lines_per_sequence, sequence_end: str) -> list[str]:
+    """What VW's ``-p`` writes for a data file of these example lines, the
+    model loaded from its file: the batch path through files that the VW
+    taggers used before their model stayed loaded (``VowpalModel``)."""
+    import os
+
+    from vowpalwabbit import Workspace
+
+    from ensemble_deid.taggers import linear
+
+    with linear.scratch_dir() as tmp:
+        model_path, data, preds = (os.path.join(tmp, n) for n in ("model.vw", "test.vw", "pred.txt"))
+        with open(model_path, "wb") as fh:
+            fh.write(model)
+        with open(data, "w", encoding="utf-8") as fh:
+            for lines in lines_per_sequence:
+                if lines:
+                    fh.write("\n".join(lines) + sequence_end)
+        Workspace(arg_list=["-i", model_path, "-t", "-d", data, "-p", preds, "--quiet"] + list(args)).finish()
+        with open(preds, encoding="utf-8") as fh:
+            return fh.read().splitlines()
+
+
 def test_searn_loads_its_model_once_and_predicts_what_vw_writes_from_a_data_file(monkeypatch):
     """SEARN keeps its model loaded in VW after the first batch (no model file
     written and read again per batch of notes), refit or pickled it loads the
@@ -311,14 +334,7 @@ def test_searn_loads_its_model_once_and_predicts_what_vw_writes_from_a_data_file
     got = tagger.predict(first)
 
     def from_data_file(t, batch):
-        ex = t._test_lines(batch, t._extract(batch))
-
-        def write(fh):
-            for lines in ex:
-                fh.write("\n".join(lines) + "\n\n")
-
-        with linear.scratch_dir() as tmp:
-            rows = [ln for ln in linear.vw_predict_file(t.model_, [], write, tmp) if ln.strip()]
+        rows = [ln for ln in vw_p_output(t.model_, [], t._test_lines(batch, t._extract(batch)), "\n\n") if ln.strip()]
         return [tuple(t.labels_.labels[min(int(y) - 1, len(t.labels_) - 1)] for y in row.split()) for row in rows]
 
     expected = from_data_file(tagger, second)
@@ -334,3 +350,63 @@ def test_searn_loads_its_model_once_and_predicts_what_vw_writes_from_a_data_file
     assert [p.tags for p in copy.predict(second)] == expected
     tagger.fit(docs[8:])  # a new model: loaded, not the kept one
     assert [p.tags for p in tagger.predict(second)] == from_data_file(tagger, second)
+
+
+def test_ogd_loads_its_model_once_and_predicts_what_it_read_from_vw_output_files(monkeypatch):
+    """OGD keeps its model loaded in VW after the first batch; its tags and
+    confidences are exactly those it read from VW's ``-p`` output of a data
+    file before (probabilities printed to 6 digits, the first of a printed
+    tie winning), pickled or refit too, and an empty document gets none."""
+    from ensemble_deid.taggers import linear
+
+    docs = tiny_corpus(30, seed=5)
+    train, first, second = docs[:18], docs[18:24], docs[24:]
+    second = second + [Document("empty", "", [], {})]
+    tagger = tagger_class("ogd")(passes=3, bits=18).fit(train)
+
+    def from_data_file(t, batch):  # the code ogd ran before, on VW's output file
+        K = len(t.labels_)
+        rows = vw_p_output(t.model_, ["--probabilities"], t._test_lines(batch, t._extract(batch)), "\n")
+        values = np.array(" ".join(rows).replace(":", " ").split(), dtype=np.float64).reshape(len(rows), -1, 2)
+        probs = values[:, :K, 1]
+        ids = probs.argmax(1)
+        conf = np.clip(probs[np.arange(len(ids)), ids].astype(np.float32), 0, 1)
+        out, a = [], 0
+        for d in batch:
+            b = a + len(d.tokens)
+            out.append((t.labels_.decode(ids[a:b]), conf[a:b].tolist()))
+            a = b
+        return out
+
+    def tagged(preds):
+        return [(p.tags, p.confidences.tolist()) for p in preds]
+
+    assert tagged(tagger.predict(first)) == from_data_file(tagger, first)
+    expected = from_data_file(tagger, second)
+    assert expected[-1] == ((), [])
+    with monkeypatch.context() as m:
+        m.setattr(linear, "_vw", lambda: pytest.fail("the model was loaded again"))
+        assert tagged(tagger.predict(second)) == expected
+    assert tagged(pickle.loads(pickle.dumps(tagger)).predict(second)) == expected
+    tagger.fit(docs[6:24])
+    assert tagged(tagger.predict(second)) == from_data_file(tagger, second)
+
+
+def test_ogd_reads_probabilities_as_vw_prints_them():
+    """VW prints 6 significant digits: the class and the confidence are
+    those of the printed values (by hand)."""
+    from ensemble_deid_adapters.ogd import as_printed_argmax
+
+    probs = np.array([
+        [0.1, 0.9, 0.0],
+        [0.4999996, 0.5000004, 0.0],  # both print 0.5: the first wins
+        [0.2, 0.30000049, 0.3000001],  # 0.3 twice: the first of the two
+        [0.1234560, 0.1234566, 0.75],  # far below the maximum: no tie
+        [0.1234560, 0.1234566, 0.1],  # 0.123456 and 0.123457: the second
+        [1e-07, 1.0000004e-07, 0.0],  # 1e-07 twice
+    ])
+    ids, conf = as_printed_argmax(probs)
+    assert ids.tolist() == [1, 0, 1, 2, 1, 0]
+    assert conf.tolist() == [0.9, 0.5, 0.3, 0.75, 0.123457, 1e-07]
+    ids, conf = as_printed_argmax(np.zeros((0, 3)))
+    assert ids.shape == conf.shape == (0,)

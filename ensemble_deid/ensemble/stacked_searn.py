@@ -10,17 +10,13 @@ trigram features. Defaults follow [KIM20]: 20 passes, initial learning rate
 """
 from __future__ import annotations
 
-import contextlib
 import re
-import tempfile
-from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from .tokens import TokenMetaLearner, TokenTable
-from ..files import FileWriteError, reason
 from ..taggers.constraints import MAX_COUNT, Check, Interval
+from ..taggers.linear import KeepsVowpalModel, vw_model_bytes
 
 
 # The options a user may add: search and learning ones. An option that reads
@@ -62,23 +58,7 @@ def vw_options_usable(options: str) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _vw_model_file(what: str) -> Iterator[Path]:
-    """A path for VW's model file in a new temporary folder. VW reports a
-    failed write or read (a full TMPDIR) as a bare RuntimeError: it becomes an
-    error naming the file and the likely cause."""
-    path = Path(tempfile.gettempdir()) / "edeid-searn-*" / "model.vw"
-    try:
-        with tempfile.TemporaryDirectory(prefix="edeid-searn-") as tmp:
-            path = Path(tmp) / "model.vw"
-            yield path
-    except (OSError, RuntimeError) as exc:
-        why = reason(exc) if isinstance(exc, OSError) else "Vowpal Wabbit could not write or read it"
-        raise FileWriteError(path, f"{why} while the model was {what}; is the disk full? Free space there "
-                                   "or point TMPDIR elsewhere, then rerun") from exc
-
-
-class StackedSEARN(TokenMetaLearner):
+class StackedSEARN(KeepsVowpalModel, TokenMetaLearner):
     """Learning-to-search (VW ``--search_task sequence``) over the members' tags.
 
     Parameters
@@ -177,36 +157,20 @@ class StackedSEARN(TokenMetaLearner):
             labels = gold_map[table.gold_ids[d][a:b]]
             examples.append([f"{y} | {f}" for y, f in zip(labels.tolist(), feats[d][a:b])])
         vw = self._workspace(len(self.tags_))
-        for _ in range(int(self.passes)):
-            for ex in examples:
-                vw.learn(ex)
-        self.vw_ = vw
-
-    # Saving: VW's own model file; loading starts a VW on it (same options).
-    def _fitted_state(self) -> dict:
-        state = super()._fitted_state()
-        with _vw_model_file("write") as path:
-            state.pop("vw_").save(str(path))
-            state["vw_"] = path.read_bytes()
-        return state
-
-    def _restore_state(self, state: dict) -> None:
-        from vowpalwabbit import Workspace
-
-        state = dict(state)
-        model = state.pop("vw_")
-        super()._restore_state(state)
-        with _vw_model_file("read back") as path:
-            path.write_bytes(model)
-            self.vw_ = Workspace(f"-i {path} --quiet")  # VW reads the model (and its options) at start
+        try:
+            for _ in range(int(self.passes)):
+                for ex in examples:
+                    vw.learn(ex)
+            # Kept as VW's model file (what a bundle stores); prediction loads it once (VowpalModel).
+            self.vw_ = vw_model_bytes(vw)
+        finally:
+            vw.finish()
 
     def _predict_native(self, table: TokenTable) -> list[np.ndarray]:
         feats = self._features(table)
         out = [np.zeros(len(d.tokens), dtype=np.int64) for d in table.documents]
-        vw = self.vw_
-        for d, a, b in table.sequences(int(self.max_length)):
-            exs = vw.parse([f"| {f}" for f in feats[d][a:b]])
-            vw.predict(exs)
-            out[d][a:b] = [max(e.get_multiclass_prediction() - 1, 0) for e in exs]
-            vw.finish_example(exs)
+        sequences = table.sequences(int(self.max_length))
+        model = self.loaded_vw_model(self.vw_) if sequences else None  # loaded once, kept for the next batches
+        for d, a, b in sequences:
+            out[d][a:b] = [max(y - 1, 0) for y in model.sequence_labels([f"| {f}" for f in feats[d][a:b]])]
         return out

@@ -18,8 +18,8 @@ adapter in ``adapters/`` only says how its model is trained and decoded.
   span (1.6 % of MEDDOCAN's spans cross a sentence boundary of the common
   splitter, e.g. after "Dr."); prediction decodes whole documents.
 - Vowpal Wabbit helpers (text format with escaping, file training with a
-  cache, model kept as bytes, batch prediction through files) and a
-  python-crfsuite helper (model kept as bytes).
+  cache, model kept as bytes and loaded once per process for prediction) and
+  a python-crfsuite helper (model kept as bytes).
 
 Nothing here prints note text: errors name documents by id and count tokens.
 """
@@ -41,6 +41,7 @@ from ..corpus.document import Document
 from .features import FEATURES_VERSION, FeatureExtractor, vw_escape
 from .prediction import DocumentPrediction
 from .base import Tagger, TaggerUnavailable
+from ..files import FileWriteError, reason
 from .crfsuite_file import check_crfsuite_model
 from .state import register_state_class
 
@@ -571,26 +572,35 @@ def vw_train(args: Sequence[str], write_data, tmp: str) -> bytes:
         return fh.read()
 
 
-def vw_predict_file(model: bytes, args: Sequence[str], write_data, tmp: str) -> list[str]:
-    """Batch prediction through files: VW reads the data file and writes one
-    prediction line per example (or per sequence for ``--search``)."""
-    Workspace = _vw()
-    model_path = os.path.join(tmp, "model.vw")
-    data = os.path.join(tmp, "test.vw")
-    preds = os.path.join(tmp, "pred.txt")
-    with open(model_path, "wb") as fh:
-        fh.write(model)
-    with open(data, "w", encoding="utf-8") as fh:
-        write_data(fh)
-    vw = Workspace(arg_list=["-i", model_path, "-t", "-d", data, "-p", preds, "--quiet"] + list(args))
-    vw.finish()
-    with open(preds, encoding="utf-8") as fh:
-        return fh.read().splitlines()
+@contextmanager
+def vw_model_file(what: str) -> Iterator[str]:
+    """A path for a VW model file in a new scratch folder (removed after).
+    VW reports a failed write or read (a full TMPDIR) as a bare RuntimeError:
+    it becomes an error naming the file and the likely cause; ``what`` says
+    what was happening ("written", "read back")."""
+    path = os.path.join(tempfile.gettempdir(), "edeid-linear-*", "model.vw")
+    try:
+        with scratch_dir() as tmp:
+            path = os.path.join(tmp, "model.vw")
+            yield path
+    except (OSError, RuntimeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "Vowpal Wabbit could not write or read it"
+        raise FileWriteError(path, f"{why} while the model was {what}; is the disk full? Free space there "
+                                   "or point TMPDIR elsewhere, then rerun") from exc
+
+
+def vw_model_bytes(workspace) -> bytes:
+    """The model file of a VW workspace trained in this process (what ``-f``
+    would write), as bytes: what ``VowpalModel`` loads and a bundle stores."""
+    with vw_model_file("written") as path:
+        workspace.save(path)
+        with open(path, "rb") as fh:
+            return fh.read()
 
 
 class VowpalModel:
     """A VW model loaded once in test mode and kept for every later batch
-    (``VowpalTagger.vw_model``): writing and loading the model file again for
+    (``KeepsVowpalModel``): writing and loading the model file again for
     every batch of notes was repeated work on the apply path. Examples go
     through VW's own text parser, as they do from a data file. Not safe for
     two threads at once: a lock keeps calls apart."""
@@ -599,8 +609,7 @@ class VowpalModel:
         import threading
 
         Workspace = _vw()
-        with scratch_dir() as tmp:  # VW reads the whole model at start; the file is removed after
-            path = os.path.join(tmp, "model.vw")
+        with vw_model_file("read back") as path:  # VW reads the whole model at start; the file is removed after
             with open(path, "wb") as fh:
                 fh.write(model)
             self._vw = Workspace(arg_list=["-i", path, "-t", "--quiet"] + list(args))
@@ -617,6 +626,38 @@ class VowpalModel:
                 return [e.get_multiclass_prediction() for e in examples]
             finally:
                 self._vw.finish_example(examples)
+
+    def scalars(self, lines: Iterable[str]) -> list[list[float]]:
+        """What a single-line model predicts for each example line as a list
+        of numbers (``--oaa K --probabilities``: the K class probabilities)."""
+        vw = self._vw
+        out = []
+        with self._lock:
+            for line in lines:
+                example = vw.parse(line)
+                try:
+                    out.append(vw.predict(example))
+                finally:
+                    vw.finish_example(example)
+        return out
+
+
+class KeepsVowpalModel:
+    """A learner that keeps its fitted VW model loaded (``VowpalModel``) from
+    one batch to the next: once per process, again when the model bytes (a
+    refit, a load) or the options change. Never pickled: a live VW workspace
+    is loaded again where it is needed."""
+
+    def loaded_vw_model(self, model: bytes, args: Sequence[str] = ()) -> VowpalModel:
+        kept = self.__dict__.get("_vw_model")
+        if kept is None or kept[0] is not model or kept[1] != tuple(args):
+            kept = self.__dict__["_vw_model"] = (model, tuple(args), VowpalModel(model, args))
+        return kept[2]
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_vw_model", None)
+        return state
 
 
 # --- CRFsuite ------------------------------------------------------------------------------------
@@ -674,15 +715,15 @@ def crfsuite_tagger(model: bytes) -> Iterator[Any]:
 
 # --- Vowpal Wabbit taggers ------------------------------------------------------------------------
 
-class VowpalTagger(LinearTagger):
+class VowpalTagger(KeepsVowpalModel, LinearTagger):
     """Shared parts of the VW taggers: features without pre-made n-grams (VW
     makes the window n-grams itself with ``--ngram w<n>``), training through a
     cached data file, the model kept as bytes so that a fitted tagger pickles,
-    batch prediction through files (``vw_predict_file``) or on the model loaded
-    once per process (``vw_model``). Deterministic for a seed: fixed
-    ``--random_seed``, a seeded shuffle of the training sequences, and VW's
-    single learning thread; ``--holdout_off`` so every pass sees every
-    example (no early stop on a held-out tenth)."""
+    prediction on the model loaded once per process (``vw_model``).
+    Deterministic for a seed: fixed ``--random_seed``, a seeded shuffle of
+    the training sequences, and VW's single learning thread;
+    ``--holdout_off`` so every pass sees every example (no early stop on a
+    held-out tenth)."""
 
     requires = ("vowpalwabbit",)
     bits: int = 22
@@ -691,15 +732,7 @@ class VowpalTagger(LinearTagger):
 
     def vw_model(self, args: Sequence[str] = ()) -> VowpalModel:
         """The fitted model loaded in VW, once per process (again after a refit)."""
-        kept = self.__dict__.get("_vw_model")
-        if kept is None or kept[0] is not self.model_ or kept[1] != tuple(args):
-            kept = self.__dict__["_vw_model"] = (self.model_, tuple(args), VowpalModel(self.model_, args))
-        return kept[2]
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_vw_model", None)  # a live VW workspace: loaded again where it is needed
-        return state
+        return self.loaded_vw_model(self.model_, args)
 
     def _vw_features(self) -> tuple[dict[str, Any], int, int]:
         """Extractor overrides (n-grams left to VW), VW's n-gram order and the
