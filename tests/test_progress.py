@@ -76,9 +76,9 @@ def test_ensemble_command_reports_its_phases_in_plain_lines(tiny):  # noqa: F811
     fits = [x for x in lines if re.match(r"voting: \d+/\d+ fit \[", x)]
     # the two phases (choosing, predicting) and the last count; the member CV and
     # the out-of-fold fits: a first and a last line each at most
-    # 3 thresholds x 4 trust levels, 3 folds each, and the refit: 37 fits
-    assert "choosing parameters: 12 settings x 3 folds" in fits[0], err
-    assert fits[-1].startswith("voting: 37/37 fit") and "predicting 8 test documents" in fits[-1], err
+    # 3 thresholds x 5 trust levels, 3 folds each, and the refit: 46 fits
+    assert "choosing parameters: 15 settings x 3 folds" in fits[0], err
+    assert fits[-1].startswith("voting: 46/46 fit") and "predicting 8 test documents" in fits[-1], err
     assert len(fits) <= 4
     assert len([x for x in lines if x.startswith("voting out-of-fold: ")]) <= 2
     assert len([x for x in lines if x.startswith("cv: ")]) <= 2
