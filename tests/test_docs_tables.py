@@ -202,11 +202,7 @@ def test_no_cli_help_text_claims_a_duration():
 # Generated tables whose wall-clock column has no CPU time or load beside it yet, each
 # with what is missing; a new one fails the test below (issue 34 item 4: a wall time
 # alone, on a shared machine, mostly measures the others' work).
-WALL_WITHOUT_CPU_OR_LOAD = {
-    "deidentify-dask.md": "bench_dask.py records the client's and the workers' CPU seconds now, but its results "
-                          "file is still the run of 2026-11-26 06:19 (wall and load only): a rerun of 1,500 notes "
-                          "on 1 and 2 Dask workers did not fit a machine at load 17-21",
-}
+WALL_WITHOUT_CPU_OR_LOAD: dict[str, str] = {}  # none left (deidentify-dask.md was the last, 2026-11-26)
 
 
 def test_a_generated_table_of_wall_times_shows_cpu_time_and_load(sync_docs):
