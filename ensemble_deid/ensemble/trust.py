@@ -152,24 +152,17 @@ def enclosing(table: CandidateTable, trusted: np.ndarray, selected: np.ndarray) 
     """(n, k) int: 1 where a trusted candidate, not selected in column k,
     overlaps a selected or trusted candidate and strictly contains every
     selected or trusted candidate it overlaps."""
-    out = np.zeros(selected.shape, dtype=np.int64)
-    rows = np.intersect1d(np.nonzero(trusted)[0], table.contested)  # a lone candidate overlaps nothing
-    if not len(rows):
-        return out
-    first, stop = table.first, table.stop
-    longest = int((stop - first).max())
-    for t in rows:
-        # Rows are sorted by first token: those that may overlap t start in (first[t] - longest, stop[t]).
-        lo = np.searchsorted(first, first[t] - longest, side="right")
-        hi = np.searchsorted(first, stop[t], side="left")
-        near = np.arange(lo, hi)
-        near = near[(stop[near] > first[t]) & (near != t)]
-        if not len(near):
-            continue
-        inside = (first[near] >= first[t]) & (stop[near] <= stop[t]) & (stop[near] - first[near] < stop[t] - first[t])
-        hit = selected[near] | trusted[near, None]  # (m, k): what t competes with
-        out[t] = hit.any(axis=0) & ~(hit & ~inside[:, None]).any(axis=0) & ~selected[t]
-    return out
+    a, b = table.pairs  # every overlapping (a, b), both ways
+    keep = trusted[a]
+    a, b = a[keep], b[keep]
+    inside = (table.first[b] >= table.first[a]) & (table.stop[b] <= table.stop[a]) \
+        & (table.stop[b] - table.first[b] < table.stop[a] - table.first[a])
+    hit = selected[b] | trusted[b, None]  # (pairs, k): what a competes with
+    competes = np.zeros(selected.shape, dtype=bool)
+    escapes = np.zeros(selected.shape, dtype=bool)  # a competitor reaches outside a
+    np.logical_or.at(competes, a, hit)
+    np.logical_or.at(escapes, a, hit & ~inside[:, None])
+    return (trusted[:, None] & competes & ~escapes & ~selected).astype(np.int64)
 
 
 def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarray], rank: np.ndarray,
@@ -209,8 +202,9 @@ def describe_pairs(pairs: Sequence[Sequence[str]]) -> str:
     parts = []
     for member, labels in by_member.items():
         shown = []
-        for cat in dict.fromkeys(category_of_labels(labels)):
-            mine = [lab for lab in labels if lab.split(":", 1)[0].upper() == cat]
+        cats = category_of_labels(labels)
+        for cat in dict.fromkeys(cats):
+            mine = [lab for lab, c in zip(labels, cats) if c == cat]
             every = {f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ())}
             shown += [f"{cat}:*"] if len(every) > 1 and every <= set(mine) else mine
         parts.append(f"{member} on " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown)))
