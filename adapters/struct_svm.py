@@ -37,7 +37,7 @@ from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 class StructSvmTagger(LinearTagger):
     name = "struct-svm"
     version = "1" + FEATURES_TAG
-    requires = ("sklearn",)  # feature hashing
+    requires = ()  # feature hashing: feature_hash (numpy)
     description = "structural SVM (structured hinge, loss-augmented Viterbi, averaged SGD)"
 
     _parameter_constraints = {
@@ -73,12 +73,18 @@ class StructSvmTagger(LinearTagger):
         return self
 
     def predict(self, documents):
+        return self._decode(documents, confidences=True)
+
+    def predict_tags(self, documents):
+        return self._decode(documents, confidences=False)  # the same paths, no max-marginal pass
+
+    def _decode(self, documents, confidences):
         self.check_fitted()
         X, lengths = self._design(documents)
         Z = np.asarray(X @ self.weights_, dtype=np.float64)
         offs = offsets_of(lengths)
         unaries = [Z[a:b] for a, b in zip(offs[:-1], offs[1:])]
-        results = decode_chains(unaries, self.transitions_, self.start_, local=False)
+        results = decode_chains(unaries, self.transitions_, self.start_, local=False, confidences=confidences)
         return self._predictions(documents, self.labels_, results)
 
 

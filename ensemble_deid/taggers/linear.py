@@ -7,7 +7,8 @@ adapter in ``adapters/`` only says how its model is trained and decoded.
   ``_extract`` gives one list of feature strings per token of each document.
 - ``LabelIndex``: BIO tags <-> integer ids (``O`` is always id 0).
 - ``FeatureIndex``: feature strings -> columns of a scipy CSR matrix
-  (murmurhash of the string, then the hashed ids seen in training, at least
+  (murmurhash of the string as scikit-learn's ``FeatureHasher`` places it,
+  ``feature_hash.hash_rows``, then the hashed ids seen in training, at least
   ``min_count`` times, get compact columns; others are dropped).
 - ``viterbi`` / ``decode_chains``: first-order Viterbi, vectorised over labels
   (``decode_chains`` also over sequences), for a linear chain (scores add up)
@@ -38,6 +39,7 @@ import scipy.sparse as sp
 
 from ..corpus.bio import OUTSIDE, gold_tags
 from ..corpus.document import Document
+from .feature_hash import hash_rows
 from .features import FEATURES_VERSION, FeatureExtractor, vw_escape
 from .prediction import DocumentPrediction
 from .base import Tagger, TaggerUnavailable
@@ -92,17 +94,6 @@ class LabelIndex:
 
 # --- sparse features -----------------------------------------------------------------
 
-# murmurhash3 (as scikit-learn's FeatureHasher) into 2**31 - 1 buckets: ~200
-# collisions among MEDDOCAN's 937k distinct feature strings.
-_HASH_SPACE = (1 << 31) - 1
-
-
-def _hasher():
-    from sklearn.feature_extraction import FeatureHasher
-
-    return FeatureHasher(n_features=_HASH_SPACE, input_type="string", alternate_sign=False, dtype=np.float64)
-
-
 @register_state_class
 class FeatureIndex:
     """Feature strings -> compact columns of a CSR matrix (one row per token).
@@ -131,9 +122,7 @@ class FeatureIndex:
     def hash(token_features: Sequence[Sequence[str]]) -> sp.csr_matrix:
         """Rows of hashed features over the whole hash space (what ``compact``
         takes): the same for every index, so members may share it."""
-        if not len(token_features):
-            return sp.csr_matrix((0, _HASH_SPACE), dtype=np.float64)
-        return _hasher().transform(token_features).tocsr()
+        return hash_rows(token_features)
 
     def fit_transform(self, token_features: Sequence[Sequence[str]]) -> sp.csr_matrix:
         hashed = self.hash(token_features)
@@ -333,6 +322,7 @@ def decode_chains(unaries: Sequence[np.ndarray], transitions: np.ndarray, start:
             t_max = transitions.max()
             e_trans = np.exp(transitions - t_max)
     else:
+        trans_t = np.ascontiguousarray(transitions.T)
         score = U[rows] + start
         if alpha is not None:
             alpha[rows] = score
@@ -360,9 +350,11 @@ def decode_chains(unaries: Sequence[np.ndarray], transitions: np.ndarray, start:
                     new[bad] = softmax(z)
                 fwd[r] = new
         else:
-            cand = s[:, :, None] + transitions[None, :, :]
-            arg = cand.argmax(1)
-            score[:na] = np.take_along_axis(cand, arg[:, None, :], axis=1)[:, 0, :] + U[r]
+            # cand[b, k, j] = s[b, j] + transitions[j, k]: the previous label on
+            # the last, contiguous axis (the same sums, ties to the lowest j)
+            cand = s[:, None, :] + trans_t[None, :, :]
+            arg = cand.argmax(2)
+            score[:na] = cand.max(2) + U[r]
             if alpha is not None:
                 alpha[r] = score[:na]
         back[r] = arg
@@ -613,6 +605,7 @@ class VowpalModel:
             with open(path, "wb") as fh:
                 fh.write(model)
             self._vw = Workspace(arg_list=["-i", path, "-t", "--quiet"] + list(args))
+        self._label_type = self._vw.get_label_type()  # what parse asks the workspace for each example otherwise
         self._lock = threading.Lock()
 
     def sequence_labels(self, lines: Sequence[str]) -> list[int]:
@@ -620,7 +613,7 @@ class VowpalModel:
         example of one sequence (its unlabelled lines): what ``-p`` writes
         for the sequence."""
         with self._lock:
-            examples = self._vw.parse(list(lines))
+            examples = self._vw.parse(list(lines), self._label_type)
             try:
                 self._vw.predict(examples)
                 return [e.get_multiclass_prediction() for e in examples]
@@ -634,7 +627,7 @@ class VowpalModel:
         out = []
         with self._lock:
             for line in lines:
-                example = vw.parse(line)
+                example = vw.parse(line, self._label_type)
                 try:
                     out.append(vw.predict(example))
                 finally:
