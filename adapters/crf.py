@@ -26,7 +26,7 @@ from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.taggers.prediction import DocumentPrediction
 from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
-from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model, crfsuite_attributes
+from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model
 
 _SEQUENCES = ("document", "sentence")
 
@@ -69,7 +69,7 @@ class CRFTagger(Tagger):
     """
 
     name = "crf"
-    _fitted_caches = ("_tagger", "_known")
+    _fitted_caches = ("_tagger",)
     version = "1-f" + FEATURES_VERSION
     requires = ("pycrfsuite",)
     description = "linear-chain CRF (CRFsuite, L-BFGS) with the [LIU17] feature set"
@@ -112,7 +112,6 @@ class CRFTagger(Tagger):
         state = dict(self.__dict__)
         state.pop("_fx", None)
         state.pop("_tagger", None)
-        state.pop("_known", None)
         return state
 
     def _restore_state(self, state) -> None:
@@ -192,13 +191,6 @@ class CRFTagger(Tagger):
             self.__dict__["_tagger"] = tagger
         return tagger
 
-    def _known_attributes(self) -> frozenset[str]:
-        """The feature strings the model has weights for (kept with the tagger)."""
-        known = self.__dict__.get("_known")
-        if known is None or known[0] is not self.model_:
-            known = self.__dict__["_known"] = (self.model_, crfsuite_attributes(self.model_))
-        return known[1]
-
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         return self._tag(documents, confidences=True)
 
@@ -209,7 +201,6 @@ class CRFTagger(Tagger):
         self.check_fitted()
         self.validate_params()
         tagger = self._get_tagger()
-        known = self._known_attributes()
         fx = self._extractor()
         out = []
         for doc in documents:
@@ -218,11 +209,6 @@ class CRFTagger(Tagger):
                 out.append(DocumentPrediction(doc.id, (), np.zeros(0, dtype=np.float32) if confidences else None))
                 continue
             feats = fx.document_features(doc)
-            if "\x00" not in doc.text:
-                # Only the features the model knows: CRFsuite skips the others
-                # (most of them) after encoding and looking each one up. (A NUL
-                # would end a feature early for the library: then all of them.)
-                feats = [[f for f in row if f in known] for row in feats]
             tags: list[str] = []
             conf = np.empty(n, dtype=np.float32) if confidences else None
             for a, b in self._chunks(doc):

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ensemble_deid.corpus.bio import gold_tags
-from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, FeatureIndex, LinearTagger, decode_chains, offsets_of
+from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, FeatureIndex, LinearTagger, decode_chains, offsets_of, sparse_scores
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
@@ -83,7 +83,7 @@ class MemmTagger(LinearTagger):
     def predict(self, documents):
         self.check_fitted()
         X, lengths = self._design(documents)
-        Z = np.asarray(X @ self.weights_, dtype=np.float64) + self.bias_
+        Z = sparse_scores(X, self.weights_) + self.bias_
         offs = offsets_of(lengths)
         unaries = [Z[a:b] for a, b in zip(offs[:-1], offs[1:])]
         results = decode_chains(unaries, self.transitions_, self.start_, local=True)

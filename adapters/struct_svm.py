@@ -29,6 +29,7 @@ from ensemble_deid.taggers.linear import (
     decode_chains,
     loss_augmented_viterbi,
     offsets_of,
+    sparse_scores,
     training_chunks,
 )
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
@@ -81,7 +82,7 @@ class StructSvmTagger(LinearTagger):
     def _decode(self, documents, confidences):
         self.check_fitted()
         X, lengths = self._design(documents)
-        Z = np.asarray(X @ self.weights_, dtype=np.float64)
+        Z = sparse_scores(X, self.weights_)
         offs = offsets_of(lengths)
         unaries = [Z[a:b] for a, b in zip(offs[:-1], offs[1:])]
         results = decode_chains(unaries, self.transitions_, self.start_, local=False, confidences=confidences)

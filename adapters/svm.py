@@ -17,7 +17,7 @@ from itertools import chain
 import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
-from ensemble_deid.taggers.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of
+from ensemble_deid.taggers.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of, sparse_scores
 from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
 
 
@@ -67,7 +67,7 @@ class SvmTagger(LinearTagger):
         """Per-token decision values, (n_tokens, n_labels), documents stacked."""
         self.check_fitted()
         X, lengths = self._design(documents)
-        return np.asarray(X @ self.weights_, dtype=np.float64) + self.bias_, offsets_of(lengths)
+        return sparse_scores(X, self.weights_) + self.bias_, offsets_of(lengths)
 
     def predict(self, documents):
         scores, offs = self.decision_function(documents)

@@ -132,22 +132,3 @@ def _check_cqdb(data: bytes, buf: np.ndarray, base: int, count: int, u32, fail, 
         fail(f"a {name} string out of range")
     if np.any(buf[ends - 1] != 0):
         fail(f"a {name} string not terminated")
-
-
-def crfsuite_attributes(data: bytes) -> frozenset[str]:
-    """The attribute (feature) strings a CRFsuite model knows, read from its
-    attribute string database (a model :func:`check_crfsuite_model` accepted).
-    The library skips any other attribute of an item, so leaving those out
-    before tagging changes nothing but the time spent looking them up."""
-    h = np.frombuffer(data, dtype=HEADER, count=1)[0]
-    base, count = int(h["off_attrs"]), int(h["num_attrs"])
-    if not count:
-        return frozenset()
-    bwd_offset = int(np.frombuffer(data, dtype="<u4", count=1, offset=base + 20)[0])
-    records = base + np.frombuffer(data, dtype="<u4", count=count, offset=base + bwd_offset).astype(np.int64)
-    out = []
-    for at in records.tolist():
-        size = int.from_bytes(data[at + 4:at + 8], "little")  # the string's bytes and its NUL
-        # pycrfsuite sends UTF-8; bytes that are not can match nothing it sends
-        out.append(data[at + 8:at + 7 + size].decode("utf-8", errors="replace"))
-    return frozenset(out)
