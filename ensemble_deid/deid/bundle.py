@@ -264,6 +264,7 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     checksums the user got from the bundle's author over a channel they trust
     (``fit`` prints it); when given, any other bundle is refused."""
     from ..ensemble.base import MetaLearner
+    from ..taggers.registry import entry_points
     from ..taggers.state import StateError
 
     root = Path(path)
@@ -272,8 +273,10 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     if trusted is not None and manifest["manifest_sha256"] not in {t.strip().lower() for t in trusted}:
         raise BundleError(f"{mpath}: manifest checksum {manifest['manifest_sha256']} is not one of the trusted "
                           f"bundles given (--trust): not the bundle its author made, or another one")
+    registered = entry_points()  # once for all members
     try:
-        members = {m["label"]: _load_member(root, m, dict(allow_external or {})) for m in manifest["members"]}
+        members = {m["label"]: _load_member(root, m, dict(allow_external or {}), registered)
+                   for m in manifest["members"]}
         method = (MetaLearner.load(_inside(root, manifest["method"]["folder"], mpath))
                   if manifest.get("method") else None)
     except (StateError, ValueError) as exc:  # ValueError: a neural checkpoint refused by its loader
@@ -291,7 +294,7 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     return manifest, members, method
 
 
-def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[str, str]):
+def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[str, str], registered=None):
     """A member through its own class's ``load`` (a folder of state for most
     taggers, one weights-only torch checkpoint for the neural family). A
     member that runs a program gets the program the user named, never one
@@ -300,7 +303,7 @@ def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[s
     from ..taggers.registry import tagger_class
 
     folder = _inside(root, entry["folder"], root / MANIFEST)
-    cls = tagger_class(entry["name"])
+    cls = tagger_class(entry["name"], registered)
     label = printable(str(entry["label"]))
     if str(entry["version"]) != str(cls.version):
         raise BundleError(f"{folder}: member {label!r} was saved by tagger version "
