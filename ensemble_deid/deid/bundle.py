@@ -176,10 +176,12 @@ def _running(pid: int) -> bool:
     return True
 
 
-def training_text_notice(path: str | Path) -> str:
+def training_text_notice(path: str | Path, manifest: Mapping[str, Any] | None = None) -> str:
     """What to tell whoever just wrote the bundle at ``path`` about its
-    contents ('' when no member learned from the notes' words)."""
-    manifest = read_manifest(path)
+    contents ('' when no member learned from the notes' words). ``manifest``:
+    its manifest, already verified (else read and verified here: every file
+    hashed again)."""
+    manifest = read_manifest(path) if manifest is None else manifest
     if not manifest.get("contains_training_text"):
         return ""
     if manifest.get("shareable"):
