@@ -1,0 +1,223 @@
+"""Models cv keeps for fit (``experiment.kept``): fit after cv reuses the
+very models whose test predictions the cache holds (no training), a damaged
+kept model is refused and the member trained, an interrupted save leaves
+nothing fit would take, published folders never get a model, and every kept
+file is owner-only whatever the umask. On the tiny synthetic corpus with
+cheap taggers."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ensemble_deid.cli import main
+from ensemble_deid.corpus.workspace import Workspace
+from ensemble_deid.deid import Deidentifier, read_manifest
+from ensemble_deid.deid import fit as fit_module
+from ensemble_deid.experiment import cache as cache_module
+from ensemble_deid.experiment import kept
+from ensemble_deid.experiment.cache import PredictionCache
+from ensemble_deid.experiment.cv import CrossValidation, parse_tagger_specs
+
+from .tiny_corpus import tiny_corpus
+
+MEMBERS = "rules,crf:max_iterations=10,svm"
+TRAINED = ("crf:max_iterations=10", "svm")
+
+
+def _cli(*args, ok=True):
+    result = CliRunner().invoke(main, list(map(str, args)))
+    if ok:
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_published(monkeypatch):
+    monkeypatch.delenv("ENSEMBLE_DEID_PUBLISHED", raising=False)
+    monkeypatch.setattr(cache_module, "_REPORTED", set())
+
+
+@pytest.fixture
+def tiny_cv(tiny_registered, workspace):
+    """cv of the members on the tiny corpus (3 folds), models kept."""
+    _cli("cv", "--corpus", "tiny", "--taggers", MEMBERS, "--folds", "3", "--no-progress")
+    return workspace
+
+
+def _cache_root(workspace) -> Path:
+    return Workspace(workspace).cache_dir
+
+
+def _fit(out, *extra):
+    return _cli("fit", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                "--out", out, "--no-progress", *extra)
+
+
+def _no_member_training(monkeypatch):
+    """fit_member fails for any trained member: a fit that passes reused them all."""
+    real = fit_module.fit_member
+
+    def refuse(spec, train):
+        if not spec.make().external:
+            raise AssertionError(f"{spec.label} was trained")
+        return real(spec, train)
+
+    monkeypatch.setattr(fit_module, "fit_member", refuse)
+
+
+def _unlike_cv(monkeypatch):
+    """fit_member trains the CRF with one iteration instead of its spec's ten:
+    a member fit trains differs from cv's (as a torch network retrained on
+    another machine does), so only a reused model reproduces cv's predictions."""
+    real = fit_module.fit_member
+
+    def unlike(spec, train):
+        if spec.label.startswith("crf"):
+            (spec,) = parse_tagger_specs("crf:max_iterations=1")
+        return real(spec, train)
+
+    monkeypatch.setattr(fit_module, "fit_member", unlike)
+
+
+def test_fit_after_cv_reuses_the_kept_models_and_reproduces_the_ensemble(tiny_cv, tmp_path, monkeypatch):
+    _no_member_training(monkeypatch)
+    res = _fit(tmp_path / "model")
+    for label in TRAINED:
+        assert f"member {label}: reused the model cv kept" in res.output
+    assert "member rules: an external system" in res.output
+    assert "2 kept by cv and reused, 0 trained" in res.output
+    manifest = read_manifest(tmp_path / "model")
+    assert {k: v["model"] for k, v in manifest["member_models"].items()} == {
+        "rules": "external", "crf:max_iterations=10": "kept by cv", "svm": "kept by cv"}
+    # the bundle's spans are the ensemble command's test predictions, document by document
+    ensemble = _cli("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                    "--no-progress")
+    assert ensemble.exit_code == 0
+    from ensemble_deid.ensemble.run import run_method
+
+    done = run_method(Workspace(tiny_cv), "tiny", "voting", MEMBERS, folds=3, oof=False, progress=False)
+    model = Deidentifier.load(tmp_path / "model")
+    test = Workspace(tiny_cv).load("tiny").test
+    spans = model.spans(test)
+    assert len(test) == 10 and all(spans[d.id] == done.test[d.id].spans(d) for d in test)
+    assert manifest["verification"]["documents_differing_from_ensemble_cache"] == 0
+
+
+def test_a_fit_unlike_cv_is_not_used_when_a_kept_model_serves(tiny_cv, tmp_path, monkeypatch):
+    """Before kept models, fit retrained every member: a member whose second
+    training differs from cv's changed the bundle's output. Reused, it cannot."""
+    _unlike_cv(monkeypatch)
+    _fit(tmp_path / "model")
+    verification = read_manifest(tmp_path / "model")["verification"]
+    assert verification["member_documents_differing_from_their_cached_runs"]["crf:max_iterations=10"] == 0
+    assert verification["documents_differing_from_ensemble_cache"] == 0
+
+
+def test_a_damaged_kept_model_is_refused_reported_and_retrained(tiny_cv, tmp_path):
+    (crf_model,) = [p for p in kept.kept_models(_cache_root(tiny_cv)) if p.parts[-4] == "crf"]
+    saved = crf_model / kept.SAVED / "state.json"
+    data = bytearray(saved.read_bytes())
+    data[len(data) // 2] ^= 1
+    saved.write_bytes(bytes(data))
+    res = _cli("cache", "verify", ok=False)
+    assert res.exit_code == 1 and "corrupt kept model" in res.output and "checksum mismatch" in res.output
+    out = _fit(tmp_path / "model").output
+    assert "member crf:max_iterations=10: training on 30 documents" in out and "checksum mismatch" in out
+    assert "member svm: reused the model cv kept" in out
+    origins = read_manifest(tmp_path / "model")["member_models"]
+    assert origins["crf:max_iterations=10"]["model"] == "trained by fit"
+    assert "checksum mismatch" in origins["crf:max_iterations=10"]["why"]
+    res = _cli("cache", "verify", "--remove")
+    assert "removed damaged kept model" in res.output and not crf_model.exists()
+
+
+def test_a_kept_model_edited_with_recomputed_checksums_is_refused(tiny_cv, tmp_path):
+    """The part names the model it came from: a model swapped in (here the
+    svm's, with a consistent record) is not the one, whatever its checksums."""
+    models = {p.parts[-4]: p for p in kept.kept_models(_cache_root(tiny_cv))}
+    record = json.loads((models["crf"] / kept.RECORD).read_bytes())
+    record["created"] = "2000-01-01T00:00:00+0000"
+    record["record_sha256"] = cache_module._record_checksum(record)
+    (models["crf"] / kept.RECORD).write_text(json.dumps(record))
+    out = _fit(tmp_path / "model").output
+    assert "member crf:max_iterations=10: training" in out and "not the model that made the cached predictions" in out
+
+
+def test_an_interrupted_save_leaves_no_model_and_the_next_cv_keeps_one(tiny_registered, workspace, monkeypatch):
+    def interrupted(root):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(kept, "owner_only_tree", interrupted)
+        res = CliRunner().invoke(main, ["cv", "--corpus", "tiny", "--taggers", "crf:max_iterations=10", "--folds", "3",
+                                        "--no-progress"])
+    assert res.exit_code != 0
+    root = _cache_root(workspace)
+    assert kept.kept_models(root) == []
+    assert not list((root / "v1").rglob(".model.*"))  # no half-written folder either
+    _cli("cv", "--corpus", "tiny", "--taggers", "crf:max_iterations=10", "--folds", "3", "--no-progress")
+    (model,) = kept.kept_models(root)
+    kept.check(model)
+
+
+def test_no_keep_models_keeps_none_and_fit_says_why_it_trains(tiny_registered, workspace, tmp_path):
+    _cli("cv", "--corpus", "tiny", "--taggers", MEMBERS, "--folds", "3", "--no-progress", "--no-keep-models")
+    assert kept.kept_models(_cache_root(workspace)) == []
+    out = _fit(tmp_path / "model").output
+    assert "member svm: training on 30 documents (its cached test predictions name no kept model" in out
+    assert "0 kept by cv and reused, 2 trained" in out
+
+
+def test_rm_models_deletes_kept_models_only(tiny_cv, tmp_path):
+    root = _cache_root(tiny_cv)
+    assert len(kept.kept_models(root)) == 2
+    res = _cli("cache", "rm-models")
+    assert "removed 2 kept model(s)" in res.output and kept.kept_models(root) == []
+    assert "0 corrupt or incomplete" in _cli("cache", "verify").output  # every prediction part is still there
+    assert "0 kept by cv and reused, 2 trained" in _fit(tmp_path / "model").output
+
+
+def test_published_folders_never_hold_models(tiny_cv, tmp_path):
+    root = _cache_root(tiny_cv)
+    assert len(kept.kept_models(root)) == 2
+    out = tmp_path / "published"
+    _cli("cache", "publish", "--corpus", "tiny", "--out", out, "--folds", "3", "--public", "--licence", "CC BY 4.0")
+    files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
+    assert files and not [f for f in files if "/model/" in f or f.endswith((kept.RECORD, ".lock"))]
+    assert all(f == "published.json" or f.startswith("documents/") or f.endswith(("/all.npz", "/all.json"))
+               or "/oof-" in f or f.endswith("entry.json") for f in files)
+
+
+def test_targets_share_one_kept_model(tmp_path):
+    """Each full-training part (the test split, another target) is predicted
+    by one model, trained once: fit's model made all of them."""
+    docs = tiny_corpus(30, seed=5)
+    cache = PredictionCache(tmp_path / "cache", published=())
+    engine = CrossValidation(docs[:22], {"test": docs[22:], "other": docs[26:]}, cache, k=3)
+    (run,) = engine.run(parse_tagger_specs("crf:max_iterations=10"), progress=False).values()
+    records = [r for p, r in zip(run.parts, run.records) if p.kind == "predict"]
+    assert len(records) == 2 and len({r["model_sha256"] for r in records}) == 1
+    assert sum(bool(r.get("model_reused")) for r in records) == 1
+    model, sha = kept.load(cache.root, run.entry, records[0]["model_sha256"])
+    for name, target in engine.targets.items():
+        predicted = {p.doc_id: p.tags for p in model.predict(target)}
+        assert predicted == {d: p.tags for d, p in run.targets[name].items()}
+
+
+def test_kept_models_are_owner_only_under_umask_000(tiny_registered, workspace):
+    old = os.umask(0)
+    try:
+        _cli("cv", "--corpus", "tiny", "--taggers", "crf:max_iterations=10,lstm-l:epochs=1,device=cpu", "--folds", "3",
+             "--no-progress")
+    finally:
+        os.umask(old)
+    models = kept.kept_models(_cache_root(workspace))
+    assert {p.parts[-4] for p in models} == {"crf", "lstm-l"}
+    for model in models:
+        for path in [model, *model.rglob("*"), model.parent / kept.LOCK]:
+            assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
