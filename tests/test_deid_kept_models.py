@@ -221,3 +221,30 @@ def test_kept_models_are_owner_only_under_umask_000(tiny_registered, workspace):
     for model in models:
         for path in [model, *model.rglob("*"), model.parent / kept.LOCK]:
             assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_an_ensemble_cached_before_a_member_test_part_was_recomputed_is_fitted_again(tiny_cv):
+    """The ensemble's cache key names its members' entries, not what their
+    test parts hold: a member's test part made again (here: by another CRF,
+    as a retrained network on other hardware would be) must not leave the
+    ensemble's cached test predictions standing."""
+    from ensemble_deid.ensemble.run import run_method
+
+    ws = Workspace(tiny_cv)
+    done = run_method(ws, "tiny", "voting", MEMBERS, folds=3, oof=False, progress=False)
+    corpus, engine = done.corpus, done.engine
+    crf = done.runs["crf:max_iterations=10"]
+    (spec,) = parse_tagger_specs("crf:max_iterations=1")
+    other = spec.make().fit(corpus.train)
+    part = [p for p in engine.parts(parse_tagger_specs("crf:max_iterations=10")[0]) if p.target == "test"][0].part
+    engine.cache.write_part(part, other.predict(corpus.test), corpus.test, {"tagger_label": "crf:max_iterations=10"})
+    said = []
+    again = run_method(ws, "tiny", "voting", MEMBERS, folds=3, oof=False, progress=False, log=said.append)
+    assert any("made from other member test predictions" in s for s in said)
+    members_test = {label: run.test for label, run in again.runs.items()}
+    assert members_test["crf:max_iterations=10"] != crf.test
+    expected = {p.doc_id: p.tags for p in again.learner.predict(members_test, corpus.test)}
+    assert {d: p.tags for d, p in again.test.items()} == expected
+    said.clear()
+    run_method(ws, "tiny", "voting", MEMBERS, folds=3, oof=False, progress=False, log=said.append)
+    assert not any("fitting" in s for s in said)  # fitted once, then reused
