@@ -248,3 +248,23 @@ def test_an_ensemble_cached_before_a_member_test_part_was_recomputed_is_fitted_a
     said.clear()
     run_method(ws, "tiny", "voting", MEMBERS, folds=3, oof=False, progress=False, log=said.append)
     assert not any("fitting" in s for s in said)  # fitted once, then reused
+
+
+def test_a_model_that_cannot_be_saved_still_gives_its_predictions(tiny_registered, workspace, tmp_path, monkeypatch):
+    """Keeping is a saving for fit: a tagger whose state cannot be saved
+    (an adapter holding an object the safe format refuses) still gets its
+    test part, and fit trains it, saying why."""
+    from ensemble_deid.taggers.base import Tagger
+    from ensemble_deid.taggers.state import StateError
+
+    def unsavable(self, folder):
+        raise StateError(f"{folder}: a value of a kind the safe format refuses")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Tagger, "save", unsavable)
+        _cli("cv", "--corpus", "tiny", "--taggers", "crf:max_iterations=10", "--folds", "3", "--no-progress")
+    root = _cache_root(workspace)
+    assert kept.kept_models(root) == [] and not list((root / "v1").rglob(".model.*"))
+    out = _cli("fit", "--corpus", "tiny", "--method", "voting", "--members", "rules,crf:max_iterations=10", "--folds",
+               "3", "--out", tmp_path / "model", "--no-progress").output
+    assert "member crf:max_iterations=10: training on 30 documents (cv could not save its model (StateError))" in out

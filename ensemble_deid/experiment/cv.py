@@ -297,7 +297,11 @@ def _fit_or_reuse(task: Task, tagger, fit_docs, cache_root: str) -> tuple[Any, d
     except kept.KeptModelError:  # none, or damaged: trained again and replaced
         pass
     tagger.fit(fit_docs)
-    return tagger, {"model_sha256": kept.keep(cache_root, entry, tagger, task.spec.label)}
+    try:
+        return tagger, {"model_sha256": kept.keep(cache_root, entry, tagger, task.spec.label)}
+    except Exception as exc:  # noqa: BLE001 - keeping is a saving for fit, never a reason to lose the part
+        # The type only: a state error's message may quote a key of the model's vocabulary.
+        return tagger, {"model_not_kept": type(exc).__name__}
 
 
 def _jsonable(value: Any) -> Any:

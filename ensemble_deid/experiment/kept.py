@@ -132,6 +132,8 @@ def reusable(cache_root: str | Path, entry: EntryKey, record: dict) -> tuple[Any
     """(the kept model that made the cached part of ``record``, "") or
     (None, why not), for ``fit``."""
     expected = record.get("model_sha256")
+    if record.get("model_not_kept"):
+        return None, f"cv could not save its model ({record['model_not_kept']})"
     if not expected:
         return None, ("its cached test predictions name no kept model (made before cv kept models, with "
                       "--no-keep-models, or read from a published folder)")
