@@ -268,3 +268,15 @@ def test_a_model_that_cannot_be_saved_still_gives_its_predictions(tiny_registere
     out = _cli("fit", "--corpus", "tiny", "--method", "voting", "--members", "rules,crf:max_iterations=10", "--folds",
                "3", "--out", tmp_path / "model", "--no-progress").output
     assert "member crf:max_iterations=10: training on 30 documents (cv could not save its model (StateError))" in out
+
+
+def test_fit_of_one_tagger_reuses_its_kept_model(tiny_cv, tmp_path, monkeypatch):
+    _no_member_training(monkeypatch)
+    out = _cli("fit", "--corpus", "tiny", "--tagger", "svm", "--out", tmp_path / "svm").output
+    assert "member svm: reused the model cv kept" in out
+    assert read_manifest(tmp_path / "svm")["member_models"]["svm"]["model"] == "kept by cv"
+    corpus = Workspace(tiny_cv).load("tiny")
+    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(_cache_root(tiny_cv)), k=3)
+    cached = engine.collect(parse_tagger_specs("svm"))["svm"].targets["test"]
+    predicted = Deidentifier.load(tmp_path / "svm").predict(corpus.test)
+    assert {p.doc_id: p.tags for p in predicted} == {d: p.tags for d, p in cached.items()}

@@ -98,10 +98,17 @@ def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: S
         from .shareable import shareable_training
 
         train, manifest["shareable"] = shareable_training(corpus.train, shareable)
-    model = Deidentifier({spec.label: fit_member(spec, train)}, None, manifest)
+        member, origin = fit_member(spec, train), {"model": "trained by fit", "why": "trained for a shareable bundle"}
+    else:
+        from ..experiment.cache import PredictionCache
+
+        member, origin = _member(spec, PredictionCache(workspace.cache_dir), corpus_fingerprint(corpus.train),
+                                 corpus_fingerprint(corpus.test), train, log)
+    model = Deidentifier({spec.label: member}, None, manifest)
     scores = _test_scores(corpus, {p.doc_id: p for p in model.predict(corpus.test)})
     info = _info(corpus, corpus_fingerprint(corpus.train))
     info["scores"] = {"test_strict": scores}
+    info["member_models"] = {spec.label: origin}
     model.save(out, info)
     return FitResult(out, model, info, [
         f"saved {spec.label} to {out} (fitted in {time.perf_counter() - t0:.1f} s); "
@@ -126,18 +133,27 @@ def _members_differing(outputs, test, runs) -> dict[str, int]:
             for label, preds in outputs.items()}
 
 
-def _member(spec, run, engine, train, log: Say) -> tuple[Any, dict]:
+def _cached_test_record(cache, spec, train_fingerprint: str, test_fingerprint: str) -> tuple[Any, dict]:
+    """(the tagger's cache entry, the commit record of its cached test part, {} when none)."""
+    from ..experiment.cache import PartKey
+    from ..experiment.cv import entry_key
+
+    entry, _ = entry_key(spec, train_fingerprint)
+    part = PartKey.predict(entry, test_fingerprint)
+    return entry, (cache.read_part(part)[1] if cache.part_status(part) == "valid" else {})
+
+
+def _member(spec, cache, train_fingerprint: str, test_fingerprint: str, train, log: Say) -> tuple[Any, dict]:
     """(a member fitted on all of ``train``, where it came from): the model
     cv kept when it is the one that made the member's cached test
     predictions (``experiment.kept``), else a new fit, saying why."""
     from ..experiment.kept import reusable
 
-    if engine.entry_key(spec)[1]:
+    if spec.make().external:
         log(f"member {spec.label}: an external system (nothing to train)")
         return fit_member(spec, train), {"model": "external"}
-    test = engine.target_fingerprints["test"]
-    record = next(r for r in run.records if (r.get("kind"), r.get("scope")) == ("predict", test))
-    tagger, why = reusable(engine.cache.root, run.entry, record)
+    entry, record = _cached_test_record(cache, spec, train_fingerprint, test_fingerprint)
+    tagger, why = reusable(cache.root, entry, record) if record else (None, "no cached test predictions")
     if tagger is not None:
         log(f"member {spec.label}: reused the model cv kept (the one that made its cached test predictions; "
             f"no training)")
@@ -193,7 +209,8 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     fitted, origins = {}, {}
     t0 = time.perf_counter()
     for label in keep:
-        fitted[label], origins[label] = _member(by_label[label], done.runs[label], engine, corpus.train, log)
+        fitted[label], origins[label] = _member(by_label[label], engine.cache, engine.train_fingerprint,
+                                                engine.target_fingerprints["test"], corpus.train, log)
     fit_seconds = time.perf_counter() - t0
     model = Deidentifier(fitted, chosen)
     info = _info(corpus, engine.train_fingerprint)

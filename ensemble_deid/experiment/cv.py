@@ -138,6 +138,13 @@ def _parse_value(text: str) -> Any:
     return text
 
 
+def entry_key(spec: TaggerSpec, train_fingerprint: str) -> tuple[EntryKey, bool]:
+    """(the cache entry of ``spec`` trained on the documents of
+    ``train_fingerprint``, whether the tagger is external)."""
+    tagger = spec.make()
+    return EntryKey(spec.name, tagger.version, tagger.param_hash(), train_fingerprint), tagger.external
+
+
 @dataclass
 class Task:
     spec: TaggerSpec
@@ -353,8 +360,7 @@ class CrossValidation:
 
     # keys
     def entry_key(self, spec: TaggerSpec) -> tuple[EntryKey, bool]:
-        tagger = spec.make()
-        return EntryKey(spec.name, tagger.version, tagger.param_hash(), self.train_fingerprint), tagger.external
+        return entry_key(spec, self.train_fingerprint)
 
     def parts(self, spec: TaggerSpec) -> list[Task]:
         entry, external = self.entry_key(spec)
