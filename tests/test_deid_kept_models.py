@@ -280,3 +280,20 @@ def test_fit_of_one_tagger_reuses_its_kept_model(tiny_cv, tmp_path, monkeypatch)
     cached = engine.collect(parse_tagger_specs("svm"))["svm"].targets["test"]
     predicted = Deidentifier.load(tmp_path / "svm").predict(corpus.test)
     assert {p.doc_id: p.tags for p in predicted} == {d: p.tags for d, p in cached.items()}
+
+
+def test_a_killed_runs_half_written_model_is_never_taken_and_is_swept(tiny_cv, tmp_path):
+    """What a killed cv leaves (its temp folder beside the model) is not a
+    model fit would take; cache verify calls it left over and --remove deletes it."""
+    models = {p.parts[-4]: p for p in kept.kept_models(_cache_root(tiny_cv))}
+    crf = models["crf"]
+    half = crf.parent / ".model.999999999.1.tmp"
+    os.replace(crf, half)  # as if the rename into place never happened
+    old = half.stat().st_mtime - 3600
+    os.utime(half, (old, old))
+    assert kept.kept_models(_cache_root(tiny_cv)) == [models["svm"]]
+    res = _cli("cache", "verify")
+    assert "left over" in res.output and ".model.999999999.1.tmp" in res.output
+    assert "member crf:max_iterations=10: training on 30 documents" in _fit(tmp_path / "model").output
+    _cli("cache", "verify", "--remove")
+    assert not half.exists()
