@@ -7,7 +7,8 @@ training set. External systems are not trained: their prediction for a
 document is the same in every fold, so it is computed once per document set.
 
 Jobs are (tagger, part) pairs run through joblib; what is already in the cache
-is reused, so an interrupted run resumes where it stopped.
+is reused, so an interrupted run resumes where it stopped. The full-training
+model of each trained tagger is kept for ``fit`` (``experiment.kept``).
 """
 from __future__ import annotations
 
