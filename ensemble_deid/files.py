@@ -23,7 +23,11 @@ API:
 * ``os_error(path, exc)`` / ``reason(exc)`` for callers doing their own I/O;
 * ``read_utf8(path, error)`` / ``read_json(path, error)``: the reading side,
   every failure one ``error`` (the caller's exception class) naming the file
-  and the reason, never a byte of its content.
+  and the reason, never a byte of its content;
+* ``folder_checksums`` / ``check_folder``: a saved model folder's files and
+  their SHA-256, and the check that a folder still holds exactly them (model
+  bundles, the models cv keeps); ``owner_only_tree`` tightens what a
+  library's own writer left to the umask.
 
 A hand-written "temp file + os.replace + chmod" elsewhere is one of these:
 ``write_private(path, data, fsync=True)`` for an atomic durable write,
@@ -33,10 +37,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
 import secrets
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -240,3 +246,66 @@ def private_temp_dir(prefix: str, suffix: str = "", directory: str | os.PathLike
         return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=directory))
     except OSError as exc:
         raise os_error(directory or tempfile.gettempdir(), exc) from exc
+
+
+# --- checksummed folders (model bundles, kept models) -------------------------------
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def folder_files(root: str | os.PathLike, error: type[Exception], what: str = "the bundle") -> list[str]:
+    """Every file under ``root`` (relative, '/'-separated, sorted). A symbolic
+    link or special file anywhere is refused with ``error``: reading through
+    it would read outside the folder."""
+    root = Path(root)
+
+    def unreadable(exc: OSError) -> None:
+        raise error(f"{printable(str(exc.filename))}: cannot read ({exc.strerror})")
+
+    names = []
+    for folder, dirs, files in os.walk(root, onerror=unreadable):
+        for name in dirs + files:
+            path = Path(folder) / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise error(f"{printable(str(path))}: a symbolic link ({what} holds only its own files)")
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise error(f"{printable(str(path))}: not a regular file ({what} holds only its own files)")
+        names += [(Path(folder) / f).relative_to(root).as_posix() for f in files]
+    return sorted(names)
+
+
+def folder_checksums(root: str | os.PathLike, error: type[Exception], skip: tuple[str, ...] = (),
+                     what: str = "the bundle") -> dict[str, str]:
+    """{relative name: SHA-256} of every file under ``root`` but ``skip``."""
+    return {name: file_sha256(Path(root) / name) for name in folder_files(root, error, what) if name not in skip}
+
+
+def check_folder(root: str | os.PathLike, listed: dict[str, str], error: type[Exception], skip: tuple[str, ...] = (),
+                 what: str = "the bundle") -> None:
+    """``error`` naming the first file of ``root`` that is not listed, listed
+    but missing, or whose SHA-256 is not the listed one (``skip``: the files
+    holding the list itself)."""
+    root = Path(root)
+    present = [n for n in folder_files(root, error, what) if n not in skip]
+    for name in present:
+        if name not in listed:
+            raise error(f"{printable(str(root / name))}: file not listed in the manifest ({what} was modified)")
+    found = set(present)
+    for name, digest in listed.items():
+        if name not in found:
+            raise error(f"{printable(str(root / name))}: missing from {what}")
+        if file_sha256(root / name) != digest:
+            raise error(f"{printable(str(root / name))}: checksum mismatch (the file was modified or damaged)")
+
+
+def owner_only_tree(root: str | os.PathLike) -> None:
+    """Folders 0700 and files 0600 under ``root``, whatever a library's own
+    writer did (torch.save follows the umask)."""
+    for path in Path(root).rglob("*"):
+        os.chmod(path, DIR_MODE if path.is_dir() else FILE_MODE)

@@ -615,7 +615,8 @@ def reseal(root: Path) -> None:
     """Recompute the checksums of an edited bundle (files reached through links included)."""
     import json
 
-    from ensemble_deid.deid.bundle import _manifest_checksum, _sha256_file
+    from ensemble_deid.deid.bundle import _manifest_checksum
+    from ensemble_deid.files import file_sha256 as _sha256_file
 
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     if not isinstance(manifest, dict):

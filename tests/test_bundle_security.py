@@ -24,7 +24,8 @@ from click.testing import CliRunner
 
 from ensemble_deid.cli import main
 from ensemble_deid.deid import BundleError, Deidentifier
-from ensemble_deid.deid.bundle import _manifest_checksum, _sha256_file
+from ensemble_deid.deid.bundle import _manifest_checksum
+from ensemble_deid.files import file_sha256 as _sha256_file
 from ensemble_deid.taggers.registry import tagger_class
 from ensemble_deid.taggers.state import encodable, write_state
 

@@ -43,10 +43,15 @@ def test_cost_is_recorded_seconds_over_tokens_per_million():
     assert inference_cost([{"tokens": 10}]) is None and inference_cost([]) is None
 
 
+def _part_records(cache_root) -> list:
+    """The commit records of the prediction parts (not a kept model's record)."""
+    return sorted(p for p in cache_root.glob("v1/*/*/*/*/*.json") if p.parent.name.startswith(("oof-", "predict-")))
+
+
 def _reseal_costs(cache_root, costs: dict[str, float]) -> None:
     """Set the predict CPU seconds of every part of the named taggers so that
     each costs exactly ``costs[label]`` CPU s per million tokens (resealed)."""
-    for record_path in sorted(cache_root.glob("v1/*/*/*/*/*.json")):
+    for record_path in _part_records(cache_root):
         record = json.loads(record_path.read_text())
         if record.get("tagger_label") in costs:
             record["predict_cpu_seconds"] = costs[record["tagger_label"]] * record["tokens"] / 1e6
@@ -56,7 +61,7 @@ def _reseal_costs(cache_root, costs: dict[str, float]) -> None:
 
 def _strip_times(cache_root) -> None:
     """Make every part look like one made before prediction times were recorded."""
-    for record_path in sorted(cache_root.glob("v1/*/*/*/*/*.json")):
+    for record_path in _part_records(cache_root):
         record = json.loads(record_path.read_text())
         record.pop("predict_seconds", None)
         record.pop("predict_cpu_seconds", None)

@@ -36,6 +36,10 @@ def _leftovers(folder) -> list[str]:
 
 def test_fit_killed_while_fitting_members_then_rerun(tiny_registered, workspace, tmp_path):
     out = tmp_path / "model"
+    # No kept models, so that fit trains its members (a kept model is only loaded).
+    cv = CliRunner().invoke(main, ["cv", "--corpus", tiny_registered, "--taggers", MEMBERS, "--folds", "3",
+                                   "--no-progress", "--no-keep-models"])
+    assert cv.exit_code == 0, cv.output
     script = textwrap.dedent(f"""
         import sys
         sys.path[:0] = [{str(REPO_ROOT)!r}, {PLUGINS!r}]
@@ -46,7 +50,7 @@ def test_fit_killed_while_fitting_members_then_rerun(tiny_registered, workspace,
                             env={**os.environ, "ENSEMBLE_DEID_HOME": str(workspace)})
     deadline = time.time() + 300
     for line in proc.stderr:  # CV and the ensemble are done once members are fitted
-        if line.startswith("fitting member") or time.time() > deadline:
+        if (line.startswith("member ") and ": training on" in line) or time.time() > deadline:
             break
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

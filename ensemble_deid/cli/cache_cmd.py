@@ -1,4 +1,4 @@
-"""``ensemble-deid cache``: list, verify, remove, export and publish cached predictions."""
+"""``ensemble-deid cache``: list, verify, remove, export and publish cached predictions; remove kept models."""
 from __future__ import annotations
 
 import os
@@ -149,7 +149,7 @@ def ls(ctx, wide):
 
 @cache.command("verify")
 @click.option("--remove", is_flag=True,
-              help="Delete the corrupt and incomplete parts, damaged entries (whole), empty entries and left-over temporary files found "
+              help="Delete the corrupt and incomplete parts, damaged entries (whole), damaged kept models, empty entries and left-over temporary files found "
                    "(parts are recomputed by the next cv run). Published folders are never changed.")
 @click.pass_context
 def verify(ctx, remove):
@@ -166,7 +166,7 @@ def verify(ctx, remove):
     for problem in problems:
         where = "" if str(problem.path.with_suffix("")) in problem.why else f"{problem.path}: "
         label = {"leftover": "left over", "empty": "empty", "incomplete": "incomplete", "published": "published",
-                 "entry": "corrupt entry"}.get(
+                 "entry": "corrupt entry", "model": "corrupt kept model"}.get(
             problem.kind, "corrupt")
         click.echo(f"{label}: {where}{problem.why}")
         if remove:
@@ -189,7 +189,7 @@ def verify(ctx, remove):
     stale += _stale_published_corpora(workspace_of(ctx), pc)
     parts = sum(len(pc.part_files(d)) for d, _ in pc.entries())
     parts += sum(len(e.get("parts", [])) for folder in pc.published for e in folder.entries())
-    corrupt = sum(p.kind in ("corrupt", "incomplete", "entry", "published") for p in problems)
+    corrupt = sum(p.kind in ("corrupt", "incomplete", "entry", "model", "published") for p in problems)
     other = len(problems) - corrupt
     summary = f"{parts} part(s) checked: {corrupt} corrupt or incomplete, {stale} stale entr{'y' if stale == 1 else 'ies'}"
     if other:
@@ -198,7 +198,7 @@ def verify(ctx, remove):
         summary += f" (published folders: {', '.join(str(f.path) for f in pc.published)})"
     click.echo(summary)
     # Empty entries and left-over files are untidy, not wrong: only bad data fails the check.
-    if any(p.kind in ("corrupt", "incomplete", "entry") and not remove or p.kind == "published" for p in problems):
+    if any(p.kind in ("corrupt", "incomplete", "entry", "model") and not remove or p.kind == "published" for p in problems):
         raise SystemExit(1)
 
 
@@ -246,6 +246,34 @@ def rm(ctx, paths):
                 raise click.BadParameter(f"{p} is not a cache entry (see 'cache ls')", param_hint="PATHS")
             pc.remove_entry(target)
             click.echo(f"removed {p}")
+
+
+@cache.command("rm-models")
+@click.argument("paths", nargs=-1)
+@click.pass_context
+def rm_models(ctx, paths):
+    """Delete the models cv kept for fit (every one, or those of the entries
+    given as paths shown by 'cache ls'). Predictions stay; fit then trains
+    those members again."""
+    from ..experiment.kept import MODEL, kept_models
+
+    pc = _cache(ctx)
+    if paths:
+        folders = []
+        for p in paths:
+            target = Path(p) if Path(p).is_absolute() else pc.root / p
+            if not (target / "entry.json").exists():
+                raise click.BadParameter(f"{p} is not a cache entry (see 'cache ls')", param_hint="PATHS")
+            folders += [target / MODEL] if (target / MODEL).is_dir() else []
+    else:
+        folders = kept_models(pc.root)
+    freed = 0
+    with fail_on_error():
+        for folder in folders:
+            freed += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+            pc.remove_entry(folder)
+            click.echo(f"removed {folder.relative_to(pc.root) if pc.root in folder.parents else folder}")
+    click.echo(f"removed {len(folders)} kept model(s), {freed / 2**20:.1f} MB")
 
 
 EXTENSIONS = {"conll": ".conll", "jsonl": ".jsonl", "docbin": ".spacy"}

@@ -19,9 +19,13 @@ from .common import fail_on_error, workspace_of
 @click.option("--target", "targets", multiple=True, metavar="CORPUS", help="Also predict this registered corpus's "
               "test split with the models trained on all of --corpus's training set (repeatable); cached as 'study' "
               "caches them, scored in the summary and per category.")
+@click.option("--keep-models/--no-keep-models", default=True, show_default=True,
+              help="Keep each tagger's model trained on the whole training set (the one predicting the test split) "
+                   "in the workspace cache, so that 'fit' reuses it instead of training again; it holds words of the "
+                   "training notes ('cache rm-models' deletes kept models).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, targets, no_progress):
+def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, targets, keep_models, no_progress):
     """Out-of-fold predictions on the training set and test-set predictions,
     for each tagger, computed once and kept in the prediction cache.
 
@@ -36,7 +40,8 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, ta
     with fail_on_error():
         cluster = address if backend == "ray" else scheduler
         done = cross_validate(ws, corpus_name, taggers, k, seed, jobs, backend, cluster, targets,
-                              progress=not no_progress, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+                              progress=not no_progress, warn=lambda msg: click.echo(f"warning: {msg}", err=True),
+                              keep_models=keep_models)
     corpus, runs = done.corpus, done.runs
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {done.engine.folds.fingerprint}), cache {ws.cache_dir}")
     click.echo(cv_summary_table(runs, corpus.train, corpus.test, done.others))

@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import __version__
 from ..errors import EnsembleDeidError, printable
-from ..files import private_dir, read_json, write_private
+from ..files import check_folder, folder_checksums, owner_only_tree, private_dir, read_json, write_private
 from ..taggers.state import encodable
 
 BUNDLE_FORMAT = "ensemble-deid-bundle"
@@ -50,38 +50,9 @@ class BundleError(EnsembleDeidError):
     """A bundle that cannot be written or trusted (names the file, never note text)."""
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _manifest_checksum(manifest: Mapping[str, Any]) -> str:
     body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def _files(root: Path) -> list[str]:
-    """Every file of the bundle but the manifest (relative, '/'-separated).
-    A symbolic link or special file anywhere is refused: reading through it
-    would read outside the bundle."""
-    names = []
-    for folder, dirs, files in os.walk(root, onerror=_walk_error):
-        for name in dirs + files:
-            path = Path(folder) / name
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                raise BundleError(f"{printable(str(path))}: a symbolic link (a bundle holds only its own files)")
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise BundleError(f"{printable(str(path))}: not a regular file (a bundle holds only its own files)")
-        names += [(Path(folder) / f).relative_to(root).as_posix() for f in files]
-    return sorted(n for n in names if n != MANIFEST)
-
-
-def _walk_error(exc: OSError) -> None:
-    raise BundleError(f"{printable(str(exc.filename))}: cannot read ({exc.strerror})")
 
 
 def _inside(root: Path, folder: Any, mpath: Path) -> Path:
@@ -131,14 +102,14 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
             unused = [n for n in method.member_names_ if n not in members]
             method_entry = {"name": method.name, "folder": "method", "members": list(method.member_names_),
                             "unused": unused}
-        _owner_only(tmp)  # whatever a library's own writer did (torch.save follows the umask)
+        owner_only_tree(tmp)  # whatever a library's own writer did (torch.save follows the umask)
         manifest = {
             "format": BUNDLE_FORMAT, "format_version": BUNDLE_VERSION, "ensemble_deid_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "members": entries, "method": method_entry,
             **info,
             # Trained models hold words of their training notes (feature strings, vocabularies).
             "contains_training_text": any(not getattr(t, "external", False) for t in members.values()),
-            "files": {name: _sha256_file(tmp / name) for name in _files(tmp)},
+            "files": folder_checksums(tmp, BundleError, skip=(MANIFEST,)),
         }
         manifest["manifest_sha256"] = _manifest_checksum(manifest)
         write_private(tmp / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=str).encode("utf-8"))
@@ -213,11 +184,6 @@ def scheme_labels(labels: Iterable[str], label_map: str | None = None) -> tuple[
     return sorted(kept), unknown
 
 
-def _owner_only(root: Path) -> None:
-    for path in root.rglob("*"):
-        os.chmod(path, 0o700 if path.is_dir() else 0o600)
-
-
 def read_manifest(path: str | Path) -> dict:
     """The verified manifest of a bundle: right format and version, its own
     checksum, and every file present, unchanged and listed."""
@@ -245,16 +211,7 @@ def read_manifest(path: str | Path) -> dict:
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise BundleError(f"{mpath}: malformed (field 'files')")
-    present = _files(root)  # only files really inside the bundle are ever read
-    for name in present:
-        if name not in files:
-            raise BundleError(f"{printable(str(root / name))}: file not listed in the manifest (the bundle was modified)")
-    listed = set(present)
-    for name, digest in files.items():
-        if name not in listed:
-            raise BundleError(f"{printable(str(root / name))}: missing from the bundle")
-        if _sha256_file(root / name) != digest:
-            raise BundleError(f"{printable(str(root / name))}: checksum mismatch (the file was modified or damaged)")
+    check_folder(root, files, BundleError, skip=(MANIFEST,))  # only files really inside the bundle are ever read
     return manifest
 
 

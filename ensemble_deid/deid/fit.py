@@ -98,10 +98,17 @@ def fit_tagger(workspace, corpus_name: str, tagger: str, out: str | Path, log: S
         from .shareable import shareable_training
 
         train, manifest["shareable"] = shareable_training(corpus.train, shareable)
-    model = Deidentifier({spec.label: fit_member(spec, train)}, None, manifest)
+        member, origin = fit_member(spec, train), {"model": "trained by fit", "why": "trained for a shareable bundle"}
+    else:
+        from ..experiment.cache import PredictionCache
+
+        member, origin = _member(spec, PredictionCache(workspace.cache_dir), corpus_fingerprint(corpus.train),
+                                 corpus_fingerprint(corpus.test), train, log)
+    model = Deidentifier({spec.label: member}, None, manifest)
     scores = _test_scores(corpus, {p.doc_id: p for p in model.predict(corpus.test)})
     info = _info(corpus, corpus_fingerprint(corpus.train))
     info["scores"] = {"test_strict": scores}
+    info["member_models"] = {spec.label: origin}
     model.save(out, info)
     return FitResult(out, model, info, [
         f"saved {spec.label} to {out} (fitted in {time.perf_counter() - t0:.1f} s); "
@@ -126,13 +133,49 @@ def _members_differing(outputs, test, runs) -> dict[str, int]:
             for label, preds in outputs.items()}
 
 
+def _cached_test_record(cache, spec, train_fingerprint: str, test_fingerprint: str) -> tuple[Any, dict]:
+    """(the tagger's cache entry, the commit record of its cached test part, {} when none)."""
+    from ..experiment.cache import PartKey
+    from ..experiment.cv import entry_key
+
+    entry, _ = entry_key(spec, train_fingerprint)
+    part = PartKey.predict(entry, test_fingerprint)
+    return entry, (cache.read_part(part)[1] if cache.part_status(part) == "valid" else {})
+
+
+def _member(spec, cache, train_fingerprint: str, test_fingerprint: str, train, log: Say) -> tuple[Any, dict]:
+    """(a member fitted on all of ``train``, where it came from): the model
+    cv kept when it is the one that made the member's cached test
+    predictions (``experiment.kept``), else a new fit, saying why."""
+    from ..experiment.kept import reusable
+
+    if spec.make().external:
+        log(f"member {spec.label}: an external system (nothing to train)")
+        return fit_member(spec, train), {"model": "external"}
+    entry, record = _cached_test_record(cache, spec, train_fingerprint, test_fingerprint)
+    tagger, why = reusable(cache.root, entry, record) if record else (None, "no cached test predictions")
+    if tagger is not None:
+        log(f"member {spec.label}: reused the model cv kept (the one that made its cached test predictions; "
+            f"no training)")
+        return tagger, {"model": "kept by cv", "model_sha256": record["model_sha256"]}
+    log(f"member {spec.label}: training on {len(train)} documents ({why})")
+    return fit_member(spec, train), {"model": "trained by fit", "why": why}
+
+
+def _origin_count(origins: Mapping[str, dict]) -> str:
+    kept = sum(o["model"] == "kept by cv" for o in origins.values())
+    trained = sum(o["model"] == "trained by fit" for o in origins.values())
+    return f"{kept} kept by cv and reused, {trained} trained"
+
+
 def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: str | Path,
                  params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
                  folds: int | None = None, seed: int = 0, objective: str = "f1", verify: bool = True,
                  progress: bool = True, log: Say = _quiet, warn: Say = _quiet,
                  budget: float | str | None = None) -> FitResult:
-    """Fit every member on the whole training split and the ensemble
-    ``method`` on the members' out-of-fold predictions, chosen exactly as
+    """Fit every member on the whole training split (reusing the model cv
+    kept for it when that model made its cached test predictions) and the
+    ensemble ``method`` on the members' out-of-fold predictions, chosen exactly as
     :func:`~ensemble_deid.ensemble.run.run_method` chooses it (members
     missing from the cache are cross-validated first), and save one
     bundle to ``out``. ``verify`` checks that the bundle reproduces the
@@ -163,14 +206,15 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
         chosen.save(Path(tmp) / "method")
     keep = needed_members(chosen, order)
     by_label = {s.label: s for s in specs}
-    fitted = {}
+    fitted, origins = {}, {}
     t0 = time.perf_counter()
     for label in keep:
-        log(f"fitting member {label} on {len(corpus.train)} training documents")
-        fitted[label] = fit_member(by_label[label], corpus.train)
+        fitted[label], origins[label] = _member(by_label[label], engine.cache, engine.train_fingerprint,
+                                                engine.target_fingerprints["test"], corpus.train, log)
     fit_seconds = time.perf_counter() - t0
     model = Deidentifier(fitted, chosen)
     info = _info(corpus, engine.train_fingerprint)
+    info["member_models"] = origins
     info["selection"] = jsonable({"method": method, "best_params": learner.best_params_,
                                   "params": learner.chosen_params(), "fixed": sorted(learner.fixed),
                                   "cv_best_score": learner.best_score_, "objective": learner.objective,
@@ -182,7 +226,7 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
                 if cost.get("budget") is not None else "") + "); "
              f"parameters {learner.best_params_ or '(none to choose)'}"
              + (f", fixed {dict((k, learner.estimator.get_params()[k]) for k in learner.fixed)}" if learner.fixed else "")
-             + f"; members fitted in {fit_seconds:.1f} s"]
+             + f"; members fitted in {fit_seconds:.1f} s ({_origin_count(origins)})"]
     if verify:
         predicted, outputs = model.predict_with_members(corpus.test)
         preds = {p.doc_id: p for p in predicted}

@@ -133,6 +133,16 @@ def ensemble_entry(method: str, settings: Mapping[str, Any], members: Mapping[st
                     train_fingerprint)
 
 
+def member_test_checksums(runs: Mapping[str, MemberRun], test_fingerprint: str) -> dict[str, str | None]:
+    """Each member's cached test part, by the checksum of its predictions:
+    the key names the members' entries, not what their test parts hold, so
+    a test part computed again (deleted, corrupt, a kept model) would leave
+    the ensemble's cached test predictions stale without this."""
+    return {label: next((r.get("npz_sha256") for r in run.records
+                         if r.get("kind") == "predict" and r.get("scope") == test_fingerprint), None)
+            for label, run in runs.items()}
+
+
 def ensemble_parts(engine: CrossValidation, entry: EntryKey) -> tuple[PartKey, list[PartKey]]:
     """(test part, out-of-fold parts)."""
     return (PartKey.predict(entry, engine.target_fingerprints["test"]),

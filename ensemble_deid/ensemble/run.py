@@ -201,7 +201,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     selection's fits, the test prediction and the out-of-fold fits."""
     from ..experiment.cv import PeakMemory
     from ..progress import phase, progress_bar
-    from .caching import ensemble_entry, ensemble_parts, jsonable, part_metadata
+    from .caching import ensemble_entry, ensemble_parts, jsonable, member_test_checksums, part_metadata
     from .objective import parse_objective
     from .selection import fold_predictions
 
@@ -215,8 +215,14 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     members_oof = {label: run.oof for label, run in runs.items()}
     members_test = {label: run.test for label, run in runs.items()}
     out = {"entry": entry, "oof": None, "computed": []}
+    member_tests = member_test_checksums(runs, engine.target_fingerprints["test"])
 
-    if refit or cache.part_status(test_part) != "valid":
+    cached = cache.part_status(test_part) == "valid"
+    if cached and cache.read_part(test_part)[1].get("member_test_sha256", member_tests) != member_tests:
+        echo(f"the cached {method} test predictions were made from other member test predictions "
+             f"(a member's test part was computed again): fitting it again")
+        cached = False
+    if refit or not cached:
         echo(f"fitting {method} on {len(train)} training documents ({len(runs)} members)")
         patients = len({d.group for d in train})
         settings_n = len(learner.grid(len(runs)))
@@ -254,7 +260,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
         cache.ensure_entry(entry, description)
         cache.write_part(test_part, preds, test, part_metadata(f"ensemble.{method}", learner.get_params(), t2 - t0, {
             "selection": jsonable(record), "fit_seconds": round(t1 - t0, 4), "predict_seconds": round(t2 - t1, 4),
-            "peak_rss_mb": round(mem.peak, 1)}))
+            "peak_rss_mb": round(mem.peak, 1), "member_test_sha256": member_tests}))
         out["computed"].append("test")
     test_preds, test_record = cache.read_part(test_part)
     out["test"], out["test_record"], out["record"] = test_preds, test_record, test_record.get("selection", {})

@@ -7,6 +7,7 @@ Layout (schema version in ``SCHEMA``):
         oof-FOLDSFP/fold-03.npz|.json   out-of-fold predictions of fold 3
         predict-TARGETFP/all.npz|.json  a model trained on all of TRAINFP
                                         predicting a document set (e.g. the test split)
+        model/                          that model, kept for ``fit`` (``experiment.kept``)
 
 A *part* is an ``.npz`` (numpy arrays only, read with ``allow_pickle=False``)
 and a ``.json`` commit record written after it, holding the npz's SHA-256,
@@ -404,7 +405,7 @@ def published_folders(root: Path) -> list[Path]:
 
 class Problem(NamedTuple):
     """Something ``verify`` found: ``kind`` is corrupt, incomplete, entry (a
-    damaged entry manifest), empty, leftover or published."""
+    damaged entry manifest), model (a damaged kept model), empty, leftover or published."""
 
     path: Path
     why: str
@@ -629,8 +630,9 @@ class PredictionCache:
 
     def part_files(self, entry_dir: Path) -> list[Path]:
         """Base paths (no suffix) of every part of an entry, complete or not."""
-        bases = {p.with_suffix("") for p in entry_dir.glob("*/*.json")} | {p.with_suffix("") for p in entry_dir.glob("*/*.npz")}
-        return sorted(bases)
+        files = [p for pattern in ("oof-*/*.json", "oof-*/*.npz", "predict-*/*.json", "predict-*/*.npz")
+                 for p in entry_dir.glob(pattern)]  # not the kept model (experiment.kept)
+        return sorted({p.with_suffix("") for p in files})
 
     def part_records(self, entry_dir: Path) -> list[dict]:
         """The commit records of an entry's parts whose checksum holds (for
@@ -660,6 +662,13 @@ class PredictionCache:
                     self.read_part_files(base)
                 except CorruptPart as exc:
                     problems.append(Problem(base.with_suffix(".npz"), str(exc)))
+        from .kept import KeptModelError, check, kept_models
+
+        for folder in kept_models(self.root):
+            try:
+                check(folder)
+            except KeptModelError as exc:
+                problems.append(Problem(folder, f"{exc}; fit trains the member instead", "model"))
         for tmp in sorted(top.rglob(".*.tmp")) if top.is_dir() else []:
             if is_leftover(tmp):
                 problems.append(Problem(tmp, "half-written temporary file (its writer was interrupted)", "leftover"))
@@ -677,6 +686,9 @@ class PredictionCache:
         path = problem.path
         if problem.kind == "published":
             return f"kept {path} (a published folder is never changed here: republish or restore it from git)"
+        if problem.kind == "model":
+            self._remove_inside(path)
+            return f"removed damaged kept model {path} (fit trains the member instead)"
         if problem.kind == "entry":
             self._remove_inside(path)
             return f"removed damaged entry {path} with all its parts (recomputed by the next cv run)"

@@ -7,7 +7,8 @@ training set. External systems are not trained: their prediction for a
 document is the same in every fold, so it is computed once per document set.
 
 Jobs are (tagger, part) pairs run through joblib; what is already in the cache
-is reused, so an interrupted run resumes where it stopped.
+is reused, so an interrupted run resumes where it stopped. The full-training
+model of each trained tagger is kept for ``fit`` (``experiment.kept``).
 """
 from __future__ import annotations
 
@@ -138,6 +139,13 @@ def _parse_value(text: str) -> Any:
     return text
 
 
+def entry_key(spec: TaggerSpec, train_fingerprint: str) -> tuple[EntryKey, bool]:
+    """(the cache entry of ``spec`` trained on the documents of
+    ``train_fingerprint``, whether the tagger is external)."""
+    tagger = spec.make()
+    return EntryKey(spec.name, tagger.version, tagger.param_hash(), train_fingerprint), tagger.external
+
+
 @dataclass
 class Task:
     spec: TaggerSpec
@@ -227,9 +235,11 @@ class PeakMemory:
 
 def execute_task(
     task: Task, train: ShippedDocuments, targets: Mapping[str, ShippedDocuments],
-    folds: FoldAssignment, cache_root: str, threads: int,
+    folds: FoldAssignment, cache_root: str, threads: int, keep_model: bool = False,
 ) -> dict:
-    """Compute one part unless another run already has (runs in a worker)."""
+    """Compute one part unless another run already has (runs in a worker).
+    ``keep_model``: a predict part's full-training model is kept for ``fit``
+    (``experiment.kept``), and a valid kept model predicts instead of a new fit."""
     cache = PredictionCache(cache_root, published=())  # pending() already looked in published folders
     limit_threads(threads)
     with cache.lock(task.part), cache.scratch():
@@ -241,9 +251,13 @@ def execute_task(
             fit_docs, predict_docs = folds.split(docs, task.fold)
         else:
             fit_docs, predict_docs = docs, targets[task.target].get()
-        with PeakMemory() as mem:
+        kept: dict = {}
+        with PeakMemory() as mem, _kept_model_lock(task, tagger, cache_root, keep_model):
             t0 = time.perf_counter()
-            tagger.fit([] if tagger.external else fit_docs)
+            if keep_model and task.target is not None and not tagger.external:
+                tagger, kept = _fit_or_reuse(task, tagger, fit_docs, cache_root)
+            else:
+                tagger.fit([] if tagger.external else fit_docs)
             t1, c1 = time.perf_counter(), time.process_time()
             predictions = tagger.predict(predict_docs)
             t2, c2 = time.perf_counter(), time.process_time()
@@ -260,8 +274,42 @@ def execute_task(
         choices = {} if tagger.external else tagger.training_choices()
         if choices:
             meta["training_choices"] = {k: _jsonable(v) for k, v in choices.items()}
+        meta.update(kept)
         cache.write_part(task.part, predictions, predict_docs, meta)
     return {"status": "computed", "task": task, **meta}
+
+
+def _kept_model_lock(task: Task, tagger, cache_root: str, keep_model: bool):
+    """The entry's kept-model lock for a predict part that keeps its model
+    (held while the model is trained: another target's part waits, then
+    reuses it), else nothing."""
+    import contextlib
+
+    from .kept import model_lock
+
+    if keep_model and task.target is not None and not tagger.external:
+        return model_lock(cache_root, task.part.entry)
+    return contextlib.nullcontext()
+
+
+def _fit_or_reuse(task: Task, tagger, fit_docs, cache_root: str) -> tuple[Any, dict]:
+    """The entry's kept model if a valid one is there (the predict part of
+    another target made it), else ``tagger`` fitted on ``fit_docs`` and kept;
+    with what the part records about it (``model_sha256``: which model made it)."""
+    from . import kept
+
+    entry = task.part.entry
+    try:
+        model, sha = kept.load(cache_root, entry)
+        return model, {"model_sha256": sha, "model_reused": True}
+    except kept.KeptModelError:  # none, or damaged: trained again and replaced
+        pass
+    tagger.fit(fit_docs)
+    try:
+        return tagger, {"model_sha256": kept.keep(cache_root, entry, tagger, task.spec.label)}
+    except Exception as exc:  # noqa: BLE001 - keeping is a saving for fit, never a reason to lose the part
+        # The type only: a state error's message may quote a key of the model's vocabulary.
+        return tagger, {"model_not_kept": type(exc).__name__}
 
 
 def _jsonable(value: Any) -> Any:
@@ -299,6 +347,7 @@ class CrossValidation:
     cache: PredictionCache
     k: int = 10
     seed: int = 0
+    keep_models: bool = True  # keep each entry's full-training model for fit (experiment.kept)
 
     def __post_init__(self):
         self.train = list(self.train)
@@ -312,8 +361,7 @@ class CrossValidation:
 
     # keys
     def entry_key(self, spec: TaggerSpec) -> tuple[EntryKey, bool]:
-        tagger = spec.make()
-        return EntryKey(spec.name, tagger.version, tagger.param_hash(), self.train_fingerprint), tagger.external
+        return entry_key(spec, self.train_fingerprint)
 
     def parts(self, spec: TaggerSpec) -> list[Task]:
         entry, external = self.entry_key(spec)
@@ -457,11 +505,12 @@ class CrossValidation:
                 warnings.filterwarnings("ignore", category=UserWarning,
                                         message="A worker stopped while some jobs were given to the executor")
                 if jobs == 1 and backend == "loky":
-                    stream = (execute_task(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo)
+                    stream = (execute_task(t, train, targets, self.folds, str(self.cache.root), threads, self.keep_models)
+                              for t in todo)
                 else:
                     # Ray's joblib backend returns only a list (no progress until the end)
                     stream = Parallel(return_as="list" if backend == "ray" else "generator_unordered")(
-                        call(t, train, targets, self.folds, str(self.cache.root), threads) for t in todo
+                        call(t, train, targets, self.folds, str(self.cache.root), threads, self.keep_models) for t in todo
                     )
                 for res in stream:
                     out.append(res)
@@ -543,13 +592,16 @@ class CVResult:
 
 def cross_validate(workspace, corpus_name: str, taggers: str | Sequence[TaggerSpec], folds: int = 10, seed: int = 0,
                    jobs: int = 1, backend: str = "loky", scheduler: str | None = None, targets: Sequence[str] = (),
-                   progress: bool = True, warn: Callable[[str], None] | None = None) -> CVResult:
+                   progress: bool = True, warn: Callable[[str], None] | None = None,
+                   keep_models: bool = True) -> CVResult:
     """The ``cv`` step: out-of-fold and test predictions of every tagger on a
     workspace's corpus, computed once and kept in its prediction cache
     (what is cached is reused, so an interrupted run resumes). With
     ``targets``, the full-training models also predict those corpora's test
     splits. Every option is checked, and every corpus loaded, before any
-    tagger runs; ``warn`` receives the warnings (corrupt parts, labels)."""
+    tagger runs; ``warn`` receives the warnings (corrupt parts, labels).
+    ``keep_models``: keep each tagger's full-training model for ``fit``
+    (``experiment.kept``)."""
     from .cache import PredictionCache
 
     warn = warn or (lambda msg: log.warning(msg))
@@ -568,7 +620,7 @@ def cross_validate(workspace, corpus_name: str, taggers: str | Sequence[TaggerSp
     corpus = workspace.load(corpus_name)
     others = {cross_corpus_target(name): workspace.load(name).test for name in targets}
     engine = CrossValidation(corpus.train, {"test": corpus.test, **others}, PredictionCache(workspace.cache_dir),
-                             k=folds, seed=seed)
+                             k=folds, seed=seed, keep_models=keep_models)
     for msg in engine.split_warnings():
         warn(msg)
     runs = engine.run(specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress, on_corrupt=warn)
