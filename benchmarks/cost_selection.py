@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, MEDDOCAN_PUBLISHED, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, MEDDOCAN_PUBLISHED, RESULTS, ROOT, criterion_scores, machine_description, progress, write_json, write_markdown  # noqa: E402
 
 PUBLISHED = MEDDOCAN_PUBLISHED
 MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
@@ -80,16 +80,9 @@ def load():
 
 
 def dev_scores(dev, preds) -> dict:
-    from ensemble_deid.ensemble.objective import GoldKeys, tally_spans
-
-    counts = tally_spans(GoldKeys(dev), [preds[d.id].spans(d) for d in dev])
-    out = {}
-    for criterion, (tp_s, n_s, tp_g, n_g) in counts.overall.items():
-        p, r = (tp_s / n_s if n_s else 0.0), (tp_g / n_g if n_g else 0.0)
-        out[criterion] = {"precision": round(p, 4), "recall": round(r, 4),
-                          "f1": round(2 * p * r / (p + r) if p + r else 0.0, 4), "recall_exact": r,
-                          "f1_exact": 2 * p * r / (p + r) if p + r else 0.0}
-    return out
+    return {criterion: {"precision": round(s["precision"], 4), "recall": round(s["recall"], 4),
+                        "f1": round(s["f1"], 4), "recall_exact": s["recall"], "f1_exact": s["f1"]}
+            for criterion, s in criterion_scores(dev, [preds[d.id].spans(d) for d in dev]).items()}
 
 
 def selection(corpus, runs, objective: str, budget: float | None) -> dict:
