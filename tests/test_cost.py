@@ -343,6 +343,7 @@ def test_fit_within_a_budget_saves_the_ensemble_commands_choice(costed, tmp_path
 REAL = {"rules": 5.0, "svm": 12.0, "crf:max_iterations=5": 30.0}  # taggers a fresh ``deidentify`` process can load
 
 
+@pytest.mark.slow  # 4 fresh deidentify processes and 2 fits: about 30 CPU s
 def test_bench_deidentify_times_a_budgeted_bundle_against_the_best(tiny_registered, workspace, tmp_path, monkeypatch):
     """benchmarks/bench_deidentify.py --versus: both bundles de-identify the
     same notes in fresh processes, alternating; each one's scores come from
