@@ -190,7 +190,7 @@ def run(args) -> dict:
               "part's prediction, each cv job limited to cores/jobs threads (upper bounds where "
               "jobs shared cores)")
     if measured:
-        source = (f"measured here ({args.costs.name}: {', '.join(_members(measured))}); the others: {source}")
+        source = (f"measured here ({args.costs.name}: {_members(measured)}); the others: {source}")
     return {"corpus": "meddocan (train: 10-fold CV out-of-fold; dev: scored only)", "citation": MEDDOCAN_CITATION,
             "cost_unit": "CPU seconds per million tokens (recorded prediction seconds / predicted tokens)",
             "cost_source": source,
@@ -210,8 +210,7 @@ def plot(points, chosen_row, budget: float) -> None:
 
 
 def _members(subset) -> str:
-    short = {"rules:label_map=i2b2-to-meddocan": "rules"}
-    return ", ".join(short.get(m, m) for m in subset)
+    return ", ".join(m.split(":")[0] for m in subset)  # without parameters: one spec per tagger here
 
 
 def tables(result: dict, stem: Path = STEM) -> None:
