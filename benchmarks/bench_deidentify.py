@@ -435,11 +435,11 @@ def _versus_table(r: dict) -> str:
                                                         for x in (a, b)), ""),
         ("files identical across its runs", *(f"{x['files_compared'] - x['files_differing_across_runs']}/{x['files_compared']}"
                                               for x in (a, b)), ""),
+        ("load average (1 min) before, after", f"{r['load_average_before'][0]}, {r['load_average_after'][0]}", "", ""),
     ]
     lines = ["| | first | second | first / second |", "|---|---|---|---|"]
     lines += [f"| {' | '.join(cells)} |" for cells in rows]
-    note = (f"\n\n{r['documents']} notes, {a['tokens']:,} tokens; load average (1 min) {r['load_average_before'][0]} "
-            f"before, {r['load_average_after'][0]} after; {r['machine'].get('cpus')} cores, {r['when']}. Within: "
+    note = (f"\n\n{r['documents']} notes, {a['tokens']:,} tokens; {r['machine'].get('cpus')} cores, {r['when']}. Within: "
             f"{r['within_rule']}.")
     cite = "\n\nMEDDOCAN (CC BY 4.0): Marimon et al., IberLEF@SEPLN 2019, pp. 618-638." if r["corpus"].startswith("meddocan") else ""
     return "\n".join(lines) + note + cite + "\n"
