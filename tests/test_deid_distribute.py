@@ -238,3 +238,52 @@ def test_jobs_client_killed_mid_run_resumes_at_once(bundle, tmp_path):
     result = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2")
     assert "already done" in result.output
     _same_as_sequential(bundle, out)
+
+
+def test_chunks_go_to_the_workers_largest_first(bundle, tmp_path):
+    """Chunks are handed out largest first (bytes of notes), whatever their
+    ids: the last chunks the workers pick up are the smallest, so they finish
+    together. One worker tags them in the order handed out; a chunk's
+    outputs are all written before the next chunk's."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    line = "Seen by Dr. Smith on 03/04/2012 at the General Clinic.\n"
+    for i, repeat in enumerate((3, 3, 1, 1, 9, 9)):  # chunks of 2: ids a4-a5 largest, then a0-a1, then a2-a3
+        (notes / f"a{i}.txt").write_text(line * repeat, encoding="utf-8")
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.batch import FolderDeidentifier
+    from ensemble_deid.deid.distribute import BundleRef, Distributor
+
+    model = Deidentifier.load(bundle / "model")
+    out = tmp_path / "out"
+    with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=1) as pool:
+        FolderDeidentifier(model, "tag", ("xml",), batch_size=2).run(notes, out, executor=pool)
+
+    def written(ids):
+        return [(out / "text" / f"a{i}.txt").stat().st_mtime_ns for i in ids]
+
+    largest, middle, smallest = written((4, 5)), written((0, 1)), written((2, 3))
+    assert max(largest) <= min(middle) and max(middle) <= min(smallest)
+    assert max(largest) < min(smallest)
+
+
+def test_forked_workers_leave_the_inherited_model_out_of_their_collector(bundle, tmp_path):
+    """The model a forked worker inherits is frozen out of its garbage
+    collector (whose full passes would walk it, and write to, so copy, the
+    pages it shares with the client); the client's objects are collectable
+    again once the run is over, as they are after a deidentify command run
+    in-process."""
+    import gc
+
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.distribute import BundleRef, Distributor
+
+    gc.unfreeze()  # whatever an earlier test left
+    model = Deidentifier.load(bundle / "model")
+    with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
+        pool._engine.prepare(model)
+        inherited = pool._engine.pool.submit(gc.get_freeze_count).result()
+    assert inherited > 1000
+    assert gc.get_freeze_count() == 0
+    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "out", *OPTIONS, "--jobs", "2")
+    assert gc.get_freeze_count() == 0

@@ -82,6 +82,12 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
         deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
+        import gc
+
+        # The model lives as long as the run: the collector's full passes need not walk its objects again
+        # and again (a second of a run), nor forked workers touch and so copy the pages that hold them.
+        gc.freeze()
+        click.get_current_context().call_on_close(gc.unfreeze)  # an in-process caller's objects collectable again
         if operating_point is not None:
             try:
                 deid.method.repoint(point)
@@ -91,7 +97,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         click.echo(selection_line(deid, operating_point is not None), err=True)
         from ..deid.bundle import training_text_notice
 
-        notice = training_text_notice(model)  # whoever runs a bundle may not know what it holds
+        notice = training_text_notice(model, deid.manifest)  # whoever runs a bundle may not know what it holds
         if notice:
             click.echo(notice, err=True)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)

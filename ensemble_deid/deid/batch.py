@@ -41,7 +41,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..corpus.document import Annotation, Document
 from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
@@ -261,7 +261,8 @@ class FolderDeidentifier:
                         done = self.tag_notes(out, batch, [groups[n.doc_id] for n in batch])
                         self._finish(summary, done, mapped, progress)
             else:  # chunks of whole batches, so each note is tagged in the same batch as here
-                chunks = ((c, [groups[n.doc_id] for n in c]) for c in _batches(todo, self.batch_size * executor.batches))
+                chunks = ((c, [groups[n.doc_id] for n in c]) for c in _largest_first(
+                    _batches(todo, self.batch_size * executor.batches)))
                 with _scratch(out):
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
@@ -442,6 +443,20 @@ def _scratch(out: Path) -> Iterator[None]:
 def _batches(items: Sequence, size: int) -> Iterator[Sequence]:
     for i in range(0, len(items), max(size, 1)):
         yield items[i:i + size]
+
+
+def _largest_first(chunks: Iterable[Sequence[Note]]) -> list[Sequence[Note]]:
+    """The chunks, the largest (in bytes of notes) first: the last ones the
+    workers pick up are the smallest, so they all finish at about the same
+    time instead of one tagging a large last chunk while the others wait."""
+    def size(chunk: Sequence[Note]) -> int:
+        total = 0
+        for note in chunk:
+            with contextlib.suppress(OSError):  # gone since it was checked: its worker reports it
+                total += note.path.stat().st_size
+        return total
+
+    return sorted(chunks, key=size, reverse=True)  # stable: chunks of equal size stay in note order
 
 
 def gold_and_predicted(input_dir: str | Path, out: str | Path,

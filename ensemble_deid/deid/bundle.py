@@ -176,10 +176,12 @@ def _running(pid: int) -> bool:
     return True
 
 
-def training_text_notice(path: str | Path) -> str:
+def training_text_notice(path: str | Path, manifest: Mapping[str, Any] | None = None) -> str:
     """What to tell whoever just wrote the bundle at ``path`` about its
-    contents ('' when no member learned from the notes' words)."""
-    manifest = read_manifest(path)
+    contents ('' when no member learned from the notes' words). ``manifest``:
+    its manifest, already verified (else read and verified here: every file
+    hashed again)."""
+    manifest = read_manifest(path) if manifest is None else manifest
     if not manifest.get("contains_training_text"):
         return ""
     if manifest.get("shareable"):
@@ -264,6 +266,7 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     checksums the user got from the bundle's author over a channel they trust
     (``fit`` prints it); when given, any other bundle is refused."""
     from ..ensemble.base import MetaLearner
+    from ..taggers.registry import entry_points
     from ..taggers.state import StateError
 
     root = Path(path)
@@ -272,8 +275,10 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     if trusted is not None and manifest["manifest_sha256"] not in {t.strip().lower() for t in trusted}:
         raise BundleError(f"{mpath}: manifest checksum {manifest['manifest_sha256']} is not one of the trusted "
                           f"bundles given (--trust): not the bundle its author made, or another one")
+    registered = entry_points()  # once for all members
     try:
-        members = {m["label"]: _load_member(root, m, dict(allow_external or {})) for m in manifest["members"]}
+        members = {m["label"]: _load_member(root, m, dict(allow_external or {}), registered)
+                   for m in manifest["members"]}
         method = (MetaLearner.load(_inside(root, manifest["method"]["folder"], mpath))
                   if manifest.get("method") else None)
     except (StateError, ValueError) as exc:  # ValueError: a neural checkpoint refused by its loader
@@ -291,7 +296,7 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     return manifest, members, method
 
 
-def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[str, str]):
+def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[str, str], registered=None):
     """A member through its own class's ``load`` (a folder of state for most
     taggers, one weights-only torch checkpoint for the neural family). A
     member that runs a program gets the program the user named, never one
@@ -300,7 +305,7 @@ def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[s
     from ..taggers.registry import tagger_class
 
     folder = _inside(root, entry["folder"], root / MANIFEST)
-    cls = tagger_class(entry["name"])
+    cls = tagger_class(entry["name"], registered)
     label = printable(str(entry["label"]))
     if str(entry["version"]) != str(cls.version):
         raise BundleError(f"{folder}: member {label!r} was saved by tagger version "

@@ -37,8 +37,11 @@ def entry_points() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
 
 
-def tagger_class(name: str) -> type[Tagger]:
-    eps = entry_points()
+def tagger_class(name: str, registered: dict[str, metadata.EntryPoint] | None = None) -> type[Tagger]:
+    """The class registered as ``name``; ``registered``: an ``entry_points()``
+    already read (reading them scans every installed distribution: a caller
+    resolving several names reads them once)."""
+    eps = entry_points() if registered is None else registered
     if name not in eps:
         raise UnknownTagger(f"unknown tagger {name!r}{did_you_mean(name, eps)}; registered taggers: "
                             f"{', '.join(sorted(eps)) or 'none'}")

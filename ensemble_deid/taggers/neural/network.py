@@ -43,22 +43,29 @@ class BiLSTM(nn.Module):
 
     @staticmethod
     def _reverse_index(lengths: torch.Tensor, T: int) -> torch.Tensor:
+        """(B * T,) rows of the (B * T, ...) flattened batch: each sequence
+        reversed within its own length, padding left in place (an involution)."""
         pos = torch.arange(T, device=lengths.device).unsqueeze(0)
         last = (lengths - 1).unsqueeze(1)
-        return torch.where(pos <= last, last - pos, pos)  # an involution
+        within = torch.where(pos <= last, last - pos, pos)
+        return (within + T * torch.arange(len(lengths), device=lengths.device).unsqueeze(1)).reshape(-1)
+
+    @staticmethod
+    def _reorder(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        # whole rows copied by index_select: 3x faster than gather with an expanded index
+        B, T = x.shape[:2]
+        return x.reshape(B * T, -1).index_select(0, rows).reshape(x.shape)
 
     def _run(self, x: torch.Tensor, lengths: torch.Tensor):
-        B, T, D = x.shape
-        idx = self._reverse_index(lengths, T).unsqueeze(2)
+        rows = self._reverse_index(lengths, x.shape[1])
         out_f, _ = self.fwd(x)
-        out_b, _ = self.bwd(x.gather(1, idx.expand(B, T, D)))
-        return out_f, out_b, idx
+        out_b, _ = self.bwd(self._reorder(x, rows))
+        return out_f, out_b, rows
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Outputs of both directions per position, (B, T, 2H)."""
-        out_f, out_b, idx = self._run(x, lengths)
-        out_b = out_b.gather(1, idx.expand(-1, -1, out_b.shape[2]))
-        return torch.cat([out_f, out_b], dim=2)
+        out_f, out_b, rows = self._run(x, lengths)
+        return torch.cat([out_f, self._reorder(out_b, rows)], dim=2)
 
     def final_states(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Last state of each direction, (B, 2H)."""
@@ -226,7 +233,7 @@ class BiLSTMTagger(nn.Module):
         tags = [best[i, :n] for i, n in enumerate(lengths)]
         if not marginals:
             return tags, None
-        probs = crf_marginals(scores, batch.mask, start, trans, end).cpu().numpy()
+        probs = crf_marginals_by_products(scores, batch.mask, start, trans, end).cpu().numpy()
         return tags, [probs[i, :n] for i, n in enumerate(lengths)]
 
 
@@ -305,32 +312,37 @@ def viterbi(
     scores: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, trans: torch.Tensor, end: torch.Tensor
 ) -> np.ndarray:
     """Most likely tag ids (B, T) under a linear-chain CRF; padding gets 0.
-    ``mask`` must be right padded with its first column true."""
+    ``mask`` must be right padded with its first column true.
+
+    In numpy on the CPU, with the candidates laid out (B, to, from) so each
+    maximum runs over contiguous memory: the same sums and the same first
+    index among equal maxima as torch's ``max(dim=1)`` over (B, from, to),
+    so the same path, in about half the time (a step is too small for
+    torch's per-operation overhead to pay off, on a GPU too)."""
     B, T, K = scores.shape
-    lengths = mask.sum(1)
-    score = start + scores[:, 0]  # (B, K)
-    history = []
+    s = scores.detach().cpu().numpy()
+    m = mask.cpu().numpy()
+    lengths = m.sum(1)
+    trans_to_from = np.ascontiguousarray(trans.detach().cpu().numpy().T)[None]  # (1, to, from)
+    score = start.detach().cpu().numpy() + s[:, 0]  # (B, K)
+    hist = np.empty((max(T - 1, 0), B, K), dtype=np.int64)
     for t in range(1, T):
-        cand = score.unsqueeze(2) + trans.unsqueeze(0)  # (B, from, to)
-        best, idx = cand.max(dim=1)
-        new = best + scores[:, t]
-        m = mask[:, t].unsqueeze(1)
-        score = torch.where(m, new, score)
-        history.append(idx)
-    last = (score + end).argmax(1).cpu().numpy()
-    lengths = lengths.cpu().numpy()
-    hist = torch.stack(history).cpu().numpy() if history else np.zeros((0, B, K), dtype=np.int64)
+        cand = score[:, None, :] + trans_to_from  # (B, to, from)
+        idx = cand.argmax(2)
+        hist[t - 1] = idx
+        new = np.take_along_axis(cand, idx[:, :, None], 2)[:, :, 0] + s[:, t]
+        score = np.where(m[:, t, None], new, score)
+    last = (score + end.detach().cpu().numpy()).argmax(1)
     out = np.zeros((B, T), dtype=np.int64)
     rows = np.arange(B)
     current = last.copy()
     for t in range(T - 1, -1, -1):
-        at_end = lengths - 1 == t
-        current = np.where(at_end, last, current)
+        current = np.where(lengths - 1 == t, last, current)
         inside = lengths - 1 >= t
         out[inside, t] = current[inside]
         if t > 0:
             back = hist[t - 1][rows, current]  # best previous tag given tag at t
-            current = np.where(lengths - 1 >= t, back, current)
+            current = np.where(inside, back, current)
     return out
 
 
@@ -338,7 +350,10 @@ def crf_marginals(
     scores: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, trans: torch.Tensor, end: torch.Tensor
 ) -> torch.Tensor:
     """Per-token posterior tag probabilities (B, T, K) by forward-backward in
-    log space; rows at padding positions are meaningless."""
+    log space, float32; rows at padding positions are meaningless. Kept as it
+    was for the stacked-lstm ensemble, whose outputs compare these
+    probabilities with fitted thresholds: its bundles predict bit for bit as
+    before. The neural taggers use ``crf_marginals_by_products`` (7x faster)."""
     B, T, K = scores.shape
     lengths = mask.sum(1)
     alphas = [start + scores[:, 0]]
@@ -359,3 +374,47 @@ def crf_marginals(
     # per position (rather than by one log Z) keeps rows summing to 1 in float32
     # over long documents.
     return torch.softmax(alpha + beta_all, dim=2)
+
+
+def crf_marginals_by_products(
+    scores: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, trans: torch.Tensor, end: torch.Tensor
+) -> torch.Tensor:
+    """``crf_marginals`` for the neural taggers' confidences: per-token
+    posterior tag probabilities (B, T, K), float32, by forward-backward;
+    rows at padding positions are meaningless.
+
+    Each step is a (B, K) x (K, K) product in probability space shifted by
+    the row maximum (as ``_forward_step``), not a logsumexp over a
+    (B, K, K) tensor: K times fewer exponentials, 7x faster. In float64:
+    forbidden moves (-10000) become exact zeros, and the result is closer
+    to exact than float32 logsumexp was (on MEDDOCAN dev the old float32
+    marginals were up to 1.3e-4 off, these 3e-8)."""
+    B, T, K = scores.shape
+    lengths = mask.sum(1)
+    s = scores.double()
+    exp_trans = trans.double().exp()  # (from, to)
+    exp_trans_t = exp_trans.t().contiguous()  # (to, from)
+
+    def log_product(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+        # log(exp(x) @ matrix); a tag no allowed move reaches gets -inf (probability 0)
+        m = x.amax(dim=1, keepdim=True)
+        return torch.log((x - m).exp() @ matrix) + m
+
+    alphas = [start.double() + s[:, 0]]
+    for t in range(1, T):
+        new = log_product(alphas[-1], exp_trans) + s[:, t]
+        alphas.append(torch.where(mask[:, t].unsqueeze(1), new, alphas[-1]))
+    alpha = torch.stack(alphas, dim=1)  # (B, T, K)
+    end_all = end.double().expand(B, K)
+    betas = [None] * T
+    beta = end_all
+    betas[T - 1] = beta
+    for t in range(T - 2, -1, -1):
+        step = log_product(s[:, t + 1] + beta, exp_trans_t)
+        # Past the end of a sequence beta stays ``end`` until its last token.
+        beta = torch.where((t + 1 < lengths).unsqueeze(1), step, end_all)
+        betas[t] = beta
+    beta_all = torch.stack(betas, dim=1)
+    # Every position's alpha + beta sums to the partition function; normalising
+    # per position (rather than by one log Z) keeps rows summing to 1 over long documents.
+    return torch.softmax(alpha + beta_all, dim=2).float()

@@ -17,7 +17,7 @@ import torch
 from ...corpus.bio import decode
 from ...corpus.document import Document
 from .network import Batch, BiLSTMTagger
-from .vocab import PAD_ID, UNK_ID, Vocab, normalize_word, shape_ids, starts_line
+from .vocab import PAD_ID, UNK_ID, Vocab, casing, normalize_word, shape_ids, starts_line
 
 log = logging.getLogger("ensemble_deid.taggers.neural")
 
@@ -88,8 +88,17 @@ def encode_documents(
     ``max_length``, a longer document is cut at line breaks (see ``line_chunks``)."""
     if context not in ("sentence", "document"):
         raise ValueError(f"context must be 'sentence' or 'document', not {context!r}")
+    # Every distinct raw word of the call gets a type id (first occurrence
+    # order); its word id, characters and casing are worked out once.
     type_of: dict[str, int] = {}
-    type_chars: list[np.ndarray] = []
+    doc_types = [
+        np.fromiter((type_of.setdefault(w, len(type_of)) for w in doc.tokens.words), dtype=np.int64,
+                    count=len(doc.tokens))
+        for doc in docs
+    ]
+    type_chars = [char_ids(w, chars) for w in type_of]
+    type_words = words.indices(normalize_word(w) for w in type_of)
+    type_casings = np.fromiter((casing(w) for w in type_of), dtype=np.int64, count=len(type_of))
     sequences: list[Segment] = []
     n_tokens = 0
     # A sentence split inside a span would start its segment with I-X: a path
@@ -101,21 +110,14 @@ def encode_documents(
     if tag_index is not None and start_with_begin:
         begin_of = {i: tag_index["B-" + t[2:]] for t, i in tag_index.items()
                     if t.startswith("I-") and "B-" + t[2:] in tag_index}
-    for d, doc in enumerate(docs):
+    for d, (doc, types) in enumerate(zip(docs, doc_types)):
         toks = doc.tokens
         n = len(toks)
         if n == 0:
             continue
         n_tokens += n
-        word_ids = words.indices(normalize_word(w) for w in toks.words)
-        types = np.empty(n, dtype=np.int64)
-        for i, w in enumerate(toks.words):
-            t = type_of.get(w)
-            if t is None:
-                t = type_of[w] = len(type_chars)
-                type_chars.append(char_ids(w, chars))
-            types[i] = t
-        shapes = shape_ids(toks.words, toks.starts, toks.ends, doc.text)
+        word_ids = type_words[types]
+        shapes = shape_ids(toks.words, toks.starts, toks.ends, doc.text, type_casings[types])
         tags = None
         if gold is not None and tag_index is not None:
             tags = np.fromiter((tag_index.get(t, 0) for t in gold(doc)), dtype=np.int64, count=n)

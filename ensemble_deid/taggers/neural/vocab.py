@@ -25,6 +25,7 @@ PAD_ID = 0
 UNK_ID = 1
 
 _DIGIT_RE = re.compile(r"\d")
+_NEWLINE_RE = re.compile("\n")
 
 
 def normalize_word(word: str) -> str:
@@ -136,22 +137,25 @@ def casing(word: str) -> int:
     return 5
 
 
-def shape_ids(words: Sequence[str], starts: np.ndarray, ends: np.ndarray, text: str) -> np.ndarray:
+def shape_ids(words: Sequence[str], starts: np.ndarray, ends: np.ndarray, text: str,
+              casings: np.ndarray | None = None) -> np.ndarray:
     """One shape id (1..N_SHAPES-1) per token: casing x gap (0 glued to the
-    previous token, 1 spaces, 2 a line break or the start of the text)."""
-    out = np.empty(len(words), dtype=np.int64)
-    prev_end = 0
-    for i, w in enumerate(words):
-        start = int(starts[i])
-        if i == 0 or "\n" in text[prev_end:start]:
-            gap = LINE_BREAK
-        elif start == prev_end:
-            gap = 0
-        else:
-            gap = 1
-        out[i] = 1 + casing(w) + N_CASINGS * gap
-        prev_end = int(ends[i])
-    return out
+    previous token, 1 spaces, 2 a line break or the start of the text).
+    ``casings``: each token's ``casing`` when the caller has it (computed
+    once per distinct word)."""
+    n = len(words)
+    if casings is None:
+        casings = np.fromiter((casing(w) for w in words), dtype=np.int64, count=n)
+    starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    gaps = np.full(n, LINE_BREAK, dtype=np.int64)
+    if n > 1:
+        prev_end, start = ends[:-1], starts[1:]
+        # a line break anywhere in text[prev_end:start]: the newlines before
+        # ``start`` outnumber those before ``prev_end``
+        newlines = np.fromiter((m.start() for m in _NEWLINE_RE.finditer(text)), dtype=np.int64)
+        broken = np.searchsorted(newlines, start) > np.searchsorted(newlines, prev_end)
+        gaps[1:] = np.where(broken, LINE_BREAK, np.where(start == prev_end, 0, 1))
+    return 1 + np.asarray(casings, dtype=np.int64) + N_CASINGS * gaps
 
 
 def starts_line(shapes: np.ndarray) -> np.ndarray:
