@@ -266,6 +266,19 @@ def score_predictions(docs, predictions, types=None) -> dict:
     }
 
 
+
+def criterion_scores(docs, spans) -> dict:
+    """Micro precision, recall and F1 (unrounded) of ``spans`` (a list per
+    document of ``docs``) on each criterion selection counts by (strict,
+    token, binary-token: ``ensemble.objective``), against ``docs``' gold."""
+    from ensemble_deid.ensemble.objective import GoldKeys, tally_spans
+
+    out = {}
+    for criterion, (tp_s, n_s, tp_g, n_g) in tally_spans(GoldKeys(docs), spans).overall.items():
+        p, r = (tp_s / n_s if n_s else 0.0), (tp_g / n_g if n_g else 0.0)
+        out[criterion] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    return out
+
 def console_script() -> str:
     """The installed ``ensemble-deid`` command beside this interpreter, as a
     user runs it (benchmarks time the command, never import the CLI)."""

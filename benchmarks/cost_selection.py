@@ -22,6 +22,14 @@ point's dev F1 beside it (reported, not used), and drawn.
 
     nice python benchmarks/cost_selection.py
     python benchmarks/cost_selection.py --tables     # rewrite the .md files from the JSON
+    nice python benchmarks/cost_selection.py --costs measured.json   # costs measured here instead
+
+``--costs FILE`` (JSON, {member label: CPU seconds per million tokens}, e.g.
+each member of the fitted bundles timed alone on the dev notes) replaces the
+recorded costs of the members it names (the others keep theirs) and makes
+the same selections with them, written to cost-meddocan-measured.json and
+.md (no front, no plot): how the choice moves when the costs are this
+machine's.
 
 Writes benchmarks/results/cost-meddocan.json, cost-meddocan.md (the
 selections), cost-meddocan-members.md, cost-meddocan-front.md and
@@ -46,7 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, MEDDOCAN_PUBLISHED, RESULTS, ROOT, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, MEDDOCAN_PUBLISHED, RESULTS, ROOT, criterion_scores, machine_description, progress, write_json, write_markdown  # noqa: E402
 
 PUBLISHED = MEDDOCAN_PUBLISHED
 MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
@@ -80,16 +88,9 @@ def load():
 
 
 def dev_scores(dev, preds) -> dict:
-    from ensemble_deid.ensemble.objective import GoldKeys, tally_spans
-
-    counts = tally_spans(GoldKeys(dev), [preds[d.id].spans(d) for d in dev])
-    out = {}
-    for criterion, (tp_s, n_s, tp_g, n_g) in counts.overall.items():
-        p, r = (tp_s / n_s if n_s else 0.0), (tp_g / n_g if n_g else 0.0)
-        out[criterion] = {"precision": round(p, 4), "recall": round(r, 4),
-                          "f1": round(2 * p * r / (p + r) if p + r else 0.0, 4), "recall_exact": r,
-                          "f1_exact": 2 * p * r / (p + r) if p + r else 0.0}
-    return out
+    return {criterion: {"precision": round(s["precision"], 4), "recall": round(s["recall"], 4),
+                        "f1": round(s["f1"], 4), "recall_exact": s["recall"], "f1_exact": s["f1"]}
+            for criterion, s in criterion_scores(dev, [preds[d.id].spans(d) for d in dev]).items()}
 
 
 def selection(corpus, runs, objective: str, budget: float | None) -> dict:
@@ -131,11 +132,20 @@ def front(corpus, runs) -> tuple[list[dict], object]:
 def run(args) -> dict:
     progress("cost_selection: loading MEDDOCAN and the 12 published members")
     corpus, runs = load()
+    measured = {}
+    if args.costs is not None:
+        measured = json.loads(args.costs.read_text())
+        unknown = sorted(set(measured) - set(runs))
+        if unknown:
+            raise SystemExit(f"cost_selection: {args.costs} names no member {', '.join(unknown)}")
+        for name, cost in measured.items():
+            runs[name].cost = float(cost)
     from ensemble_deid.ensemble.candidates import build_candidates
 
     names = tuple(runs)
     oof_f1 = build_candidates([runs[n].oof for n in names], names, corpus.train).member_f1()
     members = [{"member": n, "cost": round(runs[n].cost, 1), "cv_f1": round(float(oof_f1[i]), 4),
+                "cost_measured_here": n in measured,
                 "parts": len(runs[n].records), "tokens": sum(r.get("tokens", 0) for r in runs[n].records)}
                for i, n in enumerate(names)]
     rows = []
@@ -161,11 +171,13 @@ def run(args) -> dict:
         limit = F1_WITHIN_PT if row["objective"] == "f1" else RECALL_WITHIN_PT
         delta = row["delta_f1_pt"] if row["objective"] == "f1" else row["delta_recall_pt"]
         row["within"] = delta >= -limit
-    progress("cost_selection: the Pareto front of every (threshold, subset)")
-    front_rows, (points, front_seconds) = front(corpus, runs)
-    chosen = next(r for r in rows if r["objective"] == "f1" and r["kind"] == "best")
     budget_row = next(r for r in rows if r["objective"] == "f1" and r["kind"] == "budget")
-    plot(points, chosen, budget_row["budget"])
+    front_rows, points, front_seconds = [], [], None
+    if not measured:  # the front and its plot are of the recorded costs only
+        progress("cost_selection: the Pareto front of every (threshold, subset)")
+        front_rows, (points, front_seconds) = front(corpus, runs)
+        chosen = next(r for r in rows if r["objective"] == "f1" and r["kind"] == "best")
+        plot(points, chosen, budget_row["budget"])
     affordable = [r for r in front_rows if r["cost"] <= budget_row["budget"]]
     targets = {
         f"f1_within_{F1_WITHIN_PT}pt_at_{RATIO:g}x": budget_row["within"] and budget_row["cost_ratio"] >= RATIO,
@@ -174,13 +186,17 @@ def run(args) -> dict:
         "best_dev_f1_of_any_front_point_within_the_budget": max((r["dev"]["strict"]["f1"] for r in affordable),
                                                                 default=None),
     }
+    source = ("published part records (cached_predictions/meddocan): wall seconds of each "
+              "part's prediction, each cv job limited to cores/jobs threads (upper bounds where "
+              "jobs shared cores)")
+    if measured:
+        source = (f"measured here ({args.costs.name}: {_members(measured)}); the others: {source}")
     return {"corpus": "meddocan (train: 10-fold CV out-of-fold; dev: scored only)", "citation": MEDDOCAN_CITATION,
             "cost_unit": "CPU seconds per million tokens (recorded prediction seconds / predicted tokens)",
-            "cost_source": ("published part records (cached_predictions/meddocan): wall seconds of each "
-                            "part's prediction, each cv job limited to cores/jobs threads (upper bounds where "
-                            "jobs shared cores)"),
+            "cost_source": source,
             "members": members, "selections": rows, "front": front_rows, "front_points": len(points),
-            "front_seconds": round(front_seconds, 1), "targets": targets, "plot": str(PLOT.relative_to(ROOT)),
+            "front_seconds": None if front_seconds is None else round(front_seconds, 1), "targets": targets,
+            "plot": None if measured else str(PLOT.relative_to(ROOT)),
             "machine": machine_description()}
 
 
@@ -194,11 +210,10 @@ def plot(points, chosen_row, budget: float) -> None:
 
 
 def _members(subset) -> str:
-    short = {"rules:label_map=i2b2-to-meddocan": "rules"}
-    return ", ".join(short.get(m, m) for m in subset)
+    return ", ".join(m.split(":")[0] for m in subset)  # without parameters: one spec per tagger here
 
 
-def tables(result: dict) -> None:
+def tables(result: dict, stem: Path = STEM) -> None:
     sel = ["| objective | budget | t | members kept | cost | cost ratio | dev P | dev R | dev F1 | Δ F1 pt "
            "| dev bin-token R | Δ R pt | within |",
            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -210,22 +225,25 @@ def tables(result: dict) -> None:
                    f"| {b['recall']:.4f} | {r['delta_recall_pt']:+.2f} | {'yes' if r['within'] else 'no'} |")
     t = result["targets"]
     sel += ["", "Cost: CPU seconds per million tokens, summed over the kept members (recorded prediction times "
-            "of the published parts). Every choice is made by the objective on the training out-of-fold "
+            f"of the published parts{'' if result['front'] else ', or measured here: see below'}). Every choice is made by the objective on the training out-of-fold "
             "predictions; dev only scores it. Δ: against the same objective's best (no budget); within: "
             f"Δ F1 >= -{F1_WITHIN_PT} pt (f1) or Δ recall >= -{RECALL_WITHIN_PT} pt (recall objective).",
             f"Targets (cost ratio >= {RATIO:g}x): F1 within {F1_WITHIN_PT} pt: "
             f"**{'met' if t[f'f1_within_{F1_WITHIN_PT}pt_at_{RATIO:g}x'] else 'not met'}**; recall within "
             f"{RECALL_WITHIN_PT} pt: **{'met' if t[f'recall_within_{RECALL_WITHIN_PT}pt_at_{RATIO:g}x'] else 'not met'}**. "
-            f"The best dev F1 of any front point within the budget is {t['best_dev_f1_of_any_front_point_within_the_budget']} "
-            "(read off dev, so not a selection: it shows whether any affordable subset could have done it).",
+            + (f"The best dev F1 of any front point within the budget is {t['best_dev_f1_of_any_front_point_within_the_budget']} "
+             "(read off dev, so not a selection: it shows whether any affordable subset could have done it)."
+             if result["front"] else f"Costs: {result['cost_source']}."),
             "", MEDDOCAN_CITATION]
-    write_markdown(STEM.with_suffix(".md"), "\n".join(sel) + "\n")
+    write_markdown(stem.with_suffix(".md"), "\n".join(sel) + "\n")
     mem = ["| member | CV F1 (train out-of-fold) | cost (CPU s / M tokens) | parts | tokens timed |",
            "|---|---:|---:|---:|---:|"]
     for m in sorted(result["members"], key=lambda m: m["cost"]):
         mem.append(f"| {_members([m['member']])} | {m['cv_f1']:.4f} | {m['cost']:.1f} | {m['parts']} | {m['tokens']:,} |")
     mem += ["", f"Cost source: {result['cost_source']}.", "", MEDDOCAN_CITATION]
-    write_markdown(RESULTS / "cost-meddocan-members.md", "\n".join(mem) + "\n")
+    write_markdown(stem.with_name(stem.name + "-members.md"), "\n".join(mem) + "\n")
+    if not result["front"]:
+        return
     fr = ["| cost | t | kept | members kept | train F1 | dev F1 |", "|---:|---:|---:|---|---:|---:|"]
     for r in result["front"]:
         fr.append(f"| {r['cost']:.1f} | {r['threshold']} | {len(r['subset'])} | {_members(r['subset'])} "
@@ -234,20 +252,23 @@ def tables(result: dict) -> None:
            f"{result['front_points']:,} (threshold, subset) points, computed in {result['front_seconds']} s; "
            "dev F1 reported beside each point, never used to choose. "
            f"Plot: {result['plot']}.", "", MEDDOCAN_CITATION]
-    write_markdown(RESULTS / "cost-meddocan-front.md", "\n".join(fr) + "\n")
+    write_markdown(stem.with_name(stem.name + "-front.md"), "\n".join(fr) + "\n")
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", action="store_true", help="rewrite the .md files from the JSON only")
+    ap.add_argument("--costs", type=Path, metavar="FILE", help="JSON {member label: CPU s per million tokens} "
+                    "measured here: replaces those members' recorded costs (results to cost-meddocan-measured.*)")
     args = ap.parse_args(argv)
+    stem = STEM if args.costs is None else STEM.with_name(STEM.name + "-measured")
     if args.tables:
-        result = json.loads(STEM.with_suffix(".json").read_text())
+        result = json.loads(stem.with_suffix(".json").read_text())
     else:
         result = run(args)
-        write_json(STEM.with_suffix(".json"), result)
-    tables(result)
-    print(STEM.with_suffix(".md").read_text())
+        write_json(stem.with_suffix(".json"), result)
+    tables(result, stem)
+    print(stem.with_suffix(".md").read_text())
     return result
 
 

@@ -342,3 +342,51 @@ def test_fit_within_a_budget_saves_the_ensemble_commands_choice(costed, tmp_path
     bad = _run("fit", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--budget", "2", "--out", tmp_path / "y", "--no-progress", ok=False)
     assert bad.exit_code == 2 and "costing 5.0" in bad.output and not (tmp_path / "y").exists()
+
+
+
+REAL = {"rules": 5.0, "svm": 12.0, "crf:max_iterations=5": 30.0}  # taggers a fresh ``deidentify`` process can load
+
+
+@pytest.mark.slow  # 4 fresh deidentify processes and 2 fits: about 30 CPU s
+def test_bench_deidentify_times_a_budgeted_bundle_against_the_best(tiny_registered, workspace, tmp_path, monkeypatch):
+    """benchmarks/bench_deidentify.py --versus: both bundles de-identify the
+    same notes in fresh processes, alternating; each one's scores come from
+    its own output (the same strict F1 ``fit`` recorded for it), its spans
+    equal the ``ensemble`` command's for its own choice (the budget read from
+    its manifest), and every run of it writes the same bytes."""
+    from pathlib import Path
+
+    from ensemble_deid.taggers.registry import entry_points
+
+    if not {"rules", "svm", "crf"} <= set(entry_points()):
+        pytest.skip("rules, svm and crf adapters not registered")
+    members = ",".join(REAL)
+    _run("cv", "--corpus", tiny_registered, "--taggers", members, "--folds", "3", "--no-progress")
+    _reseal_costs(workspace / "cached_predictions", REAL)
+    for name, extra in (("best", ()), ("cheap", ("--budget", "17"))):
+        _run("fit", "--corpus", tiny_registered, "--method", "voting-pruned", "--members", members, "--folds", "3",
+             *extra, "--out", tmp_path / name, "--no-progress")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_deidentify
+
+    out = tmp_path / "results" / "deidentify-cost.json"
+    r = bench_deidentify.main(["--corpus", tiny_registered, "--method", "voting-pruned", "--members", members,
+                               "--model", str(tmp_path / "best"), "--versus", str(tmp_path / "cheap"),
+                               "--rounds", "1", "--jobs", "2", "--out", str(out)])
+    best, cheap = r["bundles"]["first"], r["bundles"]["second"]
+    manifests = {k: json.loads((tmp_path / k / "manifest.json").read_text()) for k in ("best", "cheap")}
+    assert cheap["budget"] == 17.0 and best["budget"] is None
+    assert "crf:max_iterations=5" not in cheap["members_in_bundle"]  # 30 alone is over the budget
+    for b, name in ((best, "best"), (cheap, "cheap")):
+        assert b["recorded_cost"] == pytest.approx(sum(REAL[m] for m in b["members_in_bundle"]), abs=0.05)
+        assert b["dev"]["strict"]["f1"] == pytest.approx(manifests[name]["scores"]["test_strict"]["f1"])
+        assert b["documents_identical_to_ensemble_command"] == r["documents"] == 10
+        assert b["files_differing_across_runs"] == 0 and b["files_compared"] == 20
+        assert len(b["sequential"]["runs_wall_s"]) == len(b["jobs"]["runs_cpu_s"]) == 1
+    assert r["recorded_cost_ratio"] == pytest.approx(best["recorded_cost"] / cheap["recorded_cost"], abs=0.01)
+    assert r["ratios_first_over_second"]["sequential_wall"] > 0
+    assert r["delta_strict_f1_pt"] == pytest.approx(100 * (cheap["dev"]["strict"]["f1"] - best["dev"]["strict"]["f1"]),
+                                                    abs=0.01)
+    table = out.with_suffix(".md").read_text()
+    assert "| dev strict P / R / F1 |" in table and "budget 17" in table
