@@ -66,3 +66,13 @@ def tiny_registered(workspace, tmp_path) -> str:
     docs = tiny_corpus(40)
     return register_corpus(workspace, "tiny", {"train": (tmp_path / "tiny-train", docs[:30]),
                                                "test": (tmp_path / "tiny-test", docs[30:])})
+
+
+@pytest.fixture
+def no_outside_published(monkeypatch):
+    """No published folder from the environment, and the cache's once-per-process
+    notices about published folders reset: a test sees only the folders it sets up."""
+    from ensemble_deid.experiment import cache as cache_module
+
+    monkeypatch.delenv("ENSEMBLE_DEID_PUBLISHED", raising=False)
+    monkeypatch.setattr(cache_module, "_REPORTED", set())

@@ -37,9 +37,8 @@ def _cli(*args, ok=True):
 
 
 @pytest.fixture(autouse=True)
-def _no_outside_published(monkeypatch):
-    monkeypatch.delenv("ENSEMBLE_DEID_PUBLISHED", raising=False)
-    monkeypatch.setattr(cache_module, "_REPORTED", set())
+def _no_outside_published(no_outside_published):
+    pass
 
 
 @pytest.fixture
