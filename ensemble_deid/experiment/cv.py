@@ -252,9 +252,10 @@ def execute_task(
         else:
             fit_docs, predict_docs = docs, targets[task.target].get()
         kept: dict = {}
-        with PeakMemory() as mem, _kept_model_lock(task, tagger, cache_root, keep_model):
+        keeps = keep_model and task.target is not None and not tagger.external  # a full-training model
+        with PeakMemory() as mem, _kept_model_lock(task, cache_root, keeps):
             t0 = time.perf_counter()
-            if keep_model and task.target is not None and not tagger.external:
+            if keeps:
                 tagger, kept = _fit_or_reuse(task, tagger, fit_docs, cache_root)
             else:
                 tagger.fit([] if tagger.external else fit_docs)
@@ -279,7 +280,7 @@ def execute_task(
     return {"status": "computed", "task": task, **meta}
 
 
-def _kept_model_lock(task: Task, tagger, cache_root: str, keep_model: bool):
+def _kept_model_lock(task: Task, cache_root: str, keeps: bool):
     """The entry's kept-model lock for a predict part that keeps its model
     (held while the model is trained: another target's part waits, then
     reuses it), else nothing."""
@@ -287,7 +288,7 @@ def _kept_model_lock(task: Task, tagger, cache_root: str, keep_model: bool):
 
     from .kept import model_lock
 
-    if keep_model and task.target is not None and not tagger.external:
+    if keeps:
         return model_lock(cache_root, task.part.entry)
     return contextlib.nullcontext()
 
