@@ -76,3 +76,21 @@ def no_outside_published(monkeypatch):
 
     monkeypatch.delenv("ENSEMBLE_DEID_PUBLISHED", raising=False)
     monkeypatch.setattr(cache_module, "_REPORTED", set())
+
+
+@pytest.fixture
+def crf_fit_unlike_cv(monkeypatch):
+    """``fit`` trains the CRF with one L-BFGS iteration instead of its spec's
+    ten: a member fit trains differs from cv's (as a torch network retrained on
+    another machine does), so only a reused kept model reproduces cv's predictions."""
+    from ensemble_deid.deid import fit as fit_module
+    from ensemble_deid.experiment.cv import parse_tagger_specs
+
+    fitted = fit_module.fit_member
+
+    def unlike_cv(spec, train):
+        if spec.label.startswith("crf"):
+            (spec,) = parse_tagger_specs("crf:max_iterations=1")
+        return fitted(spec, train)
+
+    monkeypatch.setattr(fit_module, "fit_member", unlike_cv)

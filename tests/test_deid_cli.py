@@ -291,23 +291,12 @@ def test_fit_stores_the_objective_and_operating_point(tiny_bundle, tmp_path):
     assert model.method.get_params()["operating_point"] == selection["operating_point"]
 
 
-def test_fit_names_the_member_whose_fit_does_not_reproduce_its_cached_run(tiny_bundle, monkeypatch):
+def test_fit_names_the_member_whose_fit_does_not_reproduce_its_cached_run(tiny_bundle, crf_fit_unlike_cv):
     """The bundle is checked member by member against the members' cached
     test predictions: a member fitted differently from its CV run (here the
     CRF, given one L-BFGS iteration instead of its spec's ten) is named, with
     how many test documents it changed; the others reproduce theirs. (Fit
     trains only without a kept model: they are deleted first.)"""
-    from ensemble_deid.deid import fit as fit_module
-    from ensemble_deid.experiment.cv import parse_tagger_specs
-
-    fitted = fit_module.fit_member
-
-    def unlike_cv(spec, train):
-        if spec.label.startswith("crf"):
-            (spec,) = parse_tagger_specs("crf:max_iterations=1")
-        return fitted(spec, train)
-
-    monkeypatch.setattr(fit_module, "fit_member", unlike_cv)
     _run("cache", "rm-models")
     out = _run("fit", "--corpus", "tiny", "--method", "voting", "--members", "rules,crf:max_iterations=10",
                "--folds", "3", "--out", tiny_bundle / "model-unlike", "--no-progress").output

@@ -69,20 +69,6 @@ def _no_member_training(monkeypatch):
     monkeypatch.setattr(fit_module, "fit_member", refuse)
 
 
-def _unlike_cv(monkeypatch):
-    """fit_member trains the CRF with one iteration instead of its spec's ten:
-    a member fit trains differs from cv's (as a torch network retrained on
-    another machine does), so only a reused model reproduces cv's predictions."""
-    real = fit_module.fit_member
-
-    def unlike(spec, train):
-        if spec.label.startswith("crf"):
-            (spec,) = parse_tagger_specs("crf:max_iterations=1")
-        return real(spec, train)
-
-    monkeypatch.setattr(fit_module, "fit_member", unlike)
-
-
 def test_fit_after_cv_reuses_the_kept_models_and_reproduces_the_ensemble(tiny_cv, tmp_path, monkeypatch):
     _no_member_training(monkeypatch)
     res = _fit(tmp_path / "model")
@@ -107,10 +93,9 @@ def test_fit_after_cv_reuses_the_kept_models_and_reproduces_the_ensemble(tiny_cv
     assert manifest["verification"]["documents_differing_from_ensemble_cache"] == 0
 
 
-def test_a_fit_unlike_cv_is_not_used_when_a_kept_model_serves(tiny_cv, tmp_path, monkeypatch):
+def test_a_fit_unlike_cv_is_not_used_when_a_kept_model_serves(tiny_cv, tmp_path, crf_fit_unlike_cv):
     """Before kept models, fit retrained every member: a member whose second
     training differs from cv's changed the bundle's output. Reused, it cannot."""
-    _unlike_cv(monkeypatch)
     _fit(tmp_path / "model")
     verification = read_manifest(tmp_path / "model")["verification"]
     assert verification["member_documents_differing_from_their_cached_runs"]["crf:max_iterations=10"] == 0
