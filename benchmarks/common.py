@@ -38,6 +38,93 @@ MEDDOCAN_CITATION = "MEDDOCAN, CC BY 4.0, Marimon et al., IberLEF@SEPLN 2019"
 PUBLISHED_PREDICTIONS = ROOT / "cached_predictions"
 MEDDOCAN_PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"  # the 12 members' published MEDDOCAN runs
 
+
+def meddocan_cv(cache_root: Path, published: tuple[Path, ...] = (MEDDOCAN_PUBLISHED,)):
+    """The 10-fold patient-grouped CV (seed 0) of MEDDOCAN train with dev as
+    its test split, over the workspace cache ``cache_root`` and the published
+    folders: ``(engine, train, dev)``. Read its parts with ``read_member``,
+    never ``engine.pending``, which writes entries and discards corrupt parts."""
+    from ensemble_deid.corpus.formats import load_directory
+    from ensemble_deid.experiment.cache import PredictionCache
+    from ensemble_deid.experiment.cv import CrossValidation
+
+    train = load_directory(MEDDOCAN / "train" / "xml")
+    dev = load_directory(MEDDOCAN / "dev" / "xml")
+    engine = CrossValidation(train, {"test": dev}, PredictionCache(cache_root, published=list(published)), k=10, seed=0)
+    return engine, train, dev
+
+
+def read_member(engine, spec):
+    """(oof, dev, folds done, records) of a tagger spec from the parts in the
+    cache, never computed here. A part the cache does not call valid (missing,
+    corrupt record or predictions, damaged entry manifest) is left out and its
+    fold counted as not done, as ``cv`` would recompute it; an external
+    tagger's one pass over train counts as every fold."""
+    from ensemble_deid.experiment.cache import CorruptPart
+
+    oof, dev, records, folds = {}, None, [], []
+    for task in engine.parts(spec):
+        if engine.cache.part_status(task.part) != "valid":
+            continue
+        try:
+            preds, record = engine.cache.read_part(task.part)
+        except CorruptPart:  # damaged since its status was read (a run writing beside us)
+            continue
+        records.append(record)
+        if task.fold is not None or task.target == "__train__":
+            oof.update(preds)
+            folds += [task.fold] if task.fold is not None else list(range(engine.k))
+        else:
+            dev = preds
+    return oof, dev, sorted(folds), records
+
+
+def pruned_voting(train, dev, variants) -> list[dict]:
+    """Pruned voting [KIM20] chosen by CV on train over each ``(label, runs)``
+    of ``variants`` (threshold and members by greedy elimination on the
+    out-of-fold predictions, the f1 objective), scored once on ``dev``."""
+    from types import SimpleNamespace
+
+    from ensemble_deid.ensemble.run import prune_members
+    from ensemble_deid.studies.summary import strict_prf
+
+    corpus, out = SimpleNamespace(train=train, test=dev), []
+    for label, runs in variants:
+        progress(f"pruned voting over {label}: chosen by CV on train")
+        done = prune_members(corpus, runs, None, "f1")
+        out.append({"members": label, "candidates": len(runs), "threshold": done.search.threshold,
+                    "kept": list(done.search.subset), "cv_f1": round(done.search.score, 4),
+                    "dev_f1": round(strict_prf(dev, done.test_predictions)[2], 4)})
+    return out
+
+
+def write_member_results(stem: Path, result: dict, tables: Callable[[dict], tuple[str, str]]) -> None:
+    """``stem``.json, then the two tables ``tables(result)`` makes as
+    ``stem``.md and ``stem``-voting.md, printed too."""
+    write_json(stem.with_suffix(".json"), result)
+    members_md, voting_md = tables(result)
+    write_markdown(stem.with_suffix(".md"), members_md)
+    write_markdown(stem.parent / (stem.name + "-voting.md"), voting_md)
+    print(members_md + "\n" + voting_md)
+
+
+def read_published(engine) -> dict:
+    """The 12 published MEDDOCAN members' runs (label -> ``oof``, ``test``),
+    read from the cache; exits naming the first member whose parts are not all there."""
+    from types import SimpleNamespace
+
+    from ensemble_deid.experiment.cv import TaggerSpec
+
+    runs = {}
+    for text in MEDDOCAN_PUBLISHED_MEMBERS:
+        spec = TaggerSpec.parse(text)
+        oof, dev, folds, _ = read_member(engine, spec)
+        if len(folds) < engine.k or dev is None:
+            raise SystemExit(f"{spec.label}: the published parts are not all in {MEDDOCAN_PUBLISHED} "
+                             f"({len(folds)}/{engine.k} folds, dev {'done' if dev is not None else 'missing'})")
+        runs[spec.label] = SimpleNamespace(oof=oof, test=dev)
+    return runs
+
 # Distributions whose versions describe a run (absent ones are left out).
 LIBRARIES = (
     "ensemble-deid", "numpy", "scipy", "scikit-learn", "python-crfsuite", "vowpalwabbit", "torch", "joblib",

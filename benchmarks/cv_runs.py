@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (MEDDOCAN_CITATION, RESULTS, ROOT, code_env, load1, machine_description, progress,  # noqa: E402
+from common import (MEDDOCAN_CITATION, RESULTS, ROOT, code_env, load1, machine_description, progress, read_member,  # noqa: E402
                     timed_child, write_json, write_markdown)
 
 
@@ -75,17 +75,10 @@ def status(workspace: Path, corpus_name: str, labels: list[str], folds: int) -> 
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=folds, seed=0)
     out = {}
     for label in labels:
-        tasks = engine.parts(TaggerSpec.parse(label))
-        oof, done, seconds = {}, 0, 0.0
-        for task in tasks:
-            if engine.cache.part_status(task.part) != "valid":
-                continue
-            preds, record = engine.cache.read_part(task.part)
-            done += 1
-            seconds += (record.get("fit_seconds") or 0.0) + (record.get("predict_seconds") or 0.0)
-            if task.target != "test":
-                oof.update(preds)
-        row = {"parts_done": done, "parts": len(tasks), "recorded_seconds": round(seconds, 1)}
+        spec = TaggerSpec.parse(label)
+        oof, _, _, records = read_member(engine, spec)
+        seconds = sum((r.get("fit_seconds") or 0.0) + (r.get("predict_seconds") or 0.0) for r in records)
+        row = {"parts_done": len(records), "parts": len(engine.parts(spec)), "recorded_seconds": round(seconds, 1)}
         scored = [d for d in corpus.train if d.id in oof]
         if scored:
             row.update(oof_f1=round(strict_prf(scored, oof)[2], 4), oof_documents=len(scored))

@@ -30,7 +30,6 @@ Evaluation of Results. IberLEF@SEPLN 2019, pp. 618-638.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,10 +37,8 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN_CITATION, PUBLISHED_PREDICTIONS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, write_member_results  # noqa: E402
 
-PUBLISHED = MEDDOCAN_PUBLISHED
-PUBLISHED_MEMBERS = list(MEDDOCAN_PUBLISHED_MEMBERS)
 NEW_MEMBERS = ["crf-chars", "doc-consistency", "char-cnn"]
 DERIVED = {"doc-consistency": "crf"}  # member -> the published member whose parts it is computed from
 STEM = RESULTS / "new-members-meddocan"
@@ -64,41 +61,16 @@ def derive_consistency(preds, docs_by_id):
     return out
 
 
-def read_member(engine, spec):
-    """(oof, dev, folds done, records) from the parts in the cache (never computed here)."""
-    oof, dev, records, folds = {}, None, [], []
-    for task in engine.parts(spec):
-        if engine.cache.part_status(task.part) != "valid":
-            continue
-        preds, record = engine.cache.read_part(task.part)
-        records.append(record)
-        if task.fold is not None:
-            oof.update(preds)
-            folds.append(task.fold)
-        else:
-            dev = preds
-    return oof, dev, sorted(folds), records
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", default=str(PUBLISHED_PREDICTIONS), help="the workspace cache holding the new parts")
     args = ap.parse_args(argv)
-    os.environ["ENSEMBLE_DEID_PUBLISHED"] = str(PUBLISHED)
-    from ensemble_deid.corpus.formats import load_directory
     from ensemble_deid.ensemble.diagnostics import member_diagnostics
-    from ensemble_deid.ensemble.run import prune_members
-    from ensemble_deid.experiment.cache import PredictionCache
-    from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+    from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.studies.summary import strict_prf
 
-    train = load_directory(MEDDOCAN / "train" / "xml")
-    dev_docs = load_directory(MEDDOCAN / "dev" / "xml")
-    engine = CrossValidation(train, {"test": dev_docs}, PredictionCache(args.cache), k=10, seed=0)
-    specs = [TaggerSpec.parse(s) for s in PUBLISHED_MEMBERS]
-    if engine.pending(specs):
-        raise SystemExit(f"new_members: the published members' parts are not all in {PUBLISHED}")
-    published = {label: SimpleNamespace(oof=run.oof, test=run.targets["test"]) for label, run in engine.collect(specs).items()}
+    engine, train, dev_docs = meddocan_cv(args.cache)
+    published = read_published(engine)
     by_id = {**_docs_by_id(train), **_docs_by_id(dev_docs)}
 
     members, complete = {}, {}
@@ -175,22 +147,10 @@ def main(argv=None) -> int:
                  "crf_cv_f1": round(strict_prf(train, published["crf"].oof)[2], 4),
                  "crf_dev_f1": round(strict_prf(dev_docs, published["crf"].test)[2], 4)}
 
-    corpus = SimpleNamespace(train=train, test=dev_docs)
-    ensembles = []
     variants = [("12 published", published)] + ([(f"12 + {', '.join(complete)}", everyone)] if complete else [])
-    for label, runs in variants:
-        progress(f"pruned voting over {label}: chosen by CV on train")
-        done = prune_members(corpus, runs, None, "f1")
-        ensembles.append({"members": label, "candidates": len(runs), "threshold": done.search.threshold,
-                          "kept": list(done.search.subset), "cv_f1": round(done.search.score, 4),
-                          "dev_f1": round(strict_prf(dev_docs, done.test_predictions)[2], 4)})
-    result = {"citation": MEDDOCAN_CITATION, "members": members, "reference": reference, "pruned_voting": ensembles,
-              "machine": machine_description()}
-    write_json(STEM.with_suffix(".json"), result)
-    members_md, voting_md = tables(result)
-    write_markdown(STEM.with_suffix(".md"), members_md)
-    write_markdown(STEM.parent / (STEM.name + "-voting.md"), voting_md)
-    print(members_md + "\n" + voting_md)
+    result = {"citation": MEDDOCAN_CITATION, "members": members, "reference": reference,
+              "pruned_voting": pruned_voting(train, dev_docs, variants), "machine": machine_description()}
+    write_member_results(STEM, result, tables)
     return 0
 
 

@@ -287,3 +287,74 @@ def test_new_members_says_which_add_deciding_on_train_only(scripts):
     assert rows["b"] == "no (pruned voting by CV drops it): leave out"  # kept among the 12 only: not the choice
     assert rows["c"] == "no (ΔF1 train OOF <= 0): leave out"
     assert rows["d"] == "undecided: CV 4/10"
+
+
+def test_neural_cv_keeps_the_setting_with_the_higher_cv_f1_and_never_an_unfinished_one(scripts):
+    """benchmarks/neural_cv.py (issue 29): a neural member keeps, among its settings whose 10 folds and dev
+    part are complete, the one with the higher CV F1, even when its dev F1 is lower; a setting whose CV or dev
+    part is unfinished is never kept; the pruned voting with the best CV F1 is the choice, not the best dev F1."""
+    neural_cv = scripts("neural_cv")
+
+    def setting(label, folds, dev_done, cv, dev):
+        return {"setting": label, "source": "test", "folds_done": folds, "dev_done": dev_done, "cv_f1": cv,
+                "cv_documents": folds * 50, "dev_f1": dev, "fit_seconds": 1.0, "where": {"vm, torch 2": folds},
+                "parts": [{"part": f"fold-{f:02d}", "chosen_epoch": 5, "epochs_run": 13, "stopped_early": True,
+                           "fit_seconds": 0.1} for f in range(folds)]}
+
+    members = {
+        # early stopping: higher CV F1, lower dev F1 -> kept
+        "x": neural_cv.decide([setting("x:fixed", 10, True, 0.950, 0.970), setting("x:es", 10, True, 0.961, 0.940)]),
+        # the higher CV F1 of an unfinished CV (9/10) does not count
+        "y": neural_cv.decide([setting("y:fixed", 10, True, 0.950, 0.960), setting("y:es", 9, True, 0.990, 0.990)]),
+        # all folds but no dev part: not complete either
+        "z": neural_cv.decide([setting("z:fixed", 10, True, 0.940, 0.950), setting("z:es", 10, False, 0.990, None)]),
+        # nothing complete: nothing kept
+        "w": neural_cv.decide([setting("w:es", 3, False, 0.990, None)]),
+    }
+    assert [m["kept"] for m in members.values()] == ["x:es", "y:fixed", "z:fixed", None]
+    voting = [{"members": "(a)", "threshold": 3, "kept": ["x:fixed"], "cv_f1": 0.9670, "dev_f1": 0.9730},
+              {"members": "(b)", "threshold": 3, "kept": ["x:es"], "cv_f1": 0.9680, "dev_f1": 0.9690}]
+    result = {"members": members, "crf_cv_f1": 0.955, "pruned_voting": voting, "cache": "WS", "citation": "MEDDOCAN"}
+    settings_md, voting_md = neural_cv.tables(result)
+    verdicts = {line.split(" | ")[1]: line.split(" | ")[-1].strip(" |")
+                for line in settings_md.splitlines() if line.startswith("| ") and "---" not in line}
+    assert verdicts["x:es"] == "kept" and verdicts["x:fixed"] == "not kept"
+    assert verdicts["y:fixed"] == "kept" and verdicts["y:es"].startswith("not eligible: CV 9/10")
+    assert verdicts["z:es"] == "not eligible: CV 10/10, dev not done"
+    assert "x: x:es 0.9610 >= crf" in settings_md and "z: z:fixed 0.9400 < crf" in settings_md
+    assert "w: no setting complete" in settings_md
+    chosen = [line.split(" | ")[0].strip("| ") for line in voting_md.splitlines() if line.endswith("| chosen |")]
+    assert chosen == ["(b)"]  # the better CV F1, though (a) scores higher on dev
+
+
+def test_read_member_counts_a_corrupt_or_missing_part_as_not_done_and_writes_nothing(tmp_path, scripts):
+    """benchmarks/common.read_member (neural_cv.py, new_members.py): parts read as the cache reads them; a
+    part whose predictions are damaged or whose record is missing is left out and its fold not done, and
+    the workspace the lead's run fills is only read (no entry written, no damaged part discarded)."""
+    from ensemble_deid.experiment.cache import PredictionCache
+    from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+    from ensemble_deid.taggers.prediction import DocumentPrediction
+
+    from .tiny_corpus import tiny_corpus
+
+    read_member = scripts("common").read_member
+    docs = tiny_corpus(24)
+    engine = CrossValidation(docs[:18], {"test": docs[18:]}, PredictionCache(tmp_path / "ws", published=[]), k=3)
+    spec = TaggerSpec.parse("crf:max_iterations=5")
+    assert read_member(engine, spec) == ({}, None, [], [])
+    assert not (tmp_path / "ws").exists()  # reading a missing member created nothing
+    engine.cache.ensure_entry(engine.entry_key(spec)[0], {"tagger_label": spec.label})
+    by_fold = {f: [d for d in docs[:18] if engine.folds.folds[d.id] == f] for f in range(3)}
+    for task in engine.parts(spec):
+        part_docs = by_fold[task.fold] if task.fold is not None else docs[18:]
+        preds = [DocumentPrediction.from_spans(d, d.annotations) for d in part_docs]
+        engine.cache.write_part(task.part, preds, part_docs, {"fit_seconds": 2.0, "fold": task.fold})
+    fold0, _, _, dev = engine.parts(spec)
+    npz = tmp_path / "ws" / fold0.part.relpath.with_suffix(".npz")
+    npz.write_bytes(npz.read_bytes()[:-20])  # damaged predictions
+    (tmp_path / "ws" / dev.part.relpath.with_suffix(".json")).unlink()  # no record: not done
+    before = sorted(p.name for p in (tmp_path / "ws").rglob("*"))
+    oof, dev_preds, folds, records = read_member(engine, spec)
+    assert folds == [1, 2] and dev_preds is None and len(records) == 2
+    assert set(oof) == {d.id for d in by_fold[1] + by_fold[2]}
+    assert sorted(p.name for p in (tmp_path / "ws").rglob("*")) == before
