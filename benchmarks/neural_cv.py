@@ -66,6 +66,24 @@ def decide(rows) -> dict:
     return {"settings": rows, "kept": kept and kept["setting"]}
 
 
+def candidate_sets(published, members, runs) -> list[tuple[str, dict]]:
+    """The member sets pruned voting chooses from: (a) the 12 published; (b)
+    the 12 with each neural member replaced by its kept setting, when one
+    differs; (c) the 12 plus the complete early-stopping settings, when any.
+    ``runs``: label -> run of every complete setting."""
+    kept = {m["settings"][0]["setting"]: m["kept"] for m in members.values()
+            if m["kept"] and m["kept"] != m["settings"][0]["setting"]}
+    swapped = {kept.get(label, label): runs[kept[label]] if label in kept else run for label, run in published.items()}
+    extra = {r["setting"]: runs[r["setting"]] for m in members.values() for r in m["settings"]
+             if r["source"] == "workspace" and r["setting"] in runs}
+    sets = [("(a) 12 published", published)]
+    if set(swapped) != set(published):
+        sets.append(("(b) 12, neural members by CV-kept setting", swapped))
+    if extra:
+        sets.append((f"(c) 12 + {', '.join(extra)}", {**published, **extra}))
+    return sets
+
+
 def best_ensemble(ensembles):
     """The pruned voting with the highest CV F1 on train (the first on a tie); dev only scores it."""
     return max(ensembles, key=lambda e: e["cv_f1"]) if ensembles else None
@@ -125,16 +143,7 @@ def main(argv=None) -> int:
         members[name] = decide(rows)
     crf_cv = round(strict_prf(train, published["crf"].oof)[2], 4)
 
-    neural = {specs[0] for specs in SETTINGS.values()}
-    replaced = {(m["settings"][0]["setting"]): m["kept"] for m in members.values() if m["kept"]}
-    swapped = {replaced.get(label, label): (runs[replaced[label]] if label in replaced else run)
-               for label, run in published.items()}
-    extra = {label: run for label, run in runs.items() if label not in neural}
-    variants = [("(a) 12 published", published)]
-    if set(swapped) != set(published):
-        variants.append(("(b) 12, neural members by CV-kept setting", swapped))
-    if extra:
-        variants.append((f"(c) 12 + {', '.join(extra)}", {**published, **extra}))
+    variants = candidate_sets(published, members, runs)
     ensembles = pruned_voting(train, dev_docs, variants)
     choice = best_ensemble(ensembles)
     result = {"citation": MEDDOCAN_CITATION, "cache": shown(Path(args.cache)), "members": members,

@@ -358,3 +358,26 @@ def test_read_member_counts_a_corrupt_or_missing_part_as_not_done_and_writes_not
     assert folds == [1, 2] and dev_preds is None and len(records) == 2
     assert set(oof) == {d.id for d in by_fold[1] + by_fold[2]}
     assert sorted(p.name for p in (tmp_path / "ws").rglob("*")) == before
+
+
+def test_neural_cv_votes_over_the_kept_settings_and_the_complete_early_stopping_ones(scripts):
+    """benchmarks/neural_cv.py: (b) swaps a neural member for its CV-kept setting, (c) adds every complete
+    early-stopping setting; an unfinished one is in neither, and with nothing complete only (a) is voted."""
+    neural_cv = scripts("neural_cv")
+
+    def row(label, source, folds, cv):
+        return {"setting": label, "source": source, "folds_done": folds, "dev_done": True, "cv_f1": cv}
+
+    published = {"crf": "crf run", "x:fixed": "x fixed run", "y:fixed": "y fixed run", "z:fixed": "z fixed run"}
+    members = {"x": neural_cv.decide([row("x:fixed", "published", 10, 0.95), row("x:es", "workspace", 10, 0.96)]),
+               "y": neural_cv.decide([row("y:fixed", "published", 10, 0.95), row("y:es", "workspace", 10, 0.94)]),
+               "z": neural_cv.decide([row("z:fixed", "published", 10, 0.95), row("z:es", "workspace", 4, 0.99)])}
+    runs = {"x:fixed": "x fixed run", "x:es": "x es run", "y:fixed": "y fixed run", "y:es": "y es run",
+            "z:fixed": "z fixed run"}
+    (a, a_runs), (b, b_runs), (c, c_runs) = neural_cv.candidate_sets(published, members, runs)
+    assert a_runs == published
+    assert b_runs == {"crf": "crf run", "x:es": "x es run", "y:fixed": "y fixed run", "z:fixed": "z fixed run"}
+    assert c == "(c) 12 + x:es, y:es" and c_runs == {**published, "x:es": "x es run", "y:es": "y es run"}
+    nothing = {n: neural_cv.decide([row(f"{n}:fixed", "published", 10, 0.95), row(f"{n}:es", "workspace", 3, 0.99)])
+               for n in "xyz"}
+    assert [label for label, _ in neural_cv.candidate_sets(published, nothing, {})] == ["(a) 12 published"]
