@@ -59,14 +59,15 @@ def time_members(model, docs, rounds: int) -> dict[str, dict]:
 
 
 def markdown(result: dict) -> str:
-    lines = ["| member | CPU s (median) | wall s (median) | CPU s per million tokens |", "|---|---:|---:|---:|"]
+    load = f"{result['load_before']}-{result['load_after']}"
+    lines = ["| member | CPU s per million tokens | CPU s, wall s (medians) | load (1 min) over the run |",
+             "|---|---:|---:|---:|"]
     for label, row in sorted(result["members"].items(), key=lambda kv: -kv[1]["cost"]):
-        lines.append(f"| {label} | {row['cpu_s']:.2f} | {row['wall_s']:.2f} | {row['cost']:,.1f} |")
+        lines.append(f"| {label} | {row['cost']:,.1f} | {row['cpu_s']:.2f}, {row['wall_s']:.2f} | {load} |")
     total = sum(r["cost"] for r in result["members"].values())
     return ("\n".join(lines) + f"\n\nEach member of `{result['bundle']}` alone (shared features emptied before "
             f"each), {result['documents']} notes, {result['tokens']:,} tokens, median of {result['rounds']} "
-            f"round(s); sum {total:,.1f}. Load (1 min) {result['load_before']} before, {result['load_after']} "
-            f"after; {result['machine'].get('cpus')} cores, {result['when']}. Written by "
+            f"round(s); sum {total:,.1f}; {result['machine'].get('cpus')} cores, {result['when']}. Written by "
             f"`benchmarks/member_costs.py`.\n\n{result['citation']}\n")
 
 
