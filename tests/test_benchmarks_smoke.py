@@ -381,3 +381,38 @@ def test_neural_cv_votes_over_the_kept_settings_and_the_complete_early_stopping_
     nothing = {n: neural_cv.decide([row(f"{n}:fixed", "published", 10, 0.95), row(f"{n}:es", "workspace", 3, 0.99)])
                for n in "xyz"}
     assert [label for label, _ in neural_cv.candidate_sets(published, nothing, {})] == ["(a) 12 published"]
+
+
+from .test_deid_cli import tiny_bundle  # noqa: E402,F401 - the fixture: one bundle-fitting recipe
+
+
+def test_member_costs_times_each_member_alone(tiny_bundle, scripts, monkeypatch, tmp_path):
+    """benchmarks/member_costs.py: a cost for every member of the bundle, and
+    each linear member pays for its own features (the bundle's shared feature
+    caches are emptied before each), where a bundle run computes them once."""
+    from ensemble_deid.corpus.formats import load_directory
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.features import FeatureExtractor
+
+    member_costs = scripts("member_costs")
+    out = tmp_path / "costs.json"
+    member_costs.main(["--model", str(tiny_bundle / "model"), "--notes", str(tiny_bundle / "test"),
+                       "--rounds", "1", "--out", str(out)])
+    costs = json.loads(out.read_text())
+    assert set(costs) == {"rules", "crf:max_iterations=10", "svm"}
+    assert all(isinstance(c, float) and c >= 0 for c in costs.values())
+    docs = load_directory(tiny_bundle / "test")
+    detail = json.loads(out.with_name("costs-detail.json").read_text())
+    assert detail["documents"] == len(docs) and detail["tokens"] == sum(len(d.tokens) for d in docs)
+    assert "| svm |" in out.with_suffix(".md").read_text()
+
+    model = Deidentifier.load(tiny_bundle / "model")
+    calls = []
+    original = FeatureExtractor.document_features
+    monkeypatch.setattr(FeatureExtractor, "document_features",
+                        lambda self, doc, *a, **k: calls.append(doc.id) or original(self, doc, *a, **k))
+    model.predict(docs)
+    assert len(calls) == len(docs)  # a bundle run: once per note for its two linear members
+    calls.clear()
+    member_costs.time_members(model, docs, rounds=2)
+    assert len(calls) == 2 * 2 * len(docs)  # alone: crf and svm each extract every note's, each round
