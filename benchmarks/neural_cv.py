@@ -36,10 +36,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, shown, write_member_results  # noqa: E402
+from common import MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, shown, write_member_results  # noqa: E402
 
 STEM = RESULTS / "neural-cv-meddocan"
-DEFAULT_CACHE = "/work/ws-cv29/cached_predictions"  # the workspace the issue-29 run fills
 # Per neural member: the published fixed-epoch spec (version 2, epochs fixed by dev F1) and
 # the early-stopping spec run by cv_runs.py.
 SETTINGS = {name: [published, f"{name}:refit=false"]
@@ -123,7 +122,8 @@ def setting_row(engine, spec, source, train, dev_docs, strict_prf) -> tuple[dict
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cache", default=DEFAULT_CACHE, help="the workspace cache holding the early-stopping parts (read only)")
+    ap.add_argument("--cache", default=str(PUBLISHED_PREDICTIONS),
+                    help="the workspace cache holding the early-stopping parts (read only; default: the repository's)")
     args = ap.parse_args(argv)
     from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.studies.summary import strict_prf
