@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN, MEDDOCAN_CITATION, RESULTS, load1, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import MEDDOCAN, MEDDOCAN_CITATION, RESULTS, load1, machine_description, progress, repeat, write_json, write_markdown  # noqa: E402
 
 PER_TOKENS = 1_000_000
 
@@ -39,19 +38,19 @@ PER_TOKENS = 1_000_000
 def time_members(model, docs, rounds: int) -> dict[str, dict]:
     """{member label: {cpu_s, wall_s (medians), cost (CPU s per million tokens)}}."""
     tokens = sum(len(d.tokens) for d in docs)
-    out = {}
-    for label, tagger in model.members.items():
-        cpus, walls = [], []
-        for _ in range(max(1, rounds)):
+
+    def alone(tagger):
+        def run():
             for shared in model._shared:  # alone: its features are not there yet
                 shared.clear()
-            c, w = time.process_time(), time.perf_counter()
             getattr(tagger, "predict_tags", tagger.predict)(docs)
-            cpus.append(time.process_time() - c)
-            walls.append(time.perf_counter() - w)
-        cpu = statistics.median(cpus)
-        out[label] = {"cpu_s": round(cpu, 3), "wall_s": round(statistics.median(walls), 3),
-                      "cost": round(PER_TOKENS * cpu / tokens, 1)}
+        return run
+
+    out = {}
+    for label, tagger in model.members.items():
+        timed = repeat(alone(tagger), rounds)
+        out[label] = {"cpu_s": round(timed["cpu_median_s"], 3), "wall_s": round(timed["median_s"], 3),
+                      "cost": round(PER_TOKENS * timed["cpu_median_s"] / tokens, 1)}
         progress(f"{label}: {out[label]['cost']} CPU s per million tokens")
     for shared in model._shared:
         shared.clear()
