@@ -125,15 +125,17 @@ def read_extra(engines, spec, published, docs_by_id, strict_prf, train, dev_docs
     """An extra member's row and run (None unless 10 folds and dev are
     complete): from the first cache holding all its parts, or derived."""
     best = None
-    for engine in engines:
+    for i, engine in enumerate(engines, 1):
         oof, dev, folds, records = read_member(engine, spec)
         if best is None or len(folds) + (dev is not None) > len(best[2]) + (best[1] is not None):
-            best = (oof, dev, folds, records, shown(engine.cache.root))
+            in_workspace = any((engine.cache.root / t.part.relpath).with_suffix(".json").exists()
+                               for t in engine.parts(spec))
+            best = (oof, dev, folds, records, f"--cache {i}" if in_workspace else "the published folder")
     oof, dev, folds, records, cache = best
     row = {"member": spec.label, "cache": cache, "where": where(records)}
     if spec.label in DERIVED:
         oof, dev, checked = derived_member(spec.label, oof, dev, published, docs_by_id)
-        folds, row["cache"] = list(range(FOLDS)), f"derived from {DERIVED[spec.label]}'s published parts ({checked} computed notes equal)"
+        folds, row["cache"] = list(range(FOLDS)), f"derived from {DERIVED[spec.label]}'s published parts, equal to the {checked} notes `cv` computed"
     row.update(folds_done=len(folds), dev_done=dev is not None,
                cv_f1=round(strict_prf(train, oof)[2], 4) if len(folds) == FOLDS else None,
                dev_f1=round(strict_prf(dev_docs, dev)[2], 4) if dev is not None else None)
@@ -184,7 +186,7 @@ def main(argv=None) -> int:
               "chosen": choice and {k: choice[k] for k in ("members", "method", "cv_f1", "dev_f1")},
               "ensembles_timing": {"wall_s": round(clock.wall, 1), "cpu_s": round(clock.cpu, 1),
                                    "load_before": clock.load_before, "load_after": clock.load_after,
-                                   "nice": os.nice(0), "cores": 1},
+                                   "nice": os.nice(0)},
               "machine": machine_description()}
     write_member_results(STEM, result, tables)
     return 0
@@ -240,7 +242,7 @@ def tables(result) -> tuple[str, str]:
                         for member in result["members"].values() for row in member["settings"]) + ".\n")
     tail = f"\n{result['citation']}. Written by `benchmarks/neural_cv.py`.\n"
     chosen = best_by_cv(result["ensembles"])
-    table = ("| member set | method | chosen on train (parameters) | CV F1 (train, the ensemble's own out-of-fold) "
+    table = ("| member set | method | chosen on train (parameters) | CV F1 (train, out-of-fold of the ensemble itself) "
              "| dev F1 | choice (best CV F1) |\n|---|---|---|---:|---:|---|\n")
     for e in result["ensembles"]:
         table += (f"| {e['members']} ({e['candidates']}) | {e['method']} | {_chosen(e)} | {e['cv_f1']:.4f} "
@@ -253,7 +255,8 @@ def tables(result) -> tuple[str, str]:
               "The (member set x method) with the best CV F1 is the choice; dev never decides. "
               f"Extra members in (d): {extras or 'none complete'}.")
     if result.get("ensembles_timing"):
-        table += f" The ensembles' fits and predictions took {timing_phrase(result['ensembles_timing'])}."
+        timing = {**result["ensembles_timing"], "machine": result.get("machine") or {}}  # cores and date from it
+        table += f" The ensembles' fits and predictions took {timing_phrase(timing)}."
     return out + tail, table + "\n" + tail
 
 
