@@ -19,11 +19,11 @@ is scored by its own out-of-fold predictions on train (fitted on 9 of the
 members' 10 patient-grouped folds, predicting the 10th); the best CV F1 over
 (member set x method) is the choice, dev only scores every row.
 
-Nothing is trained here: the early-stopping and extra members' parts are read
-from the caches given by ``--cache`` (the first cache holding all of a
-member's parts is used), which ``benchmarks/cv_runs.py run ... --taggers
-"lstm-crf-fea:refit=false,..."`` fills, the fixed-epoch parts from the
-published folder; doc-consistency is derived from the CRF's published parts
+Nothing is trained here: the early-stopping parts are read from the first
+``--cache``, which ``benchmarks/cv_runs.py run ... --taggers
+"lstm-crf-fea:refit=false,..."`` fills, each extra member's from the first
+``--cache`` (or the published folder) holding most of its parts, the
+fixed-epoch parts from the published folder; doc-consistency is derived from the CRF's published parts
 (``common.derived_member``). A part the cache does not call valid (missing,
 corrupt) counts as not done; a setting whose CV is not complete is shown with
 the folds done and left out of the ensembles.
