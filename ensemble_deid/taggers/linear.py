@@ -215,17 +215,22 @@ def _slot_table(cols: np.ndarray) -> tuple[int, np.ndarray]:
     return mask, table
 
 
-def sparse_scores(X: sp.csr_matrix, weights: np.ndarray) -> np.ndarray:
+def sparse_scores(X: sp.csr_matrix, weights: np.ndarray | sp.csr_matrix) -> np.ndarray:
     """``np.asarray(X @ weights, dtype=np.float64)``, reading only the weight
     rows that ``X`` uses: scipy would convert the whole (features x labels)
     float32 matrix to float64 for every batch of notes first. The same
-    products are summed in the same order: the same scores."""
+    products are summed in the same order: the same scores. ``weights`` may
+    be a CSR matrix (mostly zeros, as an SVM's): its used rows are made
+    dense first, so again the same scores."""
     seen = np.zeros(X.shape[1], dtype=bool)  # np.unique(X.indices, return_inverse=True) without a sort
     seen[X.indices] = True
     used = np.flatnonzero(seen)
     inverse = (np.cumsum(seen, dtype=np.int64) - 1)[X.indices]
     X_used = sp.csr_matrix((X.data, inverse.astype(X.indices.dtype), X.indptr), shape=(X.shape[0], len(used)))
-    return np.asarray(X_used @ np.asarray(weights[used], dtype=np.float64), dtype=np.float64)
+    rows = weights[used]
+    if sp.issparse(rows):
+        rows = rows.toarray()
+    return np.asarray(X_used @ np.asarray(rows, dtype=np.float64), dtype=np.float64)
 
 
 def offsets_of(lengths: Sequence[int]) -> np.ndarray:
