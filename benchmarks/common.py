@@ -8,6 +8,7 @@ way after putting ``benchmarks/`` on the path.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import platform
@@ -96,6 +97,16 @@ def pruned_voting(train, dev, variants) -> list[dict]:
                     "kept": list(done.search.subset), "cv_f1": round(done.search.score, 4),
                     "dev_f1": round(strict_prf(dev, done.test_predictions)[2], 4)})
     return out
+
+
+def where(records) -> dict[str, int]:
+    """Parts per place they were computed: the recorded host (published parts
+    drop it) and torch version."""
+    def place(r):
+        host, torch = r.get("host") or "host not recorded", (r.get("environment") or {}).get("torch")
+        return f"{host}, torch {torch}" if torch else host  # linear members record no torch
+
+    return dict(collections.Counter(place(r) for r in records))
 
 
 def write_member_results(stem: Path, result: dict, tables: Callable[[dict], tuple[str, str]]) -> None:

@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, shown, write_member_results  # noqa: E402
+from common import MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, shown, where, write_member_results  # noqa: E402
 
 STEM = RESULTS / "neural-cv-meddocan"
 # Per neural member: the published fixed-epoch spec (version 2, epochs fixed by dev F1) and
@@ -97,16 +96,6 @@ def epochs_of(records) -> list[dict]:
                     **{k: choice.get(k) for k in ("chosen_epoch", "epochs_run", "stopped_early")},
                     "fit_seconds": r.get("fit_seconds")})
     return out
-
-
-def where(records) -> dict[str, int]:
-    """Parts per place they were computed: the recorded host (published parts
-    drop it) and torch version."""
-    def place(r):
-        torch = (r.get("environment") or {}).get("torch", "?")
-        return f"{r.get('host') or 'host not recorded'}, torch {torch}"
-
-    return dict(Counter(place(r) for r in records))
 
 
 def setting_row(engine, spec, source, train, dev_docs, strict_prf) -> tuple[dict, dict, dict | None]:

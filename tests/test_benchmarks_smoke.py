@@ -202,6 +202,11 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     assert cv_runs.main(["status", *args]) == 0
     assert len(json.loads((tmp_path / "cv-runs-smoke.json").read_text())["invocations"]) == 2
     assert "| rules | 2/2 |" in (tmp_path / "cv-runs-smoke.md").read_text()
+    assert sum(run["taggers"]["rules"]["where"].values()) == 2  # both parts, by the machine that made them
+    # an invocation for other taggers of the same label (e.g. run in parallel) keeps the rows it does not name
+    assert cv_runs.main(["status", *args[:-3], "svm", "--folds", "3"]) == 0
+    table = (tmp_path / "cv-runs-smoke.md").read_text()
+    assert "| rules | 2/2 |" in table and "| svm | 0/4 |" in table
 
 
 def test_bench_stream_resumes_a_stopped_run_instead_of_starting_over(tmp_path, scripts, monkeypatch):
