@@ -243,6 +243,51 @@ def test_feature_index():
     assert (Y[0].toarray() == X[1].toarray()).all()
 
 
+def test_feature_index_columns_are_ranks_among_kept_ids_even_where_ids_share_low_bits():
+    """A hashed id's column is its rank among the kept ids (dropped if not
+    kept), also for ids that fall on the same slot of the index's lookup
+    table (many ids equal in their low bits) and in a large batch."""
+    import scipy.sparse as sp
+
+    from ensemble_deid.taggers.feature_hash import HASH_SPACE
+
+    rng = np.random.default_rng(3)
+    crowd = np.arange(1, 60, dtype=np.int64) << 20  # all share their 20 low bits
+    kept = np.unique(np.concatenate([rng.integers(0, HASH_SPACE, 2000), crowd, crowd + 1, [0, HASH_SPACE - 1]]))
+    index = FeatureIndex()
+    index.columns = kept
+    unseen = np.concatenate([rng.integers(0, HASH_SPACE, 2000), crowd + 2, (crowd + 1) << 1])
+    rows = [np.unique(rng.choice(np.concatenate([kept, unseen]), size=rng.integers(0, 12))) for _ in range(3000)]
+    hashed = sp.csr_matrix((np.ones(sum(map(len, rows))), np.concatenate(rows).astype(np.int32),
+                            np.concatenate([[0], np.cumsum([len(r) for r in rows])])), shape=(len(rows), HASH_SPACE))
+    rank = {int(v): i for i, v in enumerate(kept)}
+    X = index.compact(hashed)
+    assert X.shape == (len(rows), len(kept))
+    for i, row in enumerate(rows):
+        expected = sorted(rank[int(v)] for v in row if int(v) in rank)
+        assert X.indices[X.indptr[i]:X.indptr[i + 1]].tolist() == expected
+    index.columns = kept[::2].copy()  # a new set of columns: the lookup follows it
+    assert index.compact(hashed).shape == (len(rows), len(kept[::2]))
+    assert index.compact(hashed).nnz == sum(int(v) in set(kept[::2].tolist()) for r in rows for v in r)
+
+
+@pytest.mark.parametrize("columns", [[5, 3, 9], [3, 3, 9], [-1, 4], [2, (1 << 31) - 1], [[1, 2]], [0.5, 2.0]])
+def test_a_saved_feature_index_with_columns_no_fit_makes_is_refused(tmp_path, columns):
+    """Columns are the increasing hashed ids np.unique gives at fit; a saved
+    model (a bundle is untrusted) saying otherwise is refused when read, not
+    used to tag with the wrong weights."""
+    from ensemble_deid.taggers.state import StateError, read_state, write_state
+
+    index = FeatureIndex()
+    index.columns = np.array(columns)
+    write_state(tmp_path / "m", {"kind": "test"}, {"index_": index})
+    with pytest.raises(StateError, match="malformed state"):
+        read_state(tmp_path / "m")
+    index.columns = np.array([2, 7, 40], dtype=np.int64)
+    write_state(tmp_path / "ok", {"kind": "test"}, {"index_": index})
+    assert read_state(tmp_path / "ok")[1]["index_"].columns.tolist() == [2, 7, 40]
+
+
 def test_training_chunks_never_cut_a_gold_span():
     docs = tiny_corpus(8)
     cut_somewhere = False

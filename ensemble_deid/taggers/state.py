@@ -126,8 +126,10 @@ def _decode(value: Any, arrays, folder: Path, where: str) -> Any:
         import scipy.sparse as sp
 
         c = value["__csr__"]
-        return sp.csr_matrix((_decode(c["data"], arrays, folder, where), _decode(c["indices"], arrays, folder, where),
-                              _decode(c["indptr"], arrays, folder, where)), shape=tuple(c["shape"]))
+        m = sp.csr_matrix((_decode(c["data"], arrays, folder, where), _decode(c["indices"], arrays, folder, where),
+                           _decode(c["indptr"], arrays, folder, where)), shape=tuple(c["shape"]))
+        m.check_format(full_check=True)  # indices in range, indptr increasing: scipy's C code trusts them
+        return m
     if "__object__" in value:
         cls = _SAFE_CLASSES.get(value["__object__"])
         if cls is None:
