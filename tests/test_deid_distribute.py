@@ -84,10 +84,26 @@ def test_backend_options_are_checked_before_any_work(bundle, tmp_path):
                        (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler")):
         result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", *args, ok=False)
         assert result.exit_code == 2 and hint in result.output
-    port = free_port()  # nothing listens there
+    address = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    start = time.monotonic()
     result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "dask",
-                  "--scheduler", f"tcp://127.0.0.1:{port}", "--no-progress", ok=False)
-    assert result.exit_code != 0 and "cannot reach a Dask scheduler" in result.output
+                  "--scheduler", address, "--connect-timeout", "1", "--no-progress", ok=False)
+    # --connect-timeout, not Dask's default 30 s of retries, bounds the wait
+    assert time.monotonic() - start < 15
+    assert result.exit_code == 2 and f"cannot reach a Dask scheduler at {address} within 1 s" in result.output
+    assert "--scheduler" in result.output and not (tmp_path / "o").exists()
+
+
+def test_an_unreachable_ray_head_is_refused_within_the_connect_timeout(bundle, tmp_path):
+    """Ray itself retries an address where nothing listens for minutes (Ray
+    2.60: still waiting after 400 s); the head's port is tried first."""
+    pytest.importorskip("ray")
+    address = f"127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "ray",
+                  "--address", address, "--connect-timeout", "1", "--no-progress", ok=False)
+    assert time.monotonic() - start < 30
+    assert result.exit_code == 2 and f"cannot reach a Ray cluster at {address} within 1 s" in result.output
     assert not (tmp_path / "o").exists()
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import EnsembleDeidError, ParameterError, printable
+from ..experiment.clusters import CONNECT_TIMEOUT, dask_client, ray_init
 
 BACKENDS = ("local", "dask", "ray")
 UNSET = "unset"  # the operating point the bundle was fitted for (no --operating-point)
@@ -142,10 +143,11 @@ def tag_chunk(recipe: WorkerRecipe, out: str, notes: Sequence, groups: Sequence[
 
 class Distributor:
     """Runs chunks of notes on ``backend`` (see the module docstring);
-    ``address``: the Dask scheduler or Ray head (not for ``local``)."""
+    ``address``: the Dask scheduler or Ray head (not for ``local``), given
+    ``connect_timeout`` seconds to answer."""
 
     def __init__(self, bundle: BundleRef, backend: str = "local", jobs: int = 2, address: str | None = None,
-                 batches: int = 1, window: int | None = None):
+                 batches: int = 1, window: int | None = None, connect_timeout: float = CONNECT_TIMEOUT):
         if backend not in BACKENDS:
             raise ParameterError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}", "--backend")
         if backend != "local" and not address:
@@ -159,6 +161,7 @@ class Distributor:
         self.address = address
         self.batches = max(1, int(batches))  # batches per chunk
         self.window = window
+        self.connect_timeout = connect_timeout
         self._engine: _Engine | None = None
 
     def __enter__(self) -> "Distributor":
@@ -310,16 +313,12 @@ def worker_threads(jobs: int) -> int:
 
 class _Dask(_Engine):
     def __init__(self, d: Distributor):
+        self.client = dask_client(d.address, d.connect_timeout)
         try:
-            from dask.distributed import Client
-        except ImportError:
-            raise ParameterError("--backend dask needs dask.distributed: pip install 'ensemble-deid[dask]'",
-                                 "--backend") from None
-        try:
-            self.client = Client(d.address, timeout=30)
             self.client.wait_for_workers(1, timeout=60)
         except (OSError, TimeoutError) as exc:
-            raise ParameterError(f"cannot reach a Dask scheduler with workers at {printable(d.address)} "
+            self.client.close()
+            raise ParameterError(f"the Dask scheduler at {printable(d.address)} has no workers after 60 s "
                                  f"({type(exc).__name__})", "--scheduler") from None
         self.workers = max(1, sum(self.client.nthreads().values()))
 
@@ -351,16 +350,10 @@ class _Dask(_Engine):
 
 class _Ray(_Engine):
     def __init__(self, d: Distributor):
-        try:
-            import ray
-        except ImportError:
-            raise ParameterError("--backend ray needs ray: pip install 'ensemble-deid[ray]'", "--backend") from None
+        self.started = ray_init(d.address, d.connect_timeout)
+        import ray
+
         self.ray = ray
-        try:
-            ray.init(address=d.address, log_to_driver=False, configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ParameterError(f"cannot reach a Ray cluster at {printable(d.address)} ({type(exc).__name__})",
-                                 "--address") from None
         self.task = ray.remote(num_cpus=1, max_retries=3)(tag_chunk)
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
@@ -388,5 +381,6 @@ class _Ray(_Engine):
             self.ray.cancel(h)
 
     def close(self):
-        self.ray.shutdown()
+        if self.started:  # a connection the caller had is the caller's
+            self.ray.shutdown()
 
