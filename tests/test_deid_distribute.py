@@ -284,22 +284,31 @@ def test_chunks_go_to_the_workers_largest_first(bundle, tmp_path):
 
 
 def test_forked_workers_leave_the_inherited_model_out_of_their_collector(bundle, tmp_path):
-    """The model a forked worker inherits is frozen out of its garbage
-    collector (whose full passes would walk it, and write to, so copy, the
-    pages it shares with the client); the client's objects are collectable
-    again once the run is over, as they are after a deidentify command run
-    in-process."""
+    """While notes are tagged, the loaded model is frozen out of the garbage
+    collector (whose full passes would walk it again and again, and in a
+    forked worker write to, so copy, the pages it shares with the client):
+    in a sequential run and in the local workers, which inherit the freeze.
+    The caller's objects are collectable again once the run is over, as they
+    are after a deidentify command run in-process."""
     import gc
 
     from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.batch import FolderDeidentifier
     from ensemble_deid.deid.distribute import BundleRef, Distributor
 
     gc.unfreeze()  # whatever an earlier test left
     model = Deidentifier.load(bundle / "model")
+    runner = FolderDeidentifier(model, "tag", ("xml",), batch_size=8)
+    here = []
+    runner.run(bundle / "notes", tmp_path / "sequential", progress=lambda n: here.append(gc.get_freeze_count()))
+    assert min(here[1:]) > 1000 and gc.get_freeze_count() == 0
+    inherited = []
     with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
-        pool._engine.prepare(model)
-        inherited = pool._engine.pool.submit(gc.get_freeze_count).result()
-    assert inherited > 1000
+        def probe(n):  # after a chunk: the workers exist
+            if pool._engine.pool is not None and not inherited:
+                inherited.append(pool._engine.pool.submit(gc.get_freeze_count).result())
+        runner.run(bundle / "notes", tmp_path / "local", progress=probe, executor=pool)
+    assert inherited and inherited[0] > 1000
     assert gc.get_freeze_count() == 0
     _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "out", *OPTIONS, "--jobs", "2")
     assert gc.get_freeze_count() == 0

@@ -84,12 +84,6 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
         deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
-        import gc
-
-        # The model lives as long as the run: the collector's full passes need not walk its objects again
-        # and again (a second of a run), nor forked workers touch and so copy the pages that hold them.
-        gc.freeze()
-        click.get_current_context().call_on_close(gc.unfreeze)  # an in-process caller's objects collectable again
         if operating_point is not None:
             try:
                 deid.method.repoint(point)

@@ -221,10 +221,8 @@ class _Local(_Engine):
         self.bundle = d.bundle
         self.workers = d.jobs
         self.pool = None  # started by the first chunk, from the client's loaded model (``prepare``)
-        self.froze = False
 
     def prepare(self, model) -> None:
-        import gc
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -235,10 +233,8 @@ class _Local(_Engine):
             with _LOAD:
                 _MODELS.clear()
                 _MODELS[_model_key(self.bundle)] = model
-            # Frozen objects are left out of the collector's passes: the children's never writes to (so never
-            # copies) the pages of the model they share with the client. Undone in close() if frozen here.
-            self.froze = not gc.get_freeze_count()
-            gc.freeze()
+            # FolderDeidentifier.run froze the model out of the collector: the children's never writes to (so
+            # never copies) the pages they share with the client.
             context = multiprocessing.get_context("fork")
         else:
             context = multiprocessing.get_context("spawn")
@@ -272,11 +268,6 @@ class _Local(_Engine):
             self.pool.shutdown(wait=True, cancel_futures=True)
         with _LOAD:
             _MODELS.clear()  # the client's model is the caller's; not kept here past the run
-        if self.froze:  # the caller's objects collectable again
-            import gc
-
-            gc.unfreeze()
-            self.froze = False
 
 
 def _can_fork(model, bundle: BundleRef) -> bool:
