@@ -34,7 +34,8 @@ def _run(*args, ok=True):
 @pytest.fixture(scope="module")
 def bundle(tiny_bundle):
     """The voting bundle of the deidentify CLI tests, a folder of 120 notes
-    (its 8 test notes under 15 ids each) and that folder tagged sequentially."""
+    (its 8 test notes under 15 ids each) and that folder tagged sequentially
+    (its surrogate mapping in sequential-map.json)."""
     from ensemble_deid.corpus.formats import read_i2b2_xml
 
     (tiny_bundle / "notes").mkdir(exist_ok=True)
@@ -43,7 +44,8 @@ def bundle(tiny_bundle):
             doc, _ = read_i2b2_xml(path)
             name = f"c{copy:02d}-{doc.id}"
             write_i2b2_xml(doc.__class__(name, doc.text, doc.annotations, doc.metadata), tiny_bundle / "notes" / f"{name}.xml")
-    _run("deidentify", tiny_bundle / "model", tiny_bundle / "notes", "--out", tiny_bundle / "sequential", *OPTIONS)
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "notes", "--out", tiny_bundle / "sequential", *OPTIONS,
+         "--save-mapping", tiny_bundle / "sequential-map.json")
     return tiny_bundle
 
 
@@ -70,10 +72,7 @@ def test_jobs_give_the_sequential_outputs_byte_for_byte(bundle, tmp_path):
                   "--save-mapping", tmp_path / "map.json")
     assert "120 note(s) de-identified" in result.output
     _same_as_sequential(bundle, out)
-    seq_map = tmp_path / "seq-map.json"
-    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "seq", *OPTIONS,
-         "--save-mapping", seq_map)
-    assert (tmp_path / "map.json").read_bytes() == seq_map.read_bytes()
+    assert (tmp_path / "map.json").read_bytes() == (bundle / "sequential-map.json").read_bytes()
     again = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2",
                  "--save-mapping", tmp_path / "map.json")
     assert "0 note(s) de-identified, 120 already done" in again.output
@@ -298,17 +297,17 @@ def test_forked_workers_leave_the_inherited_model_out_of_their_collector(bundle,
 
     gc.unfreeze()  # whatever an earlier test left
     model = Deidentifier.load(bundle / "model")
-    runner = FolderDeidentifier(model, "tag", ("xml",), batch_size=8)
+    runner = FolderDeidentifier(model, "tag", ("xml",), batch_size=2)  # the 8 test notes: 4 batches, 4 chunks
     here = []
-    runner.run(bundle / "notes", tmp_path / "sequential", progress=lambda n: here.append(gc.get_freeze_count()))
+    runner.run(bundle / "test", tmp_path / "sequential", progress=lambda n: here.append(gc.get_freeze_count()))
     assert min(here[1:]) > 1000 and gc.get_freeze_count() == 0
     inherited = []
     with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
         def probe(n):  # after a chunk: the workers exist
             if pool._engine.pool is not None and not inherited:
                 inherited.append(pool._engine.pool.submit(gc.get_freeze_count).result())
-        runner.run(bundle / "notes", tmp_path / "local", progress=probe, executor=pool)
+        runner.run(bundle / "test", tmp_path / "local", progress=probe, executor=pool)
     assert inherited and inherited[0] > 1000
     assert gc.get_freeze_count() == 0
-    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "out", *OPTIONS, "--jobs", "2")
+    _run("deidentify", bundle / "model", bundle / "test", "--out", tmp_path / "out", *OPTIONS, "--jobs", "2")
     assert gc.get_freeze_count() == 0
