@@ -3,7 +3,8 @@ convolutions over the note's characters, each token read at its first and
 last character, a small token BiLSTM and a softmax over its output and the
 token's own character features
 (``ensemble_deid.taggers.neural.chars``). Small enough for a CPU: about 60k
-weights at the defaults.
+weights at the defaults; ``device="auto"`` trains and predicts on a GPU when
+torch sees one, as the BiLSTM members do.
 
     tagger = CharCnnTagger().fit(train_docs)     # epochs chosen on held-out training patients
     tagger.predict(test_docs)                    # confidences: softmax probabilities
@@ -25,7 +26,7 @@ import numpy as np
 from ensemble_deid.corpus.bio import OUTSIDE
 from ensemble_deid.corpus.document import Document
 from ensemble_deid.taggers.base import Tagger
-from ensemble_deid.taggers.constraints import MAX_COUNT, MAX_SIZE, Interval
+from ensemble_deid.taggers.constraints import DEVICE, MAX_COUNT, MAX_SIZE, Interval
 from ensemble_deid.taggers.neural.base import held_out_fingerprint, split_held_out, torch_threads
 from ensemble_deid.taggers.prediction import DocumentPrediction
 
@@ -43,10 +44,14 @@ class CharCnnTagger(Tagger):
         token_dim: the token BiLSTM's size per direction; dropout: on embeddings, convolutions and tokens.
         max_chars: longest chunk of a note (whole tokens) read at once.
         num_threads: torch CPU threads (None: leave torch's setting); not part of the cache key.
+        device: "auto" (the GPU when torch sees one, else the CPU), "cpu", "cuda", "cuda:N"; where the model
+            runs, not which model: not part of the cache key (the parts made on the CPU before it existed
+            keep theirs). The weights are kept on the CPU, so a model fitted on a GPU predicts on a CPU-only
+            machine with "auto" or "cpu".
     """
 
     name = "char-cnn"
-    _fitted_caches = ("_model",)
+    _fitted_caches = ("_model", "_model_device")
     version = "2"  # 2: the softmax also reads the token's character features (version 1 predicted only O)
     requires = ("torch",)
     description = "character-level tagger: dilated character CNN, token BiLSTM, softmax (no word features)"
@@ -58,13 +63,13 @@ class CharCnnTagger(Tagger):
         "char_dim": [Interval(int, 1, MAX_SIZE)], "channels": [Interval(int, 1, MAX_SIZE)],
         "layers": [Interval(int, 1, 12)], "width": [Interval(int, 1, 31)], "token_dim": [Interval(int, 1, MAX_SIZE)],
         "dropout": [Interval(float, 0, 1, closed="left")], "max_chars": [Interval(int, 16, MAX_COUNT)],
-        "num_threads": [None, Interval(int, 1, MAX_COUNT)],
+        "num_threads": [None, Interval(int, 1, MAX_COUNT)], "device": [DEVICE],
     }
 
     def __init__(self, epochs: int = 20, patience: int = 3, validation_fraction: float = 0.1, batch_size: int = 16,
                  lr: float = 0.003, char_dim: int = 24, channels: int = 64, layers: int = 3, width: int = 5,
                  token_dim: int = 48, dropout: float = 0.2, max_chars: int = 1500, num_threads: int | None = 1,
-                 random_state: int = 0):
+                 random_state: int = 0, device: str = "auto"):
         self._store_params(locals())
 
     def _check_params(self) -> None:
@@ -74,7 +79,7 @@ class CharCnnTagger(Tagger):
             raise ValueError(f"{self.name}: random_state must be an integer seed")
 
     def hashed_params(self) -> dict[str, Any]:
-        return {k: v for k, v in super().hashed_params().items() if k != "num_threads"}
+        return {k: v for k, v in super().hashed_params().items() if k not in ("num_threads", "device")}
 
     def _network(self, n_chars: int, n_tags: int):
         from ensemble_deid.taggers.neural.chars import CharNet
@@ -88,9 +93,8 @@ class CharCnnTagger(Tagger):
         documents = list(documents)
         if not any(len(d.tokens) for d in documents):
             raise ValueError(f"{self.name}: no training tokens (got {len(documents)} documents)")
-        import torch
-
         from ensemble_deid.taggers.neural.chars import chunk_documents, train_char_model
+        from ensemble_deid.taggers.neural.training import forked_rng, seed_everything, select_device
 
         self._clear_fitted()
         train_docs, held_docs = split_held_out(documents, self.validation_fraction, self.random_state)
@@ -101,38 +105,49 @@ class CharCnnTagger(Tagger):
         tag_index = {t: i for i, t in enumerate(tags)}
         train = chunk_documents(train_docs, char_index, self.max_chars, tag_index)
         held = chunk_documents(held_docs, char_index, self.max_chars)
-        with torch_threads(self.num_threads), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.random_state)
-            model = self._network(len(chars) + 2, len(tags))
+        device = select_device(self.device)
+        with torch_threads(self.num_threads), forked_rng(device):
+            seed_everything(self.random_state)
+            model = self._network(len(chars) + 2, len(tags))  # made on the CPU: the same weights on any device
             info = train_char_model(model, train, held, held_docs, tags, self.epochs, self.patience,
-                                    self.batch_size, self.lr, self.random_state)
+                                    self.batch_size, self.lr, self.random_state, device)
         self.history_ = info.pop("history")
         self.train_info_ = {**info, "train_documents": len(train_docs), "held_out_documents": len(held_docs),
-                            "held_out_fingerprint": held_out_fingerprint(held_docs)}
+                            "held_out_fingerprint": held_out_fingerprint(held_docs), "device": str(device)}
         self.chars_ = tuple(chars)
         self.tags_ = tuple(tags)
         self.state_ = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
-        self._model = model.eval()
+        self._model, self._model_device = model.eval(), device
         return self
 
     def training_choices(self) -> dict[str, Any]:
         info = dict(getattr(self, "train_info_", None) or {})
         info.pop("seconds", None)
+        info.pop("device", None)  # where it ran, not what it chose (as the BiLSTM members')
         return info
 
     def _get_model(self):
+        """The network on ``device``, built from the saved CPU weights on first use."""
+        import torch
+
+        from ensemble_deid.taggers.neural.training import select_device
+
+        device = select_device(self.device)
         model = self.__dict__.get("_model")
         if model is None:
-            import torch
-
             model = self._network(len(self.chars_) + 2, len(self.tags_))
             model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in self.state_.items()})
             self.__dict__["_model"] = model.eval()
-        return model
+            self.__dict__["_model_device"] = torch.device("cpu")
+        if self.__dict__.get("_model_device") != device:
+            model.to(device)
+            self.__dict__["_model_device"] = device
+        return model, device
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_model", None)
+        state.pop("_model_device", None)
         return state
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
@@ -144,6 +159,7 @@ class CharCnnTagger(Tagger):
         char_index = {c: i + 2 for i, c in enumerate(self.chars_)}
         chunks = chunk_documents(documents, char_index, self.max_chars)
         with torch_threads(self.num_threads):
-            results = predict_chunks(self._get_model(), chunks, documents, self.batch_size)
+            model, device = self._get_model()
+            results = predict_chunks(model, chunks, documents, self.batch_size, device)
         return [DocumentPrediction(doc.id, tuple(self.tags_[i] for i in ids), np.clip(conf, 0.0, 1.0))
                 for doc, (ids, conf) in zip(documents, results)]

@@ -8,6 +8,7 @@ way after putting ``benchmarks/`` on the path.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import platform
@@ -39,17 +40,17 @@ PUBLISHED_PREDICTIONS = ROOT / "cached_predictions"
 MEDDOCAN_PUBLISHED = PUBLISHED_PREDICTIONS / "meddocan"  # the 12 members' published MEDDOCAN runs
 
 
-def meddocan_cv(cache_root: Path, published: tuple[Path, ...] = (MEDDOCAN_PUBLISHED,)):
+def meddocan_cv(cache_root: Path, published: tuple[Path, ...] = (MEDDOCAN_PUBLISHED,), docs=None):
     """The 10-fold patient-grouped CV (seed 0) of MEDDOCAN train with dev as
     its test split, over the workspace cache ``cache_root`` and the published
-    folders: ``(engine, train, dev)``. Read its parts with ``read_member``,
-    never ``engine.pending``, which writes entries and discards corrupt parts."""
+    folders: ``(engine, train, dev)``; ``docs``: (train, dev) already loaded.
+    Read its parts with ``read_member``, never ``engine.pending``, which
+    writes entries and discards corrupt parts."""
     from ensemble_deid.corpus.formats import load_directory
     from ensemble_deid.experiment.cache import PredictionCache
     from ensemble_deid.experiment.cv import CrossValidation
 
-    train = load_directory(MEDDOCAN / "train" / "xml")
-    dev = load_directory(MEDDOCAN / "dev" / "xml")
+    train, dev = docs or (load_directory(MEDDOCAN / "train" / "xml"), load_directory(MEDDOCAN / "dev" / "xml"))
     engine = CrossValidation(train, {"test": dev}, PredictionCache(cache_root, published=list(published)), k=10, seed=0)
     return engine, train, dev
 
@@ -96,6 +97,93 @@ def pruned_voting(train, dev, variants) -> list[dict]:
                     "kept": list(done.search.subset), "cv_f1": round(done.search.score, 4),
                     "dev_f1": round(strict_prf(dev, done.test_predictions)[2], 4)})
     return out
+
+
+# The meta-learners chosen between by CV (issue 29), as ``ensemble --method`` runs them.
+CV_METHODS = ("voting-pruned", "decision-templates", "stacked-svm")
+
+
+def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS) -> list[dict]:
+    """Each method of ``methods`` over each ``(label, runs)`` of ``variants``,
+    as ``ensemble --method`` fits it (its default grid chosen by CV over the
+    members' out-of-fold predictions on ``train``, seed and k of ``folds``),
+    scored by its own out-of-fold predictions on train (``run.oof_estimator``
+    fitted on 9 of the members' ``folds`` predicts the 10th: CV F1) and, fitted
+    on all of train, on ``dev`` (dev F1, never used to choose)."""
+    from ensemble_deid.ensemble.run import learned, make_search, oof_estimator
+    from ensemble_deid.ensemble.selection import cross_val_predict
+    from ensemble_deid.studies.summary import strict_prf
+
+    out = []
+    for label, runs in variants:
+        members_oof = {n: r.oof for n, r in runs.items()}
+        members_dev = {n: r.test for n, r in runs.items()}
+        for method in methods:
+            progress(f"{method} over {label}: chosen by CV on train, scored by its own out-of-fold predictions")
+            clock = Clock().start()
+            learner = make_search(method, folds=folds.k, seed=folds.seed, n_members=len(runs))
+            learner.fit(members_oof, train)
+            dev_preds = {p.doc_id: p for p in learner.predict(members_dev, dev)}
+            oof = cross_val_predict(oof_estimator(learner, learner.best_params_), members_oof, train, folds)
+            clock.stop()
+            facts = learned(learner.best_estimator_)
+            out.append({"members": label, "method": method, "candidates": len(runs),
+                        "params": {k: v for k, v in learner.best_params_.items()},
+                        "threshold": facts.get("threshold"), "kept": facts.get("subset"),
+                        "trust": facts.get("trust"), "cv_f1": round(strict_prf(train, oof)[2], 4),
+                        "dev_f1": round(strict_prf(dev, dev_preds)[2], 4),
+                        "fits": learner.fits_ + folds.k, "cpu_s": round(clock.cpu, 1)})
+    return out
+
+
+def best_by_cv(rows):
+    """The row with the highest CV F1 (the first on a tie); dev F1 is never read."""
+    return max(rows, key=lambda r: r["cv_f1"]) if rows else None
+
+
+# Members computed from a published member's parts (issue 29): doc-consistency with its default base (crf,
+# default parameters) is the CRF's output with the document-level rule applied
+# (tests/test_doc_consistency.py checks exactly that).
+DERIVED = {"doc-consistency": "crf"}
+
+
+def derive_consistency(preds, docs_by_id):
+    """doc-consistency's predictions from its base's (doc id -> prediction)."""
+    import numpy as np
+
+    from ensemble_deid.taggers.prediction import DocumentPrediction
+    from ensemble_deid_adapters.doc_consistency import DocConsistencyTagger, propagate
+
+    member = DocConsistencyTagger()
+    out = {}
+    for doc_id, pred in preds.items():
+        conf = None if pred.confidences is None else np.asarray(pred.confidences, dtype=np.float32)
+        tags, conf = propagate(docs_by_id[doc_id].tokens.words, pred.tags, conf, member.min_chars, member.proper_only)
+        out[doc_id] = DocumentPrediction(doc_id, tuple(tags), conf)
+    return out
+
+
+def derived_member(name, oof, dev, published, docs_by_id):
+    """(oof, dev, documents checked) of a ``DERIVED`` member, from its base's
+    published runs; every part ``cv`` computed for it (``oof``, ``dev``: what
+    ``read_member`` found) is compared with the derivation, and a difference exits."""
+    base = published[DERIVED[name]]
+    derived_oof, derived_dev = derive_consistency(base.oof, docs_by_id), derive_consistency(base.test, docs_by_id)
+    checked = list(oof) + ([] if dev is None else list(dev))
+    if not all((oof.get(i) or dev[i]).tags == (derived_oof.get(i) or derived_dev[i]).tags for i in checked):
+        raise SystemExit(f"{name}'s computed parts differ from the derivation from {DERIVED[name]}: "
+                         "the derivation is not the member")
+    return derived_oof, derived_dev, len(checked)
+
+
+def where(records) -> dict[str, int]:
+    """Parts per place they were computed: the recorded host (published parts
+    drop it) and torch version."""
+    def place(r):
+        host, torch = r.get("host") or "host not recorded", (r.get("environment") or {}).get("torch")
+        return f"{host}, torch {torch}" if torch else host  # linear members record no torch
+
+    return dict(collections.Counter(place(r) for r in records))
 
 
 def write_member_results(stem: Path, result: dict, tables: Callable[[dict], tuple[str, str]]) -> None:

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (MEDDOCAN_CITATION, RESULTS, ROOT, code_env, load1, machine_description, progress, read_member,  # noqa: E402
+from common import (MEDDOCAN_CITATION, RESULTS, ROOT, code_env, load1, machine_description, progress, read_member, where,  # noqa: E402
                     timed_child, write_json, write_markdown)
 
 
@@ -78,7 +78,8 @@ def status(workspace: Path, corpus_name: str, labels: list[str], folds: int) -> 
         spec = TaggerSpec.parse(label)
         oof, _, _, records = read_member(engine, spec)
         seconds = sum((r.get("fit_seconds") or 0.0) + (r.get("predict_seconds") or 0.0) for r in records)
-        row = {"parts_done": len(records), "parts": len(engine.parts(spec)), "recorded_seconds": round(seconds, 1)}
+        row = {"parts_done": len(records), "parts": len(engine.parts(spec)), "recorded_seconds": round(seconds, 1),
+               "where": where(records)}
         scored = [d for d in corpus.train if d.id in oof]
         if scored:
             row.update(oof_f1=round(strict_prf(scored, oof)[2], 4), oof_documents=len(scored))
@@ -88,15 +89,16 @@ def status(workspace: Path, corpus_name: str, labels: list[str], folds: int) -> 
 
 def merged(path: Path, args, invocations: list[dict], found: dict[str, dict]) -> dict:
     run = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"invocations": []}
+    # another invocation of the same label (other taggers, run in parallel or earlier) keeps its rows
     run.update(benchmark="cv-runs", label=args.label, workspace=str(args.workspace), corpus=args.corpus,
-               folds=args.folds, taggers=found, invocations=run["invocations"] + invocations,
+               folds=args.folds, taggers={**found, **{k: v for k, v in run.get("taggers", {}).items() if k not in found}}, invocations=run["invocations"] + invocations,
                machine=machine_description(), citation=MEDDOCAN_CITATION)
     return run
 
 
 def markdown(run: dict) -> str:
     rows = ["| tagger | parts in cache | strict F1 out-of-fold (notes) | recorded fit + predict s | measured CPU s "
-            "| measured wall s | load (1 min) | nice |", "|---|---:|---:|---:|---:|---:|---|---:|"]
+            "| measured wall s | load (1 min) | nice | parts computed on |", "|---|---:|---:|---:|---:|---:|---|---:|---|"]
     for tagger, row in run["taggers"].items():
         mine = [i for i in run["invocations"] if i["tagger"] == tagger]
         loads = [x for i in mine for x in (i["load_before"], i["load_after"])]
@@ -104,12 +106,14 @@ def markdown(run: dict) -> str:
         rows.append(f"| {tagger} | {row['parts_done']}/{row['parts']} | {f1} | {row['recorded_seconds']:.0f} "
                     f"| {sum(i['cpu_s'] for i in mine) if mine else '-'} | {sum(i['wall_s'] for i in mine) if mine else '-'} "
                     f"| {f'{min(loads):.1f}-{max(loads):.1f}' if loads else '-'} "
-                    f"| {max((i['nice'] for i in mine), default='-')} |")
+                    f"| {max((i['nice'] for i in mine), default='-')} "
+                    f"| {'; '.join(f'{k} ({n})' for k, n in row.get('where', {}).items()) or '-'} |")
     machine = run["machine"]
     return ("\n".join(rows) + f"\n\nCorpus `{run['corpus']}`, {run['folds']}-fold CV (patient-grouped, seed 0). "
             "The F1 is over the notes of the folds done; with every fold done it is the CV F1. Recorded "
             "seconds: what the parts' records hold (computed by any run, earlier sessions included); measured: "
-            "this script's invocations (user + system CPU of cv and its workers, os.wait4). "
+            "this script's invocations (user + system CPU of cv and its workers, os.wait4); parts computed "
+            "elsewhere (a GPU machine's `cv`, merged into this cache) count in the recorded seconds only. "
             f"Status written {machine['when']} on {machine['cpus_usable']} usable cores "
             f"(load then {machine['load_average'][0]}).\n\n{MEDDOCAN_CITATION}. Written by "
             "`benchmarks/cv_runs.py`.\n")

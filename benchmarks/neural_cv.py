@@ -8,19 +8,28 @@ model). Per neural member, one row per setting tried: CV folds done, CV F1
 (strict, out-of-fold over the folds done), dev F1, the epochs early stopping
 chose in each part, the recorded fit seconds and where the parts were
 computed. A setting is kept for its CV F1 among the settings whose CV and dev
-part are complete; dev never decides. Then pruned voting [KIM20] chosen by CV
-on train (threshold and members by greedy elimination on the out-of-fold
-predictions) over the 12 published members, over the 12 with each neural
-member replaced by its kept setting, and over the 12 plus the complete
-early-stopping settings; the best CV F1 is the choice, dev only scores it.
+part are complete; dev never decides. Then the ensemble, method and members
+both chosen by CV on train: over (a) the 12 published members, (b) the 12 with
+each neural member replaced by its kept setting, (c) the 12 plus the complete
+early-stopping settings and (d) the 12 plus every complete extra member (the
+early-stopping settings and ``EXTRA_MEMBERS``), each of pruned voting [KIM20],
+decision templates and the stacked SVM, as ``ensemble --method`` fits them
+(their default grids chosen by CV over the members' out-of-fold predictions),
+is scored by its own out-of-fold predictions on train (fitted on 9 of the
+members' 10 patient-grouped folds, predicting the 10th); the best CV F1 over
+(member set x method) is the choice, dev only scores every row.
 
-Nothing is trained here: the early-stopping parts are read from the workspace
-cache that ``benchmarks/cv_runs.py run ... --taggers "lstm-crf-fea:refit=false,..."``
-fills, the fixed-epoch parts from the published folder. A part the cache does
-not call valid (missing, corrupt) counts as not done; a setting whose CV is
-not complete is shown with the folds done and left out of the ensembles.
+Nothing is trained here: the early-stopping parts are read from the first
+``--cache``, which ``benchmarks/cv_runs.py run ... --taggers
+"lstm-crf-fea:refit=false,..."`` fills, each extra member's from the first
+``--cache`` (or the published folder) holding most of its parts, the
+fixed-epoch parts from the published folder; doc-consistency is derived from the CRF's published parts
+(``common.derived_member``). A part the cache does not call valid (missing,
+corrupt) counts as not done; a setting whose CV is not complete is shown with
+the folds done and left out of the ensembles.
 
-    nice python benchmarks/neural_cv.py --cache WS/cached_predictions   # writes benchmarks/results/neural-cv-meddocan{.json,.md,-voting.md}
+    nice -n 10 python benchmarks/neural_cv.py --cache WS/cached_predictions --cache WS2/cached_predictions
+    # writes benchmarks/results/neural-cv-meddocan{.json,.md,-voting.md}
 
 MEDDOCAN (CC BY 4.0): Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez
 H, Lopez Martin J, Villegas M, Krallinger M. Automatic De-identification of
@@ -30,13 +39,13 @@ Evaluation of Results. IberLEF@SEPLN 2019, pp. 618-638.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, shown, write_member_results  # noqa: E402
+from common import CV_METHODS, DERIVED, MEDDOCAN_CITATION, MEDDOCAN_PUBLISHED_MEMBERS, PUBLISHED_PREDICTIONS, RESULTS, Clock, best_by_cv, derived_member, machine_description, meddocan_cv, methods_by_cv, progress, read_member, read_published, shown, timing_phrase, where, write_member_results  # noqa: E402
 
 STEM = RESULTS / "neural-cv-meddocan"
 # Per neural member: the published fixed-epoch spec (version 2, epochs fixed by dev F1) and
@@ -45,6 +54,8 @@ SETTINGS = {name: [published, f"{name}:refit=false"]
             for published in MEDDOCAN_PUBLISHED_MEMBERS if published.startswith("lstm")
             for name in [published.partition(":")[0]]}
 FOLDS = 10
+# Members with their own 10-fold CV besides the 12 and the early-stopping settings (issue 29), in set (d).
+EXTRA_MEMBERS = ("char-cnn", "crf-chars", "doc-consistency")
 
 
 def complete(row) -> bool:
@@ -65,11 +76,13 @@ def decide(rows) -> dict:
     return {"settings": rows, "kept": kept and kept["setting"]}
 
 
-def candidate_sets(published, members, runs) -> list[tuple[str, dict]]:
-    """The member sets pruned voting chooses from: (a) the 12 published; (b)
+def candidate_sets(published, members, runs, extras=None) -> list[tuple[str, dict]]:
+    """The member sets the ensembles choose from: (a) the 12 published; (b)
     the 12 with each neural member replaced by its kept setting, when one
-    differs; (c) the 12 plus the complete early-stopping settings, when any.
-    ``runs``: label -> run of every complete setting."""
+    differs; (c) the 12 plus the complete early-stopping settings, when any;
+    (d) the 12 plus those and every complete extra member, when any.
+    ``runs``: label -> run of every complete setting; ``extras``: label ->
+    run of every complete extra member."""
     kept = {m["settings"][0]["setting"]: m["kept"] for m in members.values()
             if m["kept"] and m["kept"] != m["settings"][0]["setting"]}
     swapped = {kept.get(label, label): runs[kept[label]] if label in kept else run for label, run in published.items()}
@@ -80,12 +93,10 @@ def candidate_sets(published, members, runs) -> list[tuple[str, dict]]:
         sets.append(("(b) 12, neural members by CV-kept setting", swapped))
     if extra:
         sets.append((f"(c) 12 + {', '.join(extra)}", {**published, **extra}))
+    if extras:
+        everyone = {**extra, **extras}
+        sets.append((f"(d) 12 + {', '.join(everyone)}", {**published, **everyone}))
     return sets
-
-
-def best_ensemble(ensembles):
-    """The pruned voting with the highest CV F1 on train (the first on a tie); dev only scores it."""
-    return max(ensembles, key=lambda e: e["cv_f1"]) if ensembles else None
 
 
 def epochs_of(records) -> list[dict]:
@@ -99,16 +110,6 @@ def epochs_of(records) -> list[dict]:
     return out
 
 
-def where(records) -> dict[str, int]:
-    """Parts per place they were computed: the recorded host (published parts
-    drop it) and torch version."""
-    def place(r):
-        torch = (r.get("environment") or {}).get("torch", "?")
-        return f"{r.get('host') or 'host not recorded'}, torch {torch}"
-
-    return dict(Counter(place(r) for r in records))
-
-
 def setting_row(engine, spec, source, train, dev_docs, strict_prf) -> tuple[dict, dict, dict | None]:
     oof, dev, folds, records = read_member(engine, spec)
     done = [d for d in train if d.id in oof]
@@ -120,15 +121,39 @@ def setting_row(engine, spec, source, train, dev_docs, strict_prf) -> tuple[dict
     return row, oof, dev
 
 
+def read_extra(engines, spec, published, docs_by_id, strict_prf, train, dev_docs):
+    """An extra member's row and run (None unless 10 folds and dev are
+    complete): from the first cache holding all its parts, or derived."""
+    best = None
+    for i, engine in enumerate(engines, 1):
+        oof, dev, folds, records = read_member(engine, spec)
+        if best is None or len(folds) + (dev is not None) > len(best[2]) + (best[1] is not None):
+            in_workspace = any((engine.cache.root / t.part.relpath).with_suffix(".json").exists()
+                               for t in engine.parts(spec))
+            best = (oof, dev, folds, records, f"--cache {i}" if in_workspace else "the published folder")
+    oof, dev, folds, records, cache = best
+    row = {"member": spec.label, "cache": cache, "where": where(records)}
+    if spec.label in DERIVED:
+        oof, dev, checked = derived_member(spec.label, oof, dev, published, docs_by_id)
+        folds, row["cache"] = list(range(FOLDS)), f"derived from {DERIVED[spec.label]}'s published parts, equal to the {checked} notes `cv` computed"
+    row.update(folds_done=len(folds), dev_done=dev is not None,
+               cv_f1=round(strict_prf(train, oof)[2], 4) if len(folds) == FOLDS else None,
+               dev_f1=round(strict_prf(dev_docs, dev)[2], 4) if dev is not None else None)
+    return row, (SimpleNamespace(oof=oof, test=dev) if complete(row) else None)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cache", default=str(PUBLISHED_PREDICTIONS),
-                    help="the workspace cache holding the early-stopping parts (read only; default: the repository's)")
+    ap.add_argument("--cache", action="append",
+                    help="a workspace cache holding early-stopping or extra members' parts (read only; repeatable, "
+                         "the first is searched first; default: the repository's)")
     args = ap.parse_args(argv)
+    caches = [Path(c) for c in (args.cache or [PUBLISHED_PREDICTIONS])]
     from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.studies.summary import strict_prf
 
-    engine, train, dev_docs = meddocan_cv(args.cache)
+    engine, train, dev_docs = meddocan_cv(caches[0])
+    engines = [engine] + [meddocan_cv(c, docs=(train, dev_docs))[0] for c in caches[1:]]
     published = read_published(engine)
     members, runs = {}, {}
     for name, specs in SETTINGS.items():
@@ -142,12 +167,26 @@ def main(argv=None) -> int:
             progress(f"{spec.label}: {row['folds_done']}/{FOLDS} folds, dev {'done' if row['dev_done'] else 'not done'}")
         members[name] = decide(rows)
     crf_cv = round(strict_prf(train, published["crf"].oof)[2], 4)
+    docs_by_id = {d.id: d for d in (*train, *dev_docs)}
+    extra_rows, extras = [], {}
+    for name in EXTRA_MEMBERS:
+        row, run = read_extra(engines, TaggerSpec.parse(name), published, docs_by_id, strict_prf, train, dev_docs)
+        extra_rows.append(row)
+        if run is not None:
+            extras[row["member"]] = run
+        progress(f"{name}: {row['folds_done']}/{FOLDS} folds, dev {'done' if row['dev_done'] else 'not done'}")
 
-    variants = candidate_sets(published, members, runs)
-    ensembles = pruned_voting(train, dev_docs, variants)
-    choice = best_ensemble(ensembles)
-    result = {"citation": MEDDOCAN_CITATION, "cache": shown(Path(args.cache)), "members": members,
-              "crf_cv_f1": crf_cv, "pruned_voting": ensembles, "chosen": choice and choice["members"],
+    variants = candidate_sets(published, members, runs, extras)
+    clock = Clock().start()
+    ensembles = methods_by_cv(train, dev_docs, engine.folds, variants)
+    clock.stop()
+    choice = best_by_cv(ensembles)
+    result = {"citation": MEDDOCAN_CITATION, "caches": [shown(c) for c in caches], "members": members,
+              "extra_members": extra_rows, "crf_cv_f1": crf_cv, "methods": list(CV_METHODS), "ensembles": ensembles,
+              "chosen": choice and {k: choice[k] for k in ("members", "method", "cv_f1", "dev_f1")},
+              "ensembles_timing": {"wall_s": round(clock.wall, 1), "cpu_s": round(clock.cpu, 1),
+                                   "load_before": clock.load_before, "load_after": clock.load_after,
+                                   "nice": os.nice(0)},
               "machine": machine_description()}
     write_member_results(STEM, result, tables)
     return 0
@@ -177,7 +216,6 @@ def tables(result) -> tuple[str, str]:
              "| computed | kept (by CV F1) |",
              "|---|---|---:|---:|---:|---|---|---|"]
     crf = result["crf_cv_f1"]
-    chosen = best_ensemble(result["pruned_voting"])
     verdicts = []
     for name, member in result["members"].items():
         for row in member["settings"]:
@@ -195,7 +233,7 @@ def tables(result) -> tuple[str, str]:
             "dev part are all in the cache; dev F1 is reported, never used to choose. Epochs: chosen epoch / epochs "
             "run in each part (f0-f9 the folds, dev the part trained on train and scored on dev); fixed: "
             "version 2's schedule. CV F1 of an unfinished CV is over the notes of the folds done. Early-stopping parts "
-            "read from the workspace cache given by --cache (its path in the JSON).\n\n")
+            "read from the workspace caches given by --cache (their paths in the JSON).\n\n")
     # Wall seconds only, on different machines (the computed column), without CPU time or load:
     # kept out of the table, which would read as a timing (docs rule, issue 34 item 4).
     out += ("Fit seconds recorded, summed over the parts done (wall time as each part's record holds it, no CPU "
@@ -203,15 +241,31 @@ def tables(result) -> tuple[str, str]:
             + "; ".join(f"{row['setting']} {row['fit_seconds']:.0f} s ({row['folds_done'] + row['dev_done']} parts)"
                         for member in result["members"].values() for row in member["settings"]) + ".\n")
     tail = f"\n{result['citation']}. Written by `benchmarks/neural_cv.py`.\n"
-    voting = ("| pruned voting over | t | kept members | CV F1 (train) | dev F1 | choice (best CV F1) |\n"
-              "|---|---:|---|---:|---:|---|\n")
-    for e in result["pruned_voting"]:
-        voting += (f"| {e['members']} | {e['threshold']} | {len(e['kept'])}: {', '.join(e['kept'])} "
-                   f"| {e['cv_f1']:.4f} | {e['dev_f1']:.4f} | {'chosen' if e is chosen else ''} |\n")
-    voting += ("\nThreshold and kept members chosen by greedy elimination [KIM20] on the training out-of-fold "
-               "predictions; the row with the best CV F1 is the choice, dev only scores it. (b) and (c) appear once an "
-               "early-stopping setting is complete (and, for (b), kept).\n")
-    return out + tail, voting + tail
+    chosen = best_by_cv(result["ensembles"])
+    table = ("| member set | method | chosen on train (parameters) | CV F1 (train, out-of-fold of the ensemble itself) "
+             "| dev F1 | choice (best CV F1) |\n|---|---|---|---:|---:|---|\n")
+    for e in result["ensembles"]:
+        table += (f"| {e['members']} ({e['candidates']}) | {e['method']} | {_chosen(e)} | {e['cv_f1']:.4f} "
+                  f"| {e['dev_f1']:.4f} | {'chosen' if e is chosen else ''} |\n")
+    extras = "; ".join(f"{r['member']} CV {_fmt(r['cv_f1'])} / dev {_fmt(r['dev_f1'])} ({r['folds_done']}/{FOLDS} folds, "
+                       f"{r['cache']})" for r in result.get("extra_members", []))
+    table += ("\nEach method as `ensemble --method` fits it: its default grid chosen by 10-fold CV over the members' "
+              "out-of-fold predictions on train, the chosen setting then fitted on 9 of the members' 10 "
+              "patient-grouped folds to predict the 10th (CV F1) and on all of train to predict dev (dev F1). "
+              "The (member set x method) with the best CV F1 is the choice; dev never decides. "
+              f"Extra members in (d): {extras or 'none complete'}.")
+    if result.get("ensembles_timing"):
+        timing = {**result["ensembles_timing"], "machine": result.get("machine") or {}}  # cores and date from it
+        table += f" The ensembles' fits and predictions took {timing_phrase(timing)}."
+    return out + tail, table + "\n" + tail
+
+
+def _chosen(e) -> str:
+    """What the search chose, short: pruned voting's threshold and kept members, else the parameters."""
+    if e["kept"] is not None:
+        return f"t = {e['threshold']}, {len(e['kept'])} of {e['candidates']} kept" + (
+            f", trust {e['trust']}" if e.get("trust") is not None else "")
+    return ", ".join(f"{k} = {v}" for k, v in e["params"].items()) or "defaults"
 
 
 if __name__ == "__main__":

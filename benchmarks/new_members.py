@@ -37,28 +37,10 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN_CITATION, PUBLISHED_PREDICTIONS, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, write_member_results  # noqa: E402
+from common import DERIVED, MEDDOCAN_CITATION, PUBLISHED_PREDICTIONS, derived_member, RESULTS, machine_description, meddocan_cv, progress, pruned_voting, read_member, read_published, write_member_results  # noqa: E402
 
 NEW_MEMBERS = ["crf-chars", "doc-consistency", "char-cnn"]
-DERIVED = {"doc-consistency": "crf"}  # member -> the published member whose parts it is computed from
 STEM = RESULTS / "new-members-meddocan"
-
-
-def _docs_by_id(docs):
-    return {d.id: d for d in docs}
-
-
-def derive_consistency(preds, docs_by_id):
-    from ensemble_deid.taggers.prediction import DocumentPrediction
-    from ensemble_deid_adapters.doc_consistency import DocConsistencyTagger, propagate
-
-    member = DocConsistencyTagger()
-    out = {}
-    for doc_id, pred in preds.items():
-        conf = None if pred.confidences is None else np.asarray(pred.confidences, dtype=np.float32)
-        tags, conf = propagate(docs_by_id[doc_id].tokens.words, pred.tags, conf, member.min_chars, member.proper_only)
-        out[doc_id] = DocumentPrediction(doc_id, tuple(tags), conf)
-    return out
 
 
 def main(argv=None) -> int:
@@ -71,7 +53,7 @@ def main(argv=None) -> int:
 
     engine, train, dev_docs = meddocan_cv(args.cache)
     published = read_published(engine)
-    by_id = {**_docs_by_id(train), **_docs_by_id(dev_docs)}
+    by_id = {d.id: d for d in (*train, *dev_docs)}
 
     members, complete = {}, {}
     for name in NEW_MEMBERS:
@@ -81,17 +63,10 @@ def main(argv=None) -> int:
                "fit_seconds": round(sum(r.get("fit_seconds", 0.0) for r in records), 1),
                "training_choices": [r["training_choices"] for r in records if "training_choices" in r]}
         if name in DERIVED:
-            base = published[DERIVED[name]]
-            derived_oof, derived_dev = derive_consistency(base.oof, by_id), derive_consistency(base.test, by_id)
-            checked = [doc_id for doc_id in oof] + ([] if dev is None else list(dev))
-            same = all((oof.get(i) or dev[i]).tags == (derived_oof.get(i) or derived_dev[i]).tags for i in checked)
-            row.update(computed_parts=len(records), computed_documents=len(checked), computed_equal_derived=same,
-                       derived_from=DERIVED[name])
-            if not same:
-                raise SystemExit(f"new_members: {name}'s computed parts differ from the derivation from "
-                                 f"{DERIVED[name]}: the derivation is not the member")
-            oof, dev, folds = derived_oof, derived_dev, list(range(10))
-            row.update(folds_done=10, dev_done=True)
+            oof, dev, checked = derived_member(name, oof, dev, published, by_id)
+            folds = list(range(10))
+            row.update(computed_parts=len(records), computed_documents=checked, computed_equal_derived=True,
+                       derived_from=DERIVED[name], folds_done=10, dev_done=True)
         if oof:
             done = [d for d in train if d.id in oof]
             row["cv_f1"] = round(strict_prf(done, oof)[2], 4)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,11 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     assert cv_runs.main(["status", *args]) == 0
     assert len(json.loads((tmp_path / "cv-runs-smoke.json").read_text())["invocations"]) == 2
     assert "| rules | 2/2 |" in (tmp_path / "cv-runs-smoke.md").read_text()
+    assert sum(run["taggers"]["rules"]["where"].values()) == 2  # both parts, by the machine that made them
+    # an invocation for other taggers of the same label (e.g. run in parallel) keeps the rows it does not name
+    assert cv_runs.main(["status", *args[:-3], "svm", "--folds", "3"]) == 0
+    table = (tmp_path / "cv-runs-smoke.md").read_text()
+    assert "| rules | 2/2 |" in table and "| svm | 0/4 |" in table
 
 
 def test_bench_stream_resumes_a_stopped_run_instead_of_starting_over(tmp_path, scripts, monkeypatch):
@@ -292,7 +298,8 @@ def test_new_members_says_which_add_deciding_on_train_only(scripts):
 def test_neural_cv_keeps_the_setting_with_the_higher_cv_f1_and_never_an_unfinished_one(scripts):
     """benchmarks/neural_cv.py (issue 29): a neural member keeps, among its settings whose 10 folds and dev
     part are complete, the one with the higher CV F1, even when its dev F1 is lower; a setting whose CV or dev
-    part is unfinished is never kept; the pruned voting with the best CV F1 is the choice, not the best dev F1."""
+    part is unfinished is never kept; the (member set, method) with the best CV F1 is the choice, not the best
+    dev F1."""
     neural_cv = scripts("neural_cv")
 
     def setting(label, folds, dev_done, cv, dev):
@@ -312,9 +319,13 @@ def test_neural_cv_keeps_the_setting_with_the_higher_cv_f1_and_never_an_unfinish
         "w": neural_cv.decide([setting("w:es", 3, False, 0.990, None)]),
     }
     assert [m["kept"] for m in members.values()] == ["x:es", "y:fixed", "z:fixed", None]
-    voting = [{"members": "(a)", "threshold": 3, "kept": ["x:fixed"], "cv_f1": 0.9670, "dev_f1": 0.9730},
-              {"members": "(b)", "threshold": 3, "kept": ["x:es"], "cv_f1": 0.9680, "dev_f1": 0.9690}]
-    result = {"members": members, "crf_cv_f1": 0.955, "pruned_voting": voting, "cache": "WS", "citation": "MEDDOCAN"}
+    def ensemble(label, method, cv, dev, kept=None):
+        return {"members": label, "method": method, "candidates": 12, "params": {} if kept else {"C": 0.1},
+                "threshold": 3 if kept else None, "kept": kept, "trust": None, "cv_f1": cv, "dev_f1": dev}
+
+    ensembles = [ensemble("(a)", "voting-pruned", 0.9670, 0.9730, ["x:fixed"]), ensemble("(a)", "stacked-svm", 0.9660, 0.9750),
+                 ensemble("(b)", "voting-pruned", 0.9650, 0.9690, ["x:es"]), ensemble("(b)", "stacked-svm", 0.9680, 0.9600)]
+    result = {"members": members, "crf_cv_f1": 0.955, "ensembles": ensembles, "cache": "WS", "citation": "MEDDOCAN"}
     settings_md, voting_md = neural_cv.tables(result)
     verdicts = {line.split(" | ")[1]: line.split(" | ")[-1].strip(" |")
                 for line in settings_md.splitlines() if line.startswith("| ") and "---" not in line}
@@ -323,8 +334,9 @@ def test_neural_cv_keeps_the_setting_with_the_higher_cv_f1_and_never_an_unfinish
     assert verdicts["z:es"] == "not eligible: CV 10/10, dev not done"
     assert "x: x:es 0.9610 >= crf" in settings_md and "z: z:fixed 0.9400 < crf" in settings_md
     assert "w: no setting complete" in settings_md
-    chosen = [line.split(" | ")[0].strip("| ") for line in voting_md.splitlines() if line.endswith("| chosen |")]
-    assert chosen == ["(b)"]  # the better CV F1, though (a) scores higher on dev
+    chosen = [line.split(" | ")[:2] for line in voting_md.splitlines() if line.endswith("| chosen |")]
+    assert chosen == [["| (b) (12)", "stacked-svm"]]  # the best CV F1, though it scores lowest on dev
+    assert "| (a) (12) | voting-pruned | t = 3, 1 of 12 kept | 0.9670 | 0.9730 |  |" in voting_md
 
 
 def test_read_member_counts_a_corrupt_or_missing_part_as_not_done_and_writes_nothing(tmp_path, scripts):
@@ -362,7 +374,8 @@ def test_read_member_counts_a_corrupt_or_missing_part_as_not_done_and_writes_not
 
 def test_neural_cv_votes_over_the_kept_settings_and_the_complete_early_stopping_ones(scripts):
     """benchmarks/neural_cv.py: (b) swaps a neural member for its CV-kept setting, (c) adds every complete
-    early-stopping setting; an unfinished one is in neither, and with nothing complete only (a) is voted."""
+    early-stopping setting, (d) those and every complete extra member; an unfinished one is in none, and with
+    nothing complete only (a) is voted."""
     neural_cv = scripts("neural_cv")
 
     def row(label, source, folds, cv):
@@ -378,9 +391,57 @@ def test_neural_cv_votes_over_the_kept_settings_and_the_complete_early_stopping_
     assert a_runs == published
     assert b_runs == {"crf": "crf run", "x:es": "x es run", "y:fixed": "y fixed run", "z:fixed": "z fixed run"}
     assert c == "(c) 12 + x:es, y:es" and c_runs == {**published, "x:es": "x es run", "y:es": "y es run"}
+    *_, (d, d_runs) = neural_cv.candidate_sets(published, members, runs, {"char-cnn": "char-cnn run"})
+    assert d == "(d) 12 + x:es, y:es, char-cnn"
+    assert d_runs == {**c_runs, "char-cnn": "char-cnn run"}  # every complete extra member, the (c) ones too
     nothing = {n: neural_cv.decide([row(f"{n}:fixed", "published", 10, 0.95), row(f"{n}:es", "workspace", 3, 0.99)])
                for n in "xyz"}
     assert [label for label, _ in neural_cv.candidate_sets(published, nothing, {})] == ["(a) 12 published"]
+
+
+def test_methods_by_cv_choose_the_member_set_and_method_by_cv_never_by_dev(scripts):
+    """benchmarks/common.methods_by_cv and best_by_cv (neural_cv.py, issue 29), on a hand-made case: in set
+    "A" two members find every gold span of the training notes (out-of-fold) and a third only spans no gold
+    span covers, so each method's own out-of-fold F1 is 1 (keep what two members agree on); on dev A's
+    two good members find nothing, so no candidate is gold and every A row's dev F1 is 0. In set "B" the two
+    good members find only the DATE spans on train (recall 1/8 of the gold: CV F1 at most 2/9) and every
+    gold span on dev. The choice is an A row, by its CV F1, although B scores higher on dev."""
+    from ensemble_deid.corpus.document import Annotation
+    from ensemble_deid.corpus.folds import assign_folds
+    from ensemble_deid.taggers.prediction import DocumentPrediction
+
+    from .tiny_corpus import tiny_corpus
+
+    common = scripts("common")
+    docs = tiny_corpus(30)
+    train, dev = docs[:24], docs[24:]
+    folds = assign_folds(train, 3, 0)
+
+    def preds(documents, spans_of):
+        return {d.id: DocumentPrediction.from_spans(d, spans_of(d)) for d in documents}
+
+    gold = lambda d: d.annotations  # noqa: E731
+    dates = lambda d: [a for a in d.annotations if a.category == "DATE"]  # noqa: E731
+    nothing = lambda d: []  # noqa: E731
+    wrong = lambda d: [Annotation(0, 6, "NAME", "PATIENT")]  # noqa: E731 - "Record": never gold
+    assert all(len(d.annotations) == 8 and not any(a.start < 6 for a in d.annotations) for d in docs)
+
+    def run(train_spans, dev_spans):
+        return SimpleNamespace(oof=preds(train, train_spans), test=preds(dev, dev_spans))
+
+    noise = run(wrong, wrong)
+    sets = [("A", {"m1": run(gold, nothing), "m2": run(gold, nothing), "n": noise}),
+            ("B", {"m1": run(dates, gold), "m2": run(dates, gold), "n": noise})]
+    rows = common.methods_by_cv(train, dev, folds, sets)
+    assert [(r["members"], r["method"]) for r in rows] == [(s, m) for s in "AB" for m in common.CV_METHODS]
+    a_rows, b_rows = rows[:3], rows[3:]
+    assert [r["cv_f1"] for r in a_rows] == [1.0, 1.0, 1.0]
+    assert [r["dev_f1"] for r in a_rows] == [0.0, 0.0, 0.0]
+    assert all(r["cv_f1"] <= round(2 / 9, 4) for r in b_rows)
+    assert max(r["dev_f1"] for r in b_rows) == 1.0  # a choice by dev would take a B row
+    chosen = common.best_by_cv(rows)
+    assert chosen is a_rows[0]  # the first of the tied best CV F1, whatever dev says
+    assert common.best_by_cv(list(reversed(rows))) is a_rows[-1]
 
 
 from .test_deid_cli import tiny_bundle  # noqa: E402,F401 - the fixture: one bundle-fitting recipe

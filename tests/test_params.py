@@ -208,6 +208,7 @@ BAD_TAGGER_SPECS = [
     ("lstm-l:epochs=100000000000000000000", "epochs=100000000000000000000"),
     ("lstm-l:embeddings_path=/no/such/vectors.vec", "embeddings_path='/no/such/vectors.vec'"),
     ("lstm-l:device=cuda:7", "device='cuda:7'"), ("ogd:l2=1e20", "l2=1e+20"),
+    ("char-cnn:device=cuda:7", "device='cuda:7'"),  # issue 36: char-cnn's device, checked as the BiLSTMs'
 ]
 
 

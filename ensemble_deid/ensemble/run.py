@@ -268,10 +268,7 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     if oof:
         missing = [p for p in oof_parts if refit or cache.part_status(p) != "valid"]
         if missing:
-            best = dict(out["record"].get("best_params") or {})
-            # Nested: choose inside each fold (honest); else refit the choice made on all folds.
-            estimator = (learner.clone().set_params(nested=False) if learner.nested
-                         else learner.objective_estimator().clone().set_params(**best))
+            estimator = oof_estimator(learner, out["record"].get("best_params"))
             echo(f"{method}: out-of-fold predictions ({engine.k} folds"
                  f"{', selection inside each fold' if learner.nested else ''})")
             t0 = time.perf_counter()
@@ -291,6 +288,16 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
             oof_preds.update(cache.read_part(part)[0])
         out["oof"] = oof_preds
     return out
+
+
+def oof_estimator(learner: GridSearch, best_params: Mapping[str, Any] | None):
+    """The estimator whose out-of-fold predictions (``selection.cross_val_predict``
+    over the members' folds) are the ensemble's own: the choice ``best_params``
+    made on all folds, refitted on each fold's other folds; with ``nested``,
+    the whole search inside each fold (honest, k times the fits)."""
+    if learner.nested:
+        return learner.clone().set_params(nested=False)
+    return learner.objective_estimator().clone().set_params(**dict(best_params or {}))
 
 
 def learned(model) -> dict:
@@ -524,6 +531,6 @@ def cost_points(table, rank, costs: Mapping[str, float | None], objective: str =
 
 
 __all__ = [
-    "DEFAULT_FOLDS", "LEFT_OUT_AT_NONE", "budget_costs", "key_params", "cost_points", "resolve_costs", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "operating_point_record", "pruning_objective",
+    "DEFAULT_FOLDS", "LEFT_OUT_AT_NONE", "budget_costs", "key_params", "cost_points", "resolve_costs", "MethodRun", "PruneResult", "learned", "load_members", "make_search", "oof_estimator", "operating_point_record", "pruning_objective",
     "parse_grid", "parse_members", "parse_params", "prune_members", "pruning_variant", "run_ensemble", "run_method",
 ]

@@ -276,9 +276,7 @@ class NeuralTagger(Tagger):
     def _train(self, train_docs, dev_docs, tags, vectors, device, lr_schedule=None):
         """One training run from fresh weights: the network, its vocabularies
         (from ``train_docs``) and the TrainResult."""
-        import torch
-
-        from .training import TrainConfig, encode_documents, seed_everything, train_model
+        from .training import TrainConfig, encode_documents, forked_rng, seed_everything, train_model
         from .vocab import build_char_vocab, build_word_vocab
 
         tag_index = {t: i for i, t in enumerate(tags)}
@@ -295,8 +293,7 @@ class NeuralTagger(Tagger):
 
         self._fit_features(train_docs)
         features = self._features if self.uses_features else None
-        cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
-        with self._threads(), torch.random.fork_rng(devices=cuda):
+        with self._threads(), forked_rng(device):
             seed_everything(self.random_state)
             model = self._network(len(words), len(chars), tags, pretrained)
             train = encode_documents(

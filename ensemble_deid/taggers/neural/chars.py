@@ -113,17 +113,17 @@ def make_batch(chunks: Sequence[Chunk]) -> tuple[torch.Tensor, ...]:
 
 
 def predict_chunks(model: CharNet, chunks: Sequence[Chunk], documents: Sequence[Document],
-                   batch_size: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(tag ids, probability of each) per document."""
+                   batch_size: int, device: torch.device) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(tag ids, probability of each) per document; ``model`` is on ``device``."""
     out = [(np.zeros(len(d.tokens), dtype=np.int64), np.ones(len(d.tokens), dtype=np.float32)) for d in documents]
     model.eval()
     order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].chars))
     with torch.no_grad():
         for k in range(0, len(order), batch_size):
             batch = [chunks[i] for i in order[k: k + batch_size]]
-            chars, starts, ends, _ = make_batch(batch)
+            chars, starts, ends, _ = (t.to(device) for t in make_batch(batch))
             probs = torch.softmax(model(chars, starts, ends), dim=-1)
-            best, ids = probs.max(dim=-1)
+            best, ids = (t.cpu() for t in probs.max(dim=-1))
             for row, c in enumerate(batch):
                 n = len(c.starts)
                 out[c.doc][0][c.first: c.first + n] = ids[row, :n].numpy()
@@ -132,12 +132,14 @@ def predict_chunks(model: CharNet, chunks: Sequence[Chunk], documents: Sequence[
 
 
 def train_char_model(model: CharNet, train: list[Chunk], held: list[Chunk], held_docs: Sequence[Document],
-                     tags: Sequence[str], epochs: int, patience: int, batch_size: int, lr: float, seed: int) -> dict:
-    """Adam on the training chunks; the weights of the epoch with the best
-    held-out strict F1 are kept (the last epoch's when nothing is held out).
-    ``patience`` epochs without a better F1 end the run once some epoch has
-    found anything on the held-out notes."""
+                     tags: Sequence[str], epochs: int, patience: int, batch_size: int, lr: float, seed: int,
+                     device: torch.device) -> dict:
+    """Adam on the training chunks, on ``device`` (the model is moved there);
+    the weights of the epoch with the best held-out strict F1 are kept (the
+    last epoch's when nothing is held out). ``patience`` epochs without a
+    better F1 end the run once some epoch has found anything on the held-out notes."""
     rng = np.random.default_rng(seed)
+    model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss(ignore_index=-100)
     best_f1, best_state, best_epoch, bad, history = -1.0, None, 0, 0, []
@@ -147,7 +149,8 @@ def train_char_model(model: CharNet, train: list[Chunk], held: list[Chunk], held
         order = rng.permutation(len(train))
         total = 0.0
         for k in range(0, len(order), batch_size):
-            chars, starts, ends, gold = make_batch([train[i] for i in order[k: k + batch_size]])
+            batch = make_batch([train[i] for i in order[k: k + batch_size]])
+            chars, starts, ends, gold = (t.to(device) for t in batch)
             scores = model(chars, starts, ends)
             loss = loss_fn(scores.reshape(-1, scores.shape[-1]), gold.reshape(-1))
             opt.zero_grad(set_to_none=True)
@@ -157,7 +160,7 @@ def train_char_model(model: CharNet, train: list[Chunk], held: list[Chunk], held
             total += float(loss.detach())
         f1 = None
         if held:
-            ids = [p[0] for p in predict_chunks(model, held, held_docs, batch_size)]
+            ids = [p[0] for p in predict_chunks(model, held, held_docs, batch_size, device)]
             f1 = f1_score(*strict_counts(held_docs, ids, tags))
         history.append({"epoch": epoch, "loss": total / max(1, -(-len(order) // batch_size)), "held_out_f1": f1})
         if f1 is None or f1 > best_f1:

@@ -35,6 +35,13 @@ def select_device(device: str = "auto") -> torch.device:
     return dev
 
 
+def forked_rng(device: torch.device):
+    """``torch.random.fork_rng`` over the CPU's generator and, when training
+    on a GPU, that GPU's: seeding inside leaves the caller's generators as they were."""
+    cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    return torch.random.fork_rng(devices=cuda)
+
+
 def seed_everything(seed: int) -> None:
     """Seed torch's global generators (the caller forks them first)."""
     torch.manual_seed(seed)
