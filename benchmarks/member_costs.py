@@ -41,8 +41,7 @@ def time_members(model, docs, rounds: int) -> dict[str, dict]:
 
     def alone(tagger):
         def run():
-            for shared in model._shared:  # alone: its features are not there yet
-                shared.clear()
+            model.clear_shared()  # alone: its features are not there yet
             getattr(tagger, "predict_tags", tagger.predict)(docs)
         return run
 
@@ -52,8 +51,7 @@ def time_members(model, docs, rounds: int) -> dict[str, dict]:
         out[label] = {"cpu_s": round(timed["cpu_median_s"], 3), "wall_s": round(timed["median_s"], 3),
                       "cost": round(PER_TOKENS * timed["cpu_median_s"] / tokens, 1)}
         progress(f"{label}: {out[label]['cost']} CPU s per million tokens")
-    for shared in model._shared:
-        shared.clear()
+    model.clear_shared()
     return out
 
 

@@ -68,6 +68,42 @@ def tiny_registered(workspace, tmp_path) -> str:
                                                "test": (tmp_path / "tiny-test", docs[30:])})
 
 
+TINY_BUNDLE_MEMBERS = "rules,crf:max_iterations=10,svm"
+
+
+@pytest.fixture(scope="session")
+def fitted_tiny_bundle(tmp_path_factory) -> Path:
+    """A voting bundle fitted once per session on the tiny corpus (``model``),
+    its ``train`` and ``test`` folders and its workspace (``ws``: use it through
+    ``test_deid_cli.tiny_bundle``, which points ENSEMBLE_DEID_HOME there)."""
+    from click.testing import CliRunner
+
+    from ensemble_deid.cli import main
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+
+    from .tiny_corpus import tiny_corpus
+
+    root = tmp_path_factory.mktemp("deid")
+    docs = tiny_corpus(30, seed=5)
+    for split, part in (("train", docs[:22]), ("test", docs[22:])):
+        (root / split).mkdir()
+        for doc in part:
+            write_i2b2_xml(doc, root / split / f"{doc.id}.xml")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ENSEMBLE_DEID_HOME", str(root / "ws"))
+    mp.delenv("ENSEMBLE_DEID_CACHE", raising=False)
+    try:
+        for args in (["corpus", "add", "tiny", "--train", root / "train", "--test", root / "test"],
+                     ["fit", "--corpus", "tiny", "--method", "voting", "--members", TINY_BUNDLE_MEMBERS, "--folds",
+                      "3", "--out", root / "model", "--no-progress"]):
+            result = CliRunner().invoke(main, list(map(str, args)))
+            assert result.exit_code == 0, result.output + repr(result.exception)
+        assert "spans identical to the cached 'ensemble' predictions on 8/8 test documents" in result.output
+    finally:
+        mp.undo()
+    return root
+
+
 @pytest.fixture
 def no_outside_published(monkeypatch):
     """No published folder from the environment, and the cache's once-per-process

@@ -127,3 +127,19 @@ def test_cv_tells_cached_seconds_from_seconds_spent(tiny_registered):
     assert fit.startswith("cached ") and predict.startswith("cached ")
     assert float(fit.split()[1]) == float(row(first)[0])  # the seconds the parts took when made, said so
     assert "spent when the cached parts were made" in " ".join(again.split())
+
+
+def test_cv_refuses_an_unreachable_dask_scheduler_within_the_connect_timeout(tiny_registered, workspace):
+    """The same short connection wait as deidentify's (by default a few
+    seconds, not Dask's 30), an error naming the address, nothing cached."""
+    import time
+
+    from .clusters import free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    start = time.monotonic()
+    result = _run("cv", "--corpus", "tiny", "--taggers", "memorize", "--folds", "2", "--backend", "dask",
+                  "--scheduler", address, "--no-progress", ok=False)
+    assert time.monotonic() - start < 20
+    assert result.exit_code == 2 and f"cannot reach a Dask scheduler at {address} within 5 s" in result.output
+    assert not [p for p in (workspace / "cached_predictions").rglob("*") if p.is_file()]

@@ -14,12 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
-from ensemble_deid.corpus.formats import write_i2b2_xml
 from ensemble_deid.deid import BundleError, Deidentifier, read_manifest
 
-from .tiny_corpus import tiny_corpus
-
-MEMBERS = "rules,crf:max_iterations=10,svm"
+from .conftest import TINY_BUNDLE_MEMBERS as MEMBERS
 
 
 def _run(*args, ok=True):
@@ -30,22 +27,13 @@ def _run(*args, ok=True):
 
 
 @pytest.fixture(scope="module")
-def tiny_bundle(tmp_path_factory):
-    """A voting bundle fitted on the tiny corpus, and its test folder."""
-    root = tmp_path_factory.mktemp("deid")
-    docs = tiny_corpus(30, seed=5)
-    for split, part in (("train", docs[:22]), ("test", docs[22:])):
-        (root / split).mkdir()
-        for doc in part:
-            write_i2b2_xml(doc, root / split / f"{doc.id}.xml")
+def tiny_bundle(fitted_tiny_bundle):
+    """A voting bundle fitted on the tiny corpus (once per session), its test
+    folder, and its workspace as ENSEMBLE_DEID_HOME for the module."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("ENSEMBLE_DEID_HOME", str(root / "ws"))
+    mp.setenv("ENSEMBLE_DEID_HOME", str(fitted_tiny_bundle / "ws"))
     mp.delenv("ENSEMBLE_DEID_CACHE", raising=False)
-    _run("corpus", "add", "tiny", "--train", root / "train", "--test", root / "test")
-    out = _run("fit", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
-               "--out", root / "model", "--no-progress").output
-    assert "spans identical to the cached 'ensemble' predictions on 8/8 test documents" in out
-    yield root
+    yield fitted_tiny_bundle
     mp.undo()
 
 
@@ -156,15 +144,16 @@ def test_fresh_process_loads_the_bundle(tiny_bundle, tmp_path):
 
 def test_surrogate_mode_on_the_synthetic_corpus(workspace, tmp_path):
     """No gold PHI string survives where the model found the span; the same
-    name gets the same surrogate within a patient; date intervals are kept."""
+    name gets the same surrogate within a patient; date intervals are kept.
+    (A single tagger's bundle: surrogates come from the spans, whatever
+    found them; an ensemble's surrogate runs are in test_deid_distribute.py.)"""
     import datetime as dt
     import re
 
     from ensemble_deid.corpus.workspace import Workspace
 
     model = tmp_path / "model"
-    _run("fit", "--corpus", "synthetic-2014", "--method", "voting-pruned", "--members", "rules,svm,mira:epochs=5",
-         "--folds", "2", "--out", model, "--no-progress")
+    _run("fit", "--corpus", "synthetic-2014", "--tagger", "mira:epochs=5", "--out", model, "--no-progress")
     test_dir = Path(Workspace(workspace).spec("synthetic-2014").splits["test"])
     out = tmp_path / "out"
     res = _run("deidentify", model, test_dir, "--out", out, "--mode", "surrogate", "--seed", "4",

@@ -34,7 +34,8 @@ def _run(*args, ok=True):
 @pytest.fixture(scope="module")
 def bundle(tiny_bundle):
     """The voting bundle of the deidentify CLI tests, a folder of 120 notes
-    (its 8 test notes under 15 ids each) and that folder tagged sequentially."""
+    (its 8 test notes under 15 ids each) and that folder tagged sequentially
+    (its surrogate mapping in sequential-map.json)."""
     from ensemble_deid.corpus.formats import read_i2b2_xml
 
     (tiny_bundle / "notes").mkdir(exist_ok=True)
@@ -43,7 +44,8 @@ def bundle(tiny_bundle):
             doc, _ = read_i2b2_xml(path)
             name = f"c{copy:02d}-{doc.id}"
             write_i2b2_xml(doc.__class__(name, doc.text, doc.annotations, doc.metadata), tiny_bundle / "notes" / f"{name}.xml")
-    _run("deidentify", tiny_bundle / "model", tiny_bundle / "notes", "--out", tiny_bundle / "sequential", *OPTIONS)
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "notes", "--out", tiny_bundle / "sequential", *OPTIONS,
+         "--save-mapping", tiny_bundle / "sequential-map.json")
     return tiny_bundle
 
 
@@ -70,10 +72,7 @@ def test_jobs_give_the_sequential_outputs_byte_for_byte(bundle, tmp_path):
                   "--save-mapping", tmp_path / "map.json")
     assert "120 note(s) de-identified" in result.output
     _same_as_sequential(bundle, out)
-    seq_map = tmp_path / "seq-map.json"
-    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "seq", *OPTIONS,
-         "--save-mapping", seq_map)
-    assert (tmp_path / "map.json").read_bytes() == seq_map.read_bytes()
+    assert (tmp_path / "map.json").read_bytes() == (bundle / "sequential-map.json").read_bytes()
     again = _run("deidentify", bundle / "model", bundle / "notes", "--out", out, *OPTIONS, "--jobs", "2",
                  "--save-mapping", tmp_path / "map.json")
     assert "0 note(s) de-identified, 120 already done" in again.output
@@ -84,10 +83,26 @@ def test_backend_options_are_checked_before_any_work(bundle, tmp_path):
                        (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler")):
         result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", *args, ok=False)
         assert result.exit_code == 2 and hint in result.output
-    port = free_port()  # nothing listens there
+    address = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    start = time.monotonic()
     result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "dask",
-                  "--scheduler", f"tcp://127.0.0.1:{port}", "--no-progress", ok=False)
-    assert result.exit_code != 0 and "cannot reach a Dask scheduler" in result.output
+                  "--scheduler", address, "--connect-timeout", "1", "--no-progress", ok=False)
+    # --connect-timeout, not Dask's default 30 s of retries, bounds the wait
+    assert time.monotonic() - start < 15
+    assert result.exit_code == 2 and f"cannot reach a Dask scheduler at {address} within 1 s" in result.output
+    assert "--scheduler" in result.output and not (tmp_path / "o").exists()
+
+
+def test_an_unreachable_ray_head_is_refused_within_the_connect_timeout(bundle, tmp_path):
+    """Ray itself retries an address where nothing listens for minutes (Ray
+    2.60: still waiting after 400 s); the head's port is tried first."""
+    pytest.importorskip("ray")
+    address = f"127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    result = _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "o", "--backend", "ray",
+                  "--address", address, "--connect-timeout", "1", "--no-progress", ok=False)
+    assert time.monotonic() - start < 30
+    assert result.exit_code == 2 and f"cannot reach a Ray cluster at {address} within 1 s" in result.output
     assert not (tmp_path / "o").exists()
 
 
@@ -268,22 +283,31 @@ def test_chunks_go_to_the_workers_largest_first(bundle, tmp_path):
 
 
 def test_forked_workers_leave_the_inherited_model_out_of_their_collector(bundle, tmp_path):
-    """The model a forked worker inherits is frozen out of its garbage
-    collector (whose full passes would walk it, and write to, so copy, the
-    pages it shares with the client); the client's objects are collectable
-    again once the run is over, as they are after a deidentify command run
-    in-process."""
+    """While notes are tagged, the loaded model is frozen out of the garbage
+    collector (whose full passes would walk it again and again, and in a
+    forked worker write to, so copy, the pages it shares with the client):
+    in a sequential run and in the local workers, which inherit the freeze.
+    The caller's objects are collectable again once the run is over, as they
+    are after a deidentify command run in-process."""
     import gc
 
     from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.deid.batch import FolderDeidentifier
     from ensemble_deid.deid.distribute import BundleRef, Distributor
 
     gc.unfreeze()  # whatever an earlier test left
     model = Deidentifier.load(bundle / "model")
+    runner = FolderDeidentifier(model, "tag", ("xml",), batch_size=2)  # the 8 test notes: 4 batches, 4 chunks
+    here = []
+    runner.run(bundle / "test", tmp_path / "sequential", progress=lambda n: here.append(gc.get_freeze_count()))
+    assert min(here[1:]) > 1000 and gc.get_freeze_count() == 0
+    inherited = []
     with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
-        pool._engine.prepare(model)
-        inherited = pool._engine.pool.submit(gc.get_freeze_count).result()
-    assert inherited > 1000
+        def probe(n):  # after a chunk: the workers exist
+            if pool._engine.pool is not None and not inherited:
+                inherited.append(pool._engine.pool.submit(gc.get_freeze_count).result())
+        runner.run(bundle / "test", tmp_path / "local", progress=probe, executor=pool)
+    assert inherited and inherited[0] > 1000
     assert gc.get_freeze_count() == 0
-    _run("deidentify", bundle / "model", bundle / "notes", "--out", tmp_path / "out", *OPTIONS, "--jobs", "2")
+    _run("deidentify", bundle / "model", bundle / "test", "--out", tmp_path / "out", *OPTIONS, "--jobs", "2")
     assert gc.get_freeze_count() == 0

@@ -41,10 +41,38 @@ def _no_outside_published(no_outside_published):
     pass
 
 
+@pytest.fixture(scope="module")
+def cv_template(tmp_path_factory):
+    """A workspace where cv ran the members on the tiny corpus (3 folds),
+    models kept: made once for the module, copied for each test."""
+    from .conftest import register_corpus
+
+    root = tmp_path_factory.mktemp("kept-cv")
+    workspace = root / "workspace"
+    workspace.mkdir()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ENSEMBLE_DEID_HOME", str(workspace))
+    for name in ("ENSEMBLE_DEID_CACHE", "ENSEMBLE_DEID_PUBLISHED"):
+        mp.delenv(name, raising=False)
+    mp.setattr(cache_module, "_REPORTED", set())
+    try:
+        docs = tiny_corpus(40)
+        register_corpus(workspace, "tiny", {"train": (root / "tiny-train", docs[:30]),
+                                            "test": (root / "tiny-test", docs[30:])})
+        _cli("cv", "--corpus", "tiny", "--taggers", MEMBERS, "--folds", "3", "--no-progress")
+    finally:
+        mp.undo()
+    return workspace
+
+
 @pytest.fixture
-def tiny_cv(tiny_registered, workspace):
-    """cv of the members on the tiny corpus (3 folds), models kept."""
-    _cli("cv", "--corpus", "tiny", "--taggers", MEMBERS, "--folds", "3", "--no-progress")
+def tiny_cv(cv_template, workspace):
+    """cv of the members on the tiny corpus (3 folds), models kept: this
+    test's own copy (modes and times kept) of the module's cv run."""
+    import shutil
+
+    shutil.rmtree(workspace)
+    shutil.copytree(cv_template, workspace, symlinks=True)
     return workspace
 
 

@@ -175,6 +175,34 @@ def test_members_sharing_features_predict_as_alone(corpus):
     assert [p.tags for p in preds] == [p.tags for p in learner.predict(members, test)]
 
 
+def test_clear_shared_makes_the_next_member_compute_its_own_features(corpus, monkeypatch):
+    """Members run one by one outside ``predict`` (as benchmarks/member_costs.py
+    times them): the second is served the first's features until
+    ``clear_shared`` empties the shared cache; then it computes them again."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.taggers.features import FeatureExtractor
+
+    names = [n for n in ("crf", "svm") if n in entry_points()]
+    if len(names) < 2:
+        pytest.skip("needs the crf and svm adapters")
+    train, test = corpus
+    taggers = {n: make_tagger(n, **FAST[n]).fit(train) for n in names}
+    learner = make_method("voting", threshold=1).fit({n: {p.doc_id: p for p in t.predict(train)}
+                                                      for n, t in taggers.items()}, train)
+    deid = Deidentifier(taggers, learner)
+    calls = []
+    real = FeatureExtractor.document_features
+    monkeypatch.setattr(FeatureExtractor, "document_features", lambda self, d: calls.append(d.id) or real(self, d))
+    first, second = (deid.members[n] for n in names)
+    first.predict(test)
+    assert len(calls) == len(test)
+    alone = [p.tags for p in second.predict(test)]
+    assert len(calls) == len(test)  # served from the shared cache
+    deid.clear_shared()
+    assert [p.tags for p in second.predict(test)] == alone
+    assert sorted(calls[len(test):]) == sorted(d.id for d in test)  # computed again, once per note
+
+
 def test_members_with_other_feature_settings_never_share(corpus):
     """A per-note feature cache is keyed on the whole feature configuration:
     members whose extractors differ (a window; gazetteer lists of the same

@@ -86,3 +86,13 @@ def objective_option(what: str = "selection", default: str | None = "f1"):
         help=f"What {what} maximises on the out-of-fold predictions: f1, f2, f<beta>, recall, recall>=R or "
              "precision>=P, optionally on token: or binary-token: counts, with per-category clauses "
              "(\"f1,NAME+ID=token:recall>=0.99\"); quote it in a shell. See docs/ensembles.md.")
+
+
+def connect_timeout_option(f):
+    """``--connect-timeout``: how long a Dask scheduler or Ray head has to answer."""
+    from ..experiment.clusters import CONNECT_TIMEOUT
+
+    return click.option(
+        "--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=CONNECT_TIMEOUT, show_default=True,
+        metavar="SECONDS", help="--backend dask or ray: seconds the scheduler or head has to answer; past them the run "
+        "stops, nothing done (raise it on a slow network).")(f)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error, workspace_of
+from .common import connect_timeout_option, fail_on_error, workspace_of
 
 
 @click.command()
@@ -23,9 +23,11 @@ from .common import fail_on_error, workspace_of
               help="Keep each tagger's model trained on the whole training set (the one predicting the test split) "
                    "in the workspace cache, so that 'fit' reuses it instead of training again; it holds words of the "
                    "training notes ('cache rm-models' deletes kept models).")
+@connect_timeout_option
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
-def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, targets, keep_models, no_progress):
+def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, targets, keep_models, connect_timeout,
+       no_progress):
     """Out-of-fold predictions on the training set and test-set predictions,
     for each tagger, computed once and kept in the prediction cache.
 
@@ -41,7 +43,7 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, ta
         cluster = address if backend == "ray" else scheduler
         done = cross_validate(ws, corpus_name, taggers, k, seed, jobs, backend, cluster, targets,
                               progress=not no_progress, warn=lambda msg: click.echo(f"warning: {msg}", err=True),
-                              keep_models=keep_models)
+                              keep_models=keep_models, connect_timeout=connect_timeout)
     corpus, runs = done.corpus, done.runs
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {done.engine.folds.fingerprint}), cache {ws.cache_dir}")
     click.echo(cv_summary_table(runs, corpus.train, corpus.test, done.others))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail_on_error
+from .common import connect_timeout_option, fail_on_error
 
 
 @click.command("deidentify")
@@ -42,9 +42,11 @@ from .common import fail_on_error
               "(--scheduler) or of a Ray cluster (--address). Workers must see MODEL, INPUT and --out at the same paths.")
 @click.option("--scheduler", default=None, metavar="ADDR", help="--backend dask: the scheduler, e.g. tcp://HOST:8786.")
 @click.option("--address", default=None, metavar="ADDR", help="--backend ray: the cluster's head, e.g. HOST:6379.")
+@connect_timeout_option
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
-               batch_size, allow_external, trusted, operating_point, jobs, backend, scheduler, address, no_progress):
+               batch_size, allow_external, trusted, operating_point, jobs, backend, scheduler, address, connect_timeout,
+               no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume);
@@ -82,12 +84,6 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         if mode == "surrogate":
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
         deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
-        import gc
-
-        # The model lives as long as the run: the collector's full passes need not walk its objects again
-        # and again (a second of a run), nor forked workers touch and so copy the pages that hold them.
-        gc.freeze()
-        click.get_current_context().call_on_close(gc.unfreeze)  # an in-process caller's objects collectable again
         if operating_point is not None:
             try:
                 deid.method.repoint(point)
@@ -112,7 +108,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
             ref = BundleRef(str(Path(model).resolve()), deid.manifest.get("manifest_sha256"), programs,
                             tuple(trusted) or None, UNSET if operating_point is None else point)
-            executor = Distributor(ref, backend, jobs, scheduler or address)
+            executor = Distributor(ref, backend, jobs, scheduler or address, connect_timeout=connect_timeout)
         with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
                                             file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update, executor=pool)

@@ -256,14 +256,14 @@ class FolderDeidentifier:
                 progress(summary.skipped)
             t0 = time.perf_counter()
             if executor is None:
-                with _scratch(out):
+                with _scratch(out), _frozen():
                     for batch in _batches(todo, self.batch_size):
                         done = self.tag_notes(out, batch, [groups[n.doc_id] for n in batch])
                         self._finish(summary, done, mapped, progress)
             else:  # chunks of whole batches, so each note is tagged in the same batch as here
                 chunks = ((c, [groups[n.doc_id] for n in c]) for c in _largest_first(
                     _batches(todo, self.batch_size * executor.batches)))
-                with _scratch(out):
+                with _scratch(out), _frozen():  # local workers are forked inside: they inherit the freeze
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
             summary.seconds = time.perf_counter() - t0
@@ -438,6 +438,25 @@ def _scratch(out: Path) -> Iterator[None]:
     finally:
         tempfile.tempdir = saved
         shutil.rmtree(out / SCRATCH, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _frozen() -> Iterator[None]:
+    """Leave every object alive now (the loaded model above all) out of the
+    garbage collector while notes are tagged: its full passes need not walk
+    them again and again (a second of a run), and forked local workers never
+    write to, so copy, the pages of the model they share with the client.
+    The caller's objects are collectable again afterwards (unless the caller
+    had frozen them itself)."""
+    import gc
+
+    froze = not gc.get_freeze_count()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if froze:
+            gc.unfreeze()
 
 
 def _batches(items: Sequence, size: int) -> Iterator[Sequence]:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import EnsembleDeidError, ParameterError, printable
+from ..experiment.clusters import CONNECT_TIMEOUT, dask_client, ray_init
 
 BACKENDS = ("local", "dask", "ray")
 UNSET = "unset"  # the operating point the bundle was fitted for (no --operating-point)
@@ -142,10 +143,11 @@ def tag_chunk(recipe: WorkerRecipe, out: str, notes: Sequence, groups: Sequence[
 
 class Distributor:
     """Runs chunks of notes on ``backend`` (see the module docstring);
-    ``address``: the Dask scheduler or Ray head (not for ``local``)."""
+    ``address``: the Dask scheduler or Ray head (not for ``local``), given
+    ``connect_timeout`` seconds to answer."""
 
     def __init__(self, bundle: BundleRef, backend: str = "local", jobs: int = 2, address: str | None = None,
-                 batches: int = 1, window: int | None = None):
+                 batches: int = 1, window: int | None = None, connect_timeout: float = CONNECT_TIMEOUT):
         if backend not in BACKENDS:
             raise ParameterError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}", "--backend")
         if backend != "local" and not address:
@@ -159,6 +161,7 @@ class Distributor:
         self.address = address
         self.batches = max(1, int(batches))  # batches per chunk
         self.window = window
+        self.connect_timeout = connect_timeout
         self._engine: _Engine | None = None
 
     def __enter__(self) -> "Distributor":
@@ -218,10 +221,8 @@ class _Local(_Engine):
         self.bundle = d.bundle
         self.workers = d.jobs
         self.pool = None  # started by the first chunk, from the client's loaded model (``prepare``)
-        self.froze = False
 
     def prepare(self, model) -> None:
-        import gc
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -232,10 +233,8 @@ class _Local(_Engine):
             with _LOAD:
                 _MODELS.clear()
                 _MODELS[_model_key(self.bundle)] = model
-            # Frozen objects are left out of the collector's passes: the children's never writes to (so never
-            # copies) the pages of the model they share with the client. Undone in close() if frozen here.
-            self.froze = not gc.get_freeze_count()
-            gc.freeze()
+            # FolderDeidentifier.run froze the model out of the collector: the children's never writes to (so
+            # never copies) the pages they share with the client.
             context = multiprocessing.get_context("fork")
         else:
             context = multiprocessing.get_context("spawn")
@@ -269,11 +268,6 @@ class _Local(_Engine):
             self.pool.shutdown(wait=True, cancel_futures=True)
         with _LOAD:
             _MODELS.clear()  # the client's model is the caller's; not kept here past the run
-        if self.froze:  # the caller's objects collectable again
-            import gc
-
-            gc.unfreeze()
-            self.froze = False
 
 
 def _can_fork(model, bundle: BundleRef) -> bool:
@@ -310,16 +304,12 @@ def worker_threads(jobs: int) -> int:
 
 class _Dask(_Engine):
     def __init__(self, d: Distributor):
+        self.client = dask_client(d.address, d.connect_timeout)
         try:
-            from dask.distributed import Client
-        except ImportError:
-            raise ParameterError("--backend dask needs dask.distributed: pip install 'ensemble-deid[dask]'",
-                                 "--backend") from None
-        try:
-            self.client = Client(d.address, timeout=30)
             self.client.wait_for_workers(1, timeout=60)
         except (OSError, TimeoutError) as exc:
-            raise ParameterError(f"cannot reach a Dask scheduler with workers at {printable(d.address)} "
+            self.client.close()
+            raise ParameterError(f"the Dask scheduler at {printable(d.address)} has no workers after 60 s "
                                  f"({type(exc).__name__})", "--scheduler") from None
         self.workers = max(1, sum(self.client.nthreads().values()))
 
@@ -351,16 +341,10 @@ class _Dask(_Engine):
 
 class _Ray(_Engine):
     def __init__(self, d: Distributor):
-        try:
-            import ray
-        except ImportError:
-            raise ParameterError("--backend ray needs ray: pip install 'ensemble-deid[ray]'", "--backend") from None
+        self.started = ray_init(d.address, d.connect_timeout)
+        import ray
+
         self.ray = ray
-        try:
-            ray.init(address=d.address, log_to_driver=False, configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ParameterError(f"cannot reach a Ray cluster at {printable(d.address)} ({type(exc).__name__})",
-                                 "--address") from None
         self.task = ray.remote(num_cpus=1, max_retries=3)(tag_chunk)
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
@@ -388,5 +372,6 @@ class _Ray(_Engine):
             self.ray.cancel(h)
 
     def close(self):
-        self.ray.shutdown()
+        if self.started:  # a connection the caller had is the caller's
+            self.ray.shutdown()
 

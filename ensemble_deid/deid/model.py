@@ -241,8 +241,7 @@ class Deidentifier:
                 check_predictions(documents, preds, f"member {label}")
                 outputs[label] = {p.doc_id: p for p in preds}
         finally:
-            for shared in self._shared:
-                shared.clear()
+            self.clear_shared()
         if self.method is None:
             return list(next(iter(outputs.values())).values()), outputs
         consulted = dict(outputs)
@@ -250,6 +249,15 @@ class Deidentifier:
             if name not in consulted:
                 consulted[name] = {d.id: DocumentPrediction.empty(d) for d in documents}
         return self.method.predict(consulted, documents), outputs
+
+    def clear_shared(self) -> None:
+        """Empty the feature caches the members share (each note's features,
+        computed once for every member with the same feature settings).
+        ``predict`` does so after each batch; a caller running members one by
+        one itself (timing each alone) calls it between them, so that a member
+        pays for its own features."""
+        for shared in self._shared:
+            shared.clear()
 
     def spans(self, documents: Sequence[Document]) -> dict[str, list[Annotation]]:
         """Predicted PHI spans per document id."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .cache import EntryKey, PartKey, PredictionCache
+from .clusters import CONNECT_TIMEOUT, dask_client, ray_init
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError, ParameterError
 from ..corpus.fingerprint import corpus_fingerprint
@@ -432,6 +433,7 @@ class CrossValidation:
     def run(
         self, specs: Sequence[TaggerSpec], jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
         progress: bool = True, on_corrupt: Callable[[str], None] | None = None, desc: str = "cv",
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> dict[str, TaggerRun]:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
@@ -440,7 +442,7 @@ class CrossValidation:
             spec.make()  # fail early on unknown taggers, bad parameters or missing dependencies
         todo = self.pending(specs, on_corrupt)
         try:
-            results = self._execute(todo, jobs, backend, scheduler, progress, desc)
+            results = self._execute(todo, jobs, backend, scheduler, progress, desc, connect_timeout)
         except BaseException:
             for spec in specs:  # a failed run leaves no entry without parts
                 self.cache.discard_if_empty(self.entry_key(spec)[0])
@@ -458,7 +460,7 @@ class CrossValidation:
         return runs
 
     def _execute(self, todo: list[Task], jobs: int, backend: str, scheduler: str | None, progress: bool,
-                 desc: str = "cv") -> list[dict]:
+                 desc: str = "cv", connect_timeout: float = CONNECT_TIMEOUT) -> list[dict]:
         if not todo:
             return []
         from joblib import Parallel, delayed, parallel_config
@@ -481,18 +483,13 @@ class CrossValidation:
             if backend == "dask":
                 if not scheduler:
                     raise EnsembleDeidError("the dask backend needs --scheduler tcp://HOST:PORT")
-                from dask.distributed import Client
-
-                client = Client(scheduler)
+                client = dask_client(scheduler, connect_timeout)
                 config.update(scatter=shipped, wait_for_workers_timeout=60)
                 config["n_jobs"] = -1
             elif backend == "ray":
-                import ray
+                started_ray = ray_init(scheduler, connect_timeout)  # --address (None: RAY_ADDRESS, else a local one)
                 from ray.util.joblib import register_ray
 
-                if not ray.is_initialized():  # the cluster at --address (None: RAY_ADDRESS, else a local one)
-                    ray.init(address=scheduler, log_to_driver=False, configure_logging=False)
-                    started_ray = True
                 register_ray()
             # Parts of different taggers take seconds to hours: no time-remaining.
             bar = progress_bar(total=len(todo), desc=desc, unit="part", disable=not progress, eta=False)
@@ -594,7 +591,7 @@ class CVResult:
 def cross_validate(workspace, corpus_name: str, taggers: str | Sequence[TaggerSpec], folds: int = 10, seed: int = 0,
                    jobs: int = 1, backend: str = "loky", scheduler: str | None = None, targets: Sequence[str] = (),
                    progress: bool = True, warn: Callable[[str], None] | None = None,
-                   keep_models: bool = True) -> CVResult:
+                   keep_models: bool = True, connect_timeout: float = CONNECT_TIMEOUT) -> CVResult:
     """The ``cv`` step: out-of-fold and test predictions of every tagger on a
     workspace's corpus, computed once and kept in its prediction cache
     (what is cached is reused, so an interrupted run resumes). With
@@ -602,7 +599,8 @@ def cross_validate(workspace, corpus_name: str, taggers: str | Sequence[TaggerSp
     splits. Every option is checked, and every corpus loaded, before any
     tagger runs; ``warn`` receives the warnings (corrupt parts, labels).
     ``keep_models``: keep each tagger's full-training model for ``fit``
-    (``experiment.kept``)."""
+    (``experiment.kept``); ``connect_timeout``: seconds the Dask scheduler
+    or Ray head has to answer (``experiment.clusters``)."""
     from .cache import PredictionCache
 
     warn = warn or (lambda msg: log.warning(msg))
@@ -624,7 +622,8 @@ def cross_validate(workspace, corpus_name: str, taggers: str | Sequence[TaggerSp
                              k=folds, seed=seed, keep_models=keep_models)
     for msg in engine.split_warnings():
         warn(msg)
-    runs = engine.run(specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress, on_corrupt=warn)
+    runs = engine.run(specs, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress, on_corrupt=warn,
+                      connect_timeout=connect_timeout)
     for msg in label_warnings(runs, corpus.train, f"corpus {corpus_name!r}"):
         warn(msg)
     return CVResult(corpus, engine, runs, others)
