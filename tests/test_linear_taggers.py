@@ -271,6 +271,33 @@ def test_feature_index_columns_are_ranks_among_kept_ids_even_where_ids_share_low
     assert index.compact(hashed).nnz == sum(int(v) in set(kept[::2].tolist()) for r in rows for v in r)
 
 
+@pytest.mark.parametrize("crowd_size", [8, 20000])
+def test_feature_index_lookup_is_exact_and_bounded_however_crowded_the_saved_columns(crowd_size):
+    """Columns come from bundles, which are untrusted: ids crowded on one
+    slot of the lookup table (equal low bits) must neither change a column
+    nor make the table's probing quadratic; a few such ids keep the table,
+    a crowd of them falls back to the binary search."""
+    import scipy.sparse as sp
+
+    from ensemble_deid.taggers.feature_hash import HASH_SPACE
+    from ensemble_deid.taggers.linear import _slot_table
+
+    rng = np.random.default_rng(5)
+    crowd = np.arange(1, crowd_size + 1, dtype=np.int64) << 10  # all share their 10 low bits
+    kept = np.unique(np.concatenate([rng.integers(0, HASH_SPACE, 3000), crowd]))
+    assert (_slot_table(kept) is None) == (crowd_size > 100)
+    index = FeatureIndex()
+    index.columns = kept
+    ids = np.concatenate([kept, crowd + 1, rng.integers(0, HASH_SPACE, 3000)])
+    hashed = sp.csr_matrix((np.ones(len(ids)), ids.astype(np.int32), np.arange(len(ids) + 1)),
+                           shape=(len(ids), HASH_SPACE))
+    X = index.compact(hashed)
+    expected = np.searchsorted(kept, ids)
+    present = (expected < len(kept)) & (kept[np.minimum(expected, len(kept) - 1)] == ids)
+    assert X.getnnz(axis=1).tolist() == present.astype(int).tolist()
+    assert X.indices.tolist() == expected[present].tolist()
+
+
 @pytest.mark.parametrize("columns", [[5, 3, 9], [3, 3, 9], [-1, 4], [2, (1 << 31) - 1], [[1, 2]], [0.5, 2.0]])
 def test_a_saved_feature_index_with_columns_no_fit_makes_is_refused(tmp_path, columns):
     """Columns are the increasing hashed ids np.unique gives at fit; a saved

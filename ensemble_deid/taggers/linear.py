@@ -176,8 +176,14 @@ class FeatureIndex:
         million columns: a few gathers per id instead of twenty."""
         cols = self.columns
         if getattr(self, "_slots", None) is None or self._slots[0] is not cols:
-            self._slots = (cols, *_slot_table(cols))
-        _, mask, table = self._slots
+            self._slots = (cols, _slot_table(cols))
+        built = self._slots[1]
+        if built is None:  # ids crowded on a few slots (a crafted bundle's): the binary search instead
+            pos = np.searchsorted(cols, ids)
+            inside = pos < len(cols)
+            inside[inside] = cols[pos[inside]] == ids[inside]
+            return np.where(inside, pos, -1)
+        mask, table = built
         slot = ids & mask
         found = table[slot]
         pos = np.full(len(ids), -1, dtype=np.int64)
@@ -187,7 +193,9 @@ class FeatureIndex:
         pos[hit] = found[hit]
         todo = np.flatnonzero(taken & ~hit)  # home slot held by another id: probe the next ones
         slot = slot[todo]
-        while len(todo):
+        for _ in range(MAX_PROBES):  # every kept id sits within MAX_PROBES slots of its home: past that, absent
+            if not len(todo):
+                break
             slot = (slot + 1) & mask
             found = table[slot]
             taken = found >= 0
@@ -199,20 +207,27 @@ class FeatureIndex:
         return pos
 
 
-def _slot_table(cols: np.ndarray) -> tuple[int, np.ndarray]:
+MAX_PROBES = 64  # a quarter-full table of uniform ids needs a handful; more means crowded ids
+
+
+def _slot_table(cols: np.ndarray) -> tuple[int, np.ndarray] | None:
     """(mask, table) of :meth:`FeatureIndex._positions`: column ``i`` sits in
     the first free slot from ``cols[i] & mask`` on (hashed ids are uniform
-    in their low bits)."""
+    in their low bits). None when some id would sit more than MAX_PROBES
+    slots from its home: columns read from a bundle are untrusted, and ids
+    crowded on one slot would make this and every lookup quadratic."""
     mask = (1 << (len(cols).bit_length() + 2)) - 1
     table = np.full(mask + 1, -1, dtype=np.int32)
     keys = np.arange(len(cols), dtype=np.int32)
     slot = cols & mask
-    while len(keys):  # each round, every slot still free takes one of the ids that reach it
+    for _ in range(MAX_PROBES + 1):  # each round, every slot still free takes one of the ids that reach it
+        if not len(keys):
+            return mask, table
         free = table[slot] < 0
         table[slot[free]] = keys[free]
         left = table[slot] != keys
         keys, slot = keys[left], (slot[left] + 1) & mask
-    return mask, table
+    return (mask, table) if not len(keys) else None
 
 
 def sparse_scores(X: sp.csr_matrix, weights: np.ndarray | sp.csr_matrix) -> np.ndarray:
