@@ -171,10 +171,11 @@ class TransformerTagger(Tagger):
         import torch
 
         tokenizer = tf.load_tokenizer(checkpoint.tokenizer_json)
-        cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
-        with torch_threads(self.num_threads), torch.random.fork_rng(devices=cuda):
+        from ensemble_deid.taggers.neural.training import forked_rng
+
+        with torch_threads(self.num_threads), forked_rng(device):
             torch.manual_seed(int(self.random_state or 0))
-            if cuda:
+            if device.type == "cuda":
                 torch.cuda.manual_seed_all(int(self.random_state or 0))
             model = tf.build_model(checkpoint, tags, folder)
             index = {t: i for i, t in enumerate(tags)}
