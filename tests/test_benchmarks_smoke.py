@@ -477,3 +477,52 @@ def test_member_costs_times_each_member_alone(tiny_bundle, scripts, monkeypatch,
     calls.clear()
     member_costs.time_members(model, docs, rounds=2)
     assert len(calls) == 2 * 2 * len(docs)  # alone: crf and svm each extract every note's, each round
+
+
+def test_deidentify_profile_sums_the_kernels_and_leaves_short_calls_out(scripts):
+    """benchmarks/deidentify_profile.py's buckets on a hand-made profile: a
+    function's own time goes to the first kernel it matches, a compiled call
+    shorter than 0.1 ms on average to the short-calls row, the rest to Python;
+    the floor is kernels / cores and the ceiling tokens * cores / kernels."""
+    profile = scripts("deidentify_profile")
+    stats = SimpleNamespace(stats={
+        ("~", 0, "<built-in method torch.lstm>"): (10, 10, 4.0, 4.0, {}),
+        ("~", 0, "<built-in method torch._C._nn.linear>"): (100, 100, 0.5, 0.5, {}),
+        ("~", 0, "<method 'add' of 'torch._C.TensorBase' objects>"): (100_000, 100_000, 2.0, 2.0, {}),  # 20 µs each
+        ("/x/adapters/crf.py", 200, "_tag"): (2, 2, 1.5, 3.0, {}),
+        ("/x/vowpalwabbit/pyvw.py", 730, "predict"): (100, 100, 1.0, 1.0, {}),
+        ("/x/vowpalwabbit/pyvw.py", 1623, "__init__"): (100_000, 100_000, 0.7, 0.9, {}),  # pyvw's Python
+        ("/x/ensemble_deid/taggers/features.py", 487, "_document_features"): (100, 100, 3.0, 5.0, {}),
+    })
+    buckets = profile.bucket_times(stats)
+    assert buckets == {"torch LSTM (torch.lstm)": 4.0, "torch, other C operations": 0.5,
+                       "CRFsuite tagging (in crf._tag)": 1.5, "Vowpal Wabbit C++ (pylibvw)": 1.0,
+                       "numpy / scipy / LIBLINEAR C": 0.0, profile.SHORT: 2.0, profile.PYTHON: 3.7}
+    r = profile.summarise(SimpleNamespace(stats={**stats.stats,
+                                                 ("/x/ensemble_deid/deid/model.py", 175, "load"): (1, 1, 0.0, 2.5, {}),
+                                                 ("/x/ensemble_deid/deid/batch.py", 235, "run"): (1, 1, 0.0, 9.0, {})}),
+                          tokens=70_000, cores=2, target=20_000)
+    assert r["kernels_s"] == 7.0 and r["floor_tagging_wall_s"] == 3.5 and r["ceiling_tokens_per_s"] == 20_000
+    assert r["load_s"] == 2.5 and r["tagging_and_writing_s"] == 9.0 and r["target_wall_s"] == 3.5
+    assert r["target_left_s"] == 0.0  # 3.5 s on 2 cores, all taken by the 7 kernel seconds
+
+
+def test_deidentify_profile_of_a_bundle_counts_crfsuite_and_writes_no_text(tiny_bundle, scripts, tmp_path):
+    """The script on a real bundle (rules, CRF, SVM): CRFsuite's tagging is a
+    kernel, torch's rows are empty (no neural member), and neither results
+    file holds a word of the notes' PHI."""
+    from ensemble_deid.corpus.formats import load_directory
+
+    out = tmp_path / "profile.json"
+    scripts("deidentify_profile").main(["--model", str(tiny_bundle / "model"), "--notes", str(tiny_bundle / "test"),
+                                        "--rounds", "2", "--out", str(out)])
+    r = json.loads(out.read_text())
+    docs = load_directory(tiny_bundle / "test")
+    assert r["documents"] == len(docs) and r["tokens"] == sum(len(d.tokens) for d in docs)
+    assert r["rounds"] == 2 and r["kernels_s"] == min(r["kernels_s_per_round"])
+    assert r["buckets_s"]["CRFsuite tagging (in crf._tag)"] > 0
+    assert r["buckets_s"]["torch LSTM (torch.lstm)"] == 0
+    assert 0 < r["load_s"] and 0 < r["tagging_and_writing_s"] <= r["profiled_total_s"]
+    written = out.read_text() + out.with_suffix(".md").read_text()
+    phi = {doc.text[a.start:a.end] for doc in docs for a in doc.annotations if a.end - a.start >= 4}
+    assert phi and not [p for p in phi if p in written]
