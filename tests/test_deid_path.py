@@ -159,6 +159,33 @@ def test_special_txt_files_are_refused_not_read(bundle, notes, tmp_path, kind):
     assert not list((tmp_path / "out").rglob("*.txt")) if (tmp_path / "out").exists() else True
 
 
+@pytest.mark.parametrize("note", ["x.txt", "x.ann"])
+def test_a_link_out_of_the_notes_folder_is_refused_before_any_work(bundle, notes, tmp_path, note):
+    """Before: a link among the notes to any readable file (here a secret
+    beside the folder) was read and its text written, de-identified, among
+    the outputs for release. A brat .ann beside a note is checked too."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("api key 4f9c2e7d81 of the payroll server\n")
+    if note == "x.ann":
+        (notes / "x.txt").write_text("Seen 03/04/2012.\n")
+    (notes / note).symlink_to(secret)
+    res = _run(bundle, notes, "--out", tmp_path / "out")
+    assert res.exit_code == 1 and note in res.output and "outside the notes folder" in res.output, res.output
+    assert "secret" not in res.output and "4f9c2e7d81" not in res.output and "Traceback" not in res.output
+    assert not list((tmp_path / "out").rglob("*.txt")) if (tmp_path / "out").exists() else True
+
+
+def test_a_link_within_the_notes_folder_is_read_like_its_target(bundle, notes, tmp_path):
+    (notes / "sub").mkdir()
+    (notes / "sub" / "x.txt").write_text(NOTES["100-01"])
+    (notes / "100-09.txt").symlink_to(notes / "sub" / "x.txt")
+    linked = tmp_path / "linked"
+    (tmp_path / "via").symlink_to(notes)  # the folder itself reached through a link
+    assert _run(bundle, tmp_path / "via", "--out", linked).exit_code == 0
+    out = _outputs(linked)
+    assert out["text/100-09.txt"] == out["text/100-01.txt"]
+
+
 def test_a_note_over_the_size_limit_is_refused_before_any_work(bundle, notes, tmp_path):
     from ensemble_deid.corpus.formats.source import MAX_NOTE_BYTES
 

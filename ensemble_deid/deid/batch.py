@@ -79,7 +79,11 @@ class Note:
 
 def scan_notes(folder: str | Path) -> list[Note]:
     """The notes of ``folder`` in name order: ``*.xml`` and ``*.txt`` (BRAT
-    when a ``.ann`` sits beside it). Duplicate ids are an error."""
+    when a ``.ann`` sits beside it). Duplicate ids are an error, and so is a
+    symbolic link among them that leads out of the folder: its target would
+    be read and written, de-identified, among the outputs meant for release
+    (a link planted in an export folder could copy any file the user can
+    read). Links within the folder are read."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CorpusError(f"{printable(folder)}: not a folder of notes")
@@ -89,10 +93,16 @@ def scan_notes(folder: str | Path) -> list[Note]:
         raise CorpusError(f"{printable(folder)}: no .txt or .xml notes found")
     seen: dict[str, Path] = {}
     problems = []
+    root = os.path.realpath(folder)
     for n in notes:
         if n.doc_id in seen:
             problems.append(Problem(ERROR, str(n.path), f"duplicate note id {n.doc_id!r} (also {seen[n.doc_id]})", field="id"))
         seen[n.doc_id] = n.path
+        for path in (n.path, n.path.with_suffix(".ann")) if n.fmt == "brat" else (n.path,):
+            # realpath, not resolve(): a link loop stays a path (the reader then refuses it by name)
+            if path.is_symlink() and os.path.commonpath([root, os.path.realpath(path)]) != root:
+                problems.append(Problem(ERROR, str(path), "a symbolic link to a file outside the notes folder, not read: "
+                                                          "copy the file into the folder"))
     if problems:
         raise CorpusError(problems)
     return sorted(notes, key=lambda n: n.doc_id)
