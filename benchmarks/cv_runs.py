@@ -48,15 +48,16 @@ def _labels(taggers: str) -> list[str]:
     return [spec.label for spec in parse_tagger_specs(taggers)]
 
 
-def run_cv(workspace: Path, corpus: str, label: str, folds: int) -> dict:
-    """One ``cv`` invocation for one tagger: wall, CPU (child + workers), load, niceness."""
+def run_cv(workspace: Path, corpus: str, label: str, folds: int, jobs: int = 1) -> dict:
+    """One ``cv`` invocation for one tagger (``jobs`` of its parts at a time):
+    wall, CPU (child + workers), load, niceness."""
     # -P: the child runs in the workspace, and a workspace that is another checkout must not put
     # its own ensemble_deid ahead of this tree's (PYTHONPATH, code_env)
     argv = [sys.executable, "-P", "-c", "from ensemble_deid.cli import main; main()", "--workspace", str(workspace),
-            "cv", "--corpus", corpus, "--taggers", label, "--folds", str(folds), "--no-progress"]
+            "cv", "--corpus", corpus, "--taggers", label, "--folds", str(folds), "--jobs", str(jobs), "--no-progress"]
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    progress(f"{label}: cv --folds {folds} on {corpus} (load {load1()}, nice {os.nice(0)})")
-    entry = {"tagger": label, "started": started,
+    progress(f"{label}: cv --folds {folds} --jobs {jobs} on {corpus} (load {load1()}, nice {os.nice(0)})")
+    entry = {"tagger": label, "started": started, "jobs": jobs,
              **timed_child(argv, workspace, code_env(drop=("ENSEMBLE_DEID_CACHE",)))}  # the workspace's own cache
     progress(f"{label}: exit {entry['exit_status']}, {entry['wall_s']} s wall, {entry['cpu_s']} s CPU, "
              f"load {entry['load_before']} -> {entry['load_after']}")
@@ -127,12 +128,13 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--taggers", required=True, help="as cv takes them; each runs as its own cv invocation, in order")
     ap.add_argument("--folds", type=int, default=10)
+    ap.add_argument("--jobs", type=int, default=1, help="parts of one tagger's CV computed at a time (cv --jobs)")
     args = ap.parse_args(argv)
     args.workspace = args.workspace.resolve()
     labels = _labels(args.taggers)
     path = RESULTS / f"cv-runs-{args.label}.json"
     for label in labels:
-        invocations = [run_cv(args.workspace, args.corpus, label, args.folds)] if args.action == "run" else []
+        invocations = [run_cv(args.workspace, args.corpus, label, args.folds, args.jobs)] if args.action == "run" else []
         # written after each tagger: a run stopped later loses nothing already measured
         run = merged(path, args, invocations, status(args.workspace, args.corpus, labels, args.folds))
         write_json(path, run)

@@ -193,9 +193,10 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     args = ["--label", "smoke", "--workspace", str(workspace), "--corpus", tiny_registered, "--taggers", "rules",
             "--folds", "3"]
     assert cv_runs.main(["run", *args]) == 0
-    assert cv_runs.main(["run", *args]) == 0  # resumed: every part read from the cache
+    assert cv_runs.main(["run", *args, "--jobs", "2"]) == 0  # resumed: every part read from the cache
     run = json.loads((tmp_path / "cv-runs-smoke.json").read_text())
     first, second = run["invocations"]
+    assert (first["jobs"], second["jobs"]) == (1, 2)
     assert first["exit_status"] == second["exit_status"] == 0 and first["cpu_s"] > 0
     assert {"wall_s", "load_before", "load_after", "nice", "started"} <= set(first)
     assert run["taggers"]["rules"]["parts_done"] == run["taggers"]["rules"]["parts"] == 2
