@@ -106,7 +106,9 @@ CV_METHODS = ("voting-pruned", "decision-templates", "stacked-svm")
 def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS) -> list[dict]:
     """Each method of ``methods`` over each ``(label, runs)`` of ``variants``,
     as ``ensemble --method`` fits it (its default grid chosen by CV over the
-    members' out-of-fold predictions on ``train``, seed and k of ``folds``),
+    members' out-of-fold predictions on ``train``, seed and k of ``folds``;
+    a method given as ``(name shown, method, params, grid)`` gets those
+    fixed parameters and that grid instead),
     scored by its own out-of-fold predictions on train (``run.oof_estimator``
     fitted on 9 of the members' ``folds`` predicts the 10th: CV F1) and, fitted
     on all of train, on ``dev`` (dev F1, never used to choose)."""
@@ -118,16 +120,18 @@ def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS) -> list[dict]
     for label, runs in variants:
         members_oof = {n: r.oof for n, r in runs.items()}
         members_dev = {n: r.test for n, r in runs.items()}
-        for method in methods:
-            progress(f"{method} over {label}: chosen by CV on train, scored by its own out-of-fold predictions")
+        for entry in methods:
+            shown_as, method, params, grid = (entry, entry, None, None) if isinstance(entry, str) else entry
+            progress(f"{shown_as} over {label}: chosen by CV on train, scored by its own out-of-fold predictions")
             clock = Clock().start()
-            learner = make_search(method, folds=folds.k, seed=folds.seed, n_members=len(runs))
+            learner = make_search(method, params=params, grid=grid, folds=folds.k, seed=folds.seed,
+                                  n_members=len(runs))
             learner.fit(members_oof, train)
             dev_preds = {p.doc_id: p for p in learner.predict(members_dev, dev)}
             oof = cross_val_predict(oof_estimator(learner, learner.best_params_), members_oof, train, folds)
             clock.stop()
             facts = learned(learner.best_estimator_)
-            out.append({"members": label, "method": method, "candidates": len(runs),
+            out.append({"members": label, "method": shown_as, "candidates": len(runs),
                         "params": {k: v for k, v in learner.best_params_.items()},
                         "threshold": facts.get("threshold"), "kept": facts.get("subset"),
                         "trust": facts.get("trust"), "cv_f1": round(strict_prf(train, oof)[2], 4),

@@ -149,6 +149,27 @@ def main(argv=None) -> int:
                          "the first is searched first; default: the repository's)")
     args = ap.parse_args(argv)
     caches = [Path(c) for c in (args.cache or [PUBLISHED_PREDICTIONS])]
+    engine, train, dev_docs, members, extra_rows, variants, crf_cv = member_sets(caches)
+    clock = Clock().start()
+    ensembles = methods_by_cv(train, dev_docs, engine.folds, variants)
+    clock.stop()
+    choice = best_by_cv(ensembles)
+    result = {"citation": MEDDOCAN_CITATION, "caches": [shown(c) for c in caches], "members": members,
+              "extra_members": extra_rows, "crf_cv_f1": crf_cv, "methods": list(CV_METHODS), "ensembles": ensembles,
+              "chosen": choice and {k: choice[k] for k in ("members", "method", "cv_f1", "dev_f1")},
+              "ensembles_timing": {"wall_s": round(clock.wall, 1), "cpu_s": round(clock.cpu, 1),
+                                   "load_before": clock.load_before, "load_after": clock.load_after,
+                                   "nice": os.nice(0)},
+              "machine": machine_description()}
+    write_member_results(STEM, result, tables)
+    return 0
+
+
+def member_sets(caches: list[Path]):
+    """Everything the ensembles choose from, read from the caches (nothing
+    trained): (engine, train, dev, per neural member its settings and the one
+    kept, the extra members' rows, the member sets (a)-(d) as ``(label,
+    runs)``, the published crf's CV F1)."""
     from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.studies.summary import strict_prf
 
@@ -176,20 +197,7 @@ def main(argv=None) -> int:
             extras[row["member"]] = run
         progress(f"{name}: {row['folds_done']}/{FOLDS} folds, dev {'done' if row['dev_done'] else 'not done'}")
 
-    variants = candidate_sets(published, members, runs, extras)
-    clock = Clock().start()
-    ensembles = methods_by_cv(train, dev_docs, engine.folds, variants)
-    clock.stop()
-    choice = best_by_cv(ensembles)
-    result = {"citation": MEDDOCAN_CITATION, "caches": [shown(c) for c in caches], "members": members,
-              "extra_members": extra_rows, "crf_cv_f1": crf_cv, "methods": list(CV_METHODS), "ensembles": ensembles,
-              "chosen": choice and {k: choice[k] for k in ("members", "method", "cv_f1", "dev_f1")},
-              "ensembles_timing": {"wall_s": round(clock.wall, 1), "cpu_s": round(clock.cpu, 1),
-                                   "load_before": clock.load_before, "load_after": clock.load_after,
-                                   "nice": os.nice(0)},
-              "machine": machine_description()}
-    write_member_results(STEM, result, tables)
-    return 0
+    return engine, train, dev_docs, members, extra_rows, candidate_sets(published, members, runs, extras), crf_cv
 
 
 def _fmt(value) -> str:

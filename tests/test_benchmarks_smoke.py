@@ -443,6 +443,39 @@ def test_methods_by_cv_choose_the_member_set_and_method_by_cv_never_by_dev(scrip
     chosen = common.best_by_cv(rows)
     assert chosen is a_rows[0]  # the first of the tied best CV F1, whatever dev says
     assert common.best_by_cv(list(reversed(rows))) is a_rows[-1]
+    # A method given with its own parameters and grid (stacking_variants.py): shown by its name, the grid searched.
+    tried = common.methods_by_cv(train, dev, folds, sets[:1], methods=[
+        ("svm, confidences searched", "stacked-svm", {"C": 1.0}, {"confidences": [False, True]})])
+    assert [r["method"] for r in tried] == ["svm, confidences searched"]
+    assert set(tried[0]["params"]) == {"confidences"} and tried[0]["cv_f1"] == 1.0
+
+
+def test_stacking_variants_experimental_stackers_fit_and_separate_a_hand_made_case(scripts, monkeypatch):
+    """benchmarks/stacking_variants.py's two experimental stackers, registered by the script: on the
+    case above (two members agree on every gold span, a third finds only a span no gold covers) each
+    keeps exactly the gold spans of notes it was not fitted on."""
+    from ensemble_deid.corpus.document import Annotation
+    from ensemble_deid.ensemble import registry
+    from ensemble_deid.taggers.prediction import DocumentPrediction
+
+    from .tiny_corpus import tiny_corpus
+
+    for name, cls in scripts("stacking_variants").learners().items():
+        monkeypatch.setitem(registry.METHODS, name, cls)  # registered for this test only
+    docs = tiny_corpus(30)
+    train, test = docs[:24], docs[24:]
+    wrong = [Annotation(0, 6, "NAME", "PATIENT")]
+
+    def member(documents, good):
+        return {d.id: DocumentPrediction.from_spans(d, list(d.annotations) if good else wrong) for d in documents}
+
+    for name in ("stacked-svm-member-label", "stacked-trees"):
+        learner = registry.make_method(name).fit({"m1": member(train, True), "m2": member(train, True),
+                                         "n": member(train, False)}, train)
+        got = {p.doc_id: p for p in learner.predict({"m1": member(test, True), "m2": member(test, True),
+                                                     "n": member(test, False)}, test)}
+        for d in test:
+            assert sorted(got[d.id].spans(d)) == sorted(d.annotations), name
 
 
 from .test_deid_cli import tiny_bundle  # noqa: E402,F401 - the fixture: one bundle-fitting recipe
