@@ -16,7 +16,9 @@ cost per call is under 1% of them; shorter C calls get a row of their own):
   ``Tagger.tag``, which cProfile does not see, so that loop's own time is
   CRFsuite's (its Python lines are a loop over notes and chunks);
 - Vowpal Wabbit's C++ (``pylibvw``: parsing an example line, predicting;
-  pyvw's Python wrappers are not counted);
+  as for CRFsuite, pyvw's ``predict``/``learn`` call into C++ that cProfile
+  does not see, so their own time is that call's; pyvw's other Python, such
+  as building its example objects, is not counted);
 - LIBLINEAR / numpy / scipy: numpy and scipy's C functions.
 
 The rest is Python (ensemble-deid's features, encoders, decoders, I/O) and
