@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -31,7 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from common import RESULTS, load_range, machine_description, progress, timed_child, write_json, write_markdown  # noqa: E402
+from common import (RESULTS, deidentify_throughput, load_range, machine_description, progress, timed_child,  # noqa: E402
+                    write_json, write_markdown)
 
 CLI = [sys.executable, "-c", "from ensemble_deid.cli import main; main()"]
 
@@ -48,7 +48,7 @@ def _deidentify(model: str, notes: str, out: Path, *extra: str) -> tuple[dict, i
         printed, errors = stdout.read(), stderr.read()
     if timing["exit_status"]:
         sys.exit(f"bench_dask: deidentify failed: {errors[-1000:]}")
-    return timing, int(re.search(r"(\d+) tokens in", printed).group(1))
+    return timing, deidentify_throughput(printed)[0]
 
 
 def _cpu_seconds(processes) -> float:

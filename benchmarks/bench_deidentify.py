@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import os
 import json
-import re
 import resource
 import subprocess
 import sys
@@ -68,7 +67,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, code_env, criterion_scores, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import (RESULTS, code_env, criterion_scores, deidentify_throughput, machine_description, progress,  # noqa: E402
+                    write_json, write_markdown)
 
 CLI = str(Path(sys.executable).parent / "ensemble-deid")
 
@@ -128,8 +128,7 @@ def _timed_run(args, test_dir: Path, out: Path, *extra: str, tree: Path | None =
     wall = time.perf_counter() - t0
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
-    m = re.search(r"(\d+) tokens in ([\d.]+) s", proc.stdout)
-    return wall, cpu, int(m.group(1)), float(m.group(2))
+    return (wall, cpu, *deidentify_throughput(proc.stdout))
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import platform
 import shutil
 import statistics
@@ -498,6 +499,14 @@ def timed_child(argv: list[str], cwd, env: dict, stdout=None, stderr=None) -> di
     return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": before,
             "load_after": load1(), "nice": os.nice(0), "exit_status": os.waitstatus_to_exitcode(status),
             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
+def deidentify_throughput(printed: str) -> tuple[int, float]:
+    """(tokens, seconds) of the throughput line ``deidentify`` prints ("N tokens in S s")."""
+    m = re.search(r"(\d+) tokens in ([\d.]+) s", printed)
+    if m is None:
+        raise ValueError("deidentify printed no throughput line")
+    return int(m.group(1)), float(m.group(2))
 
 
 def progress(message: str) -> None:

@@ -43,7 +43,6 @@ import argparse
 import json
 import pstats
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -51,7 +50,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import MEDDOCAN_CITATION, RESULTS, load1, machine_description, progress, write_json, write_markdown  # noqa: E402
+from common import (MEDDOCAN_CITATION, RESULTS, deidentify_throughput, machine_description, progress,  # noqa: E402
+                    timed_child, write_json, write_markdown)
 
 # cProfile around the CLI in a fresh process (its default clock: wall time, so run it on a quiet machine;
 # a CPU clock costs several times more per call and inflates the run); the stats go to argv[1].
@@ -102,17 +102,17 @@ def cumulative(stats: pstats.Stats, file_suffix: str, fn: str) -> float:
     return sum(v[3] for (f, _l, name), v in stats.stats.items() if f.endswith(file_suffix) and name == fn)
 
 
-def profile_run(model: Path, notes: Path, out: Path, prof: Path) -> tuple[float, float, int]:
-    """(wall s, CPU s, tokens) of one profiled ``deidentify``."""
-    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([sys.executable, "-c", PROFILED, str(prof), "deidentify", str(model), str(notes),
-                           "--out", str(out), "--no-progress"], capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode:
-        sys.exit(f"deidentify failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
-    m = re.search(r"(\d+) tokens in ([\d.]+) s", proc.stdout)
-    return wall, (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime), int(m.group(1))
+def profile_run(model: Path, notes: Path, out: Path, prof: Path) -> tuple[dict, int]:
+    """The timing (``common.timed_child``) and tokens of one profiled ``deidentify``."""
+    with tempfile.TemporaryFile("w+") as printed:
+        timing = timed_child([sys.executable, "-c", PROFILED, str(prof), "deidentify", str(model), str(notes),
+                              "--out", str(out), "--no-progress"], cwd=None, env=None, stdout=printed,
+                             stderr=subprocess.STDOUT)
+        printed.seek(0)
+        text = printed.read()
+    if timing["exit_status"]:
+        sys.exit(f"deidentify failed (exit {timing['exit_status']}): {text.strip().splitlines()[-1:]}")
+    return timing, deidentify_throughput(text)[0]
 
 
 def summarise(stats: pstats.Stats, tokens: int, cores: int, target: float | None) -> dict:
@@ -173,17 +173,17 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     manifest = json.loads((args.model / "manifest.json").read_text())
     rounds = []
-    before = load1()
     for i in range(max(1, args.rounds)):
         with tempfile.TemporaryDirectory(prefix="deid-profile-") as tmp:
             progress(f"round {i + 1}: deidentify {args.model} under cProfile ...")
-            wall, cpu, tokens = profile_run(args.model, args.notes, Path(tmp) / "out", Path(tmp) / "run.prof")
+            timing, tokens = profile_run(args.model, args.notes, Path(tmp) / "out", Path(tmp) / "run.prof")
             documents = sum(1 for _ in (Path(tmp) / "out" / "text").iterdir())
             rounds.append((summarise(pstats.Stats(str(Path(tmp) / "run.prof")), tokens, args.cores, args.target),
-                           (wall, cpu)))
-    after = load1()
+                           timing))
+    before, after = rounds[0][1]["load_before"], rounds[-1][1]["load_after"]
     # The round whose kernels took least: the floor most favourable to the target.
-    best, (wall, cpu) = min(rounds, key=lambda r: r[0]["kernels_s"])
+    best, timing = min(rounds, key=lambda r: r[0]["kernels_s"])
+    wall, cpu = timing["wall_s"], timing["cpu_s"]
     result = {"benchmark": "deidentify-profile", "model": args.model.name,
               "members": [m["label"] for m in manifest["members"]], "documents": documents, "tokens": tokens,
               "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "cores": args.cores, "rounds": len(rounds),
