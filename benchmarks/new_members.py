@@ -21,6 +21,10 @@ computed from the CRF's published parts; every doc-consistency part that a
 parts is printed.
 
     nice python benchmarks/new_members.py   # writes benchmarks/results/new-members-meddocan{.json,.md,-voting.md}
+    # another set of candidates, from another cache, in results files of its own:
+    nice python benchmarks/new_members.py --cache WS/cached_predictions --label hybrid \
+        --members "lstm-crf-l:epochs=12,validation_fraction=0,linear_buckets=262144,linear_decay=0.2"
+    # writes benchmarks/results/new-members-hybrid-meddocan{.json,.md,-voting.md}
 
 MEDDOCAN (CC BY 4.0): Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez
 H, Lopez Martin J, Villegas M, Krallinger M. Automatic De-identification of
@@ -46,9 +50,16 @@ STEM = RESULTS / "new-members-meddocan"
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", default=str(PUBLISHED_PREDICTIONS), help="the workspace cache holding the new parts")
+    ap.add_argument("--members", default=",".join(NEW_MEMBERS),
+                    help="the candidates, as tagger specs given to cv (default: %(default)s)")
+    ap.add_argument("--label", default="",
+                    help="results in new-members-LABEL-meddocan.* (default: new-members-meddocan.*)")
     args = ap.parse_args(argv)
+    from ensemble_deid.experiment.cv import TaggerSpec, parse_tagger_specs
+
+    candidates = [spec.label for spec in parse_tagger_specs(args.members, option="--members")]
+    stem = RESULTS / f"new-members-{args.label}-meddocan" if args.label else STEM
     from ensemble_deid.ensemble.diagnostics import member_diagnostics
-    from ensemble_deid.experiment.cv import TaggerSpec
     from ensemble_deid.studies.summary import strict_prf
 
     engine, train, dev_docs = meddocan_cv(args.cache)
@@ -56,7 +67,7 @@ def main(argv=None) -> int:
     by_id = {d.id: d for d in (*train, *dev_docs)}
 
     members, complete = {}, {}
-    for name in NEW_MEMBERS:
+    for name in candidates:
         spec = TaggerSpec.parse(name)
         oof, dev, folds, records = read_member(engine, spec)
         row = {"member": name, "folds_done": len(folds), "dev_done": dev is not None,
@@ -125,7 +136,7 @@ def main(argv=None) -> int:
     variants = [("12 published", published)] + ([(f"12 + {', '.join(complete)}", everyone)] if complete else [])
     result = {"citation": MEDDOCAN_CITATION, "members": members, "reference": reference,
               "pruned_voting": pruned_voting(train, dev_docs, variants), "machine": machine_description()}
-    write_member_results(STEM, result, tables)
+    write_member_results(stem, result, tables)
     return 0
 
 

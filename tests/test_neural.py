@@ -529,3 +529,61 @@ def test_version_2_schedule_trains_every_note_for_every_epoch(docs):
     assert info["held_out_documents"] == 0 and info["train_documents"] == 8 and "refit" not in info
     assert info["train_tokens"] == sum(len(d.tokens) for d in docs[:8])
     assert all(h["cpu_seconds"] > 0 for h in tagger.history_)
+
+
+# --- the CRF's feature strings beside the BiLSTM (linear_buckets) -------------------------------
+HYBRID = {**FAST, "linear_buckets": 512}
+
+
+def test_linear_buckets_off_keeps_the_published_members_cache_keys():
+    from pathlib import Path
+
+    cls = tagger_class("lstm-crf-l")
+    assert "linear_buckets" not in cls().hashed_params()
+    assert cls(linear_buckets=0).param_hash() == cls().param_hash()
+    assert cls(linear_buckets=64).param_hash() != cls(linear_buckets=128).param_hash() != cls().param_hash()
+    # The neural entries published before the parameter existed are still found by their key.
+    manifest = Path(__file__).resolve().parents[1] / "cached_predictions" / "meddocan" / "published.json"
+    entries = [e for e in json.loads(manifest.read_text())["entries"] if e["tagger"] in NAMES]
+    assert len(entries) == 4
+    for entry in entries:
+        assert "linear_buckets" not in entry["params"]
+        assert tagger_class(entry["tagger"])(**entry["params"]).param_hash() == entry["param_hash"]
+
+
+def test_linear_ids_are_the_crf_feature_strings_hashed_into_buckets(docs):
+    from ensemble_deid.taggers.feature_hash import hashed_ids
+    from ensemble_deid.taggers.features import FeatureExtractor
+
+    tagger = tagger_class("lstm-crf-l")(linear_buckets=97)
+    doc = docs[0]
+    ids = tagger._linear_ids(doc)
+    rows = FeatureExtractor().document_features(doc)
+    assert ids.shape == (len(doc.tokens), max(map(len, rows)))
+    for i in (0, 1, len(rows) // 2, len(rows) - 1):
+        expected = sorted((hashed_ids(rows[i]).astype(np.int64) % 97 + 1).tolist())
+        assert sorted(ids[i][ids[i] > 0].tolist()) == expected  # bucket 0 is padding only
+        assert (ids[i] == 0).sum() == ids.shape[1] - len(rows[i])
+
+
+def test_hybrid_learns_the_linear_weights_and_round_trips(docs, tmp_path):
+    tagger = tagger_class("lstm-crf-l")(**HYBRID).fit(docs[:18])
+    weights = tagger.state_dict_["linear.weight"]
+    assert weights.shape == (513, len(tagger.tags_))
+    assert not weights[0].any(), "the padding bucket never learns"
+    assert weights[1:].abs().sum() > 0
+    train = docs[:18]
+    baseline = strict_f1_of([DocumentPrediction.empty(d) for d in train], train)
+    assert strict_f1(tagger, train) > baseline + 0.8
+    path = tagger.save(tmp_path / "hybrid.pt")
+    assert torch.load(path, weights_only=True)["params"]["linear_buckets"] == 512
+    restored = NeuralTagger.load(path)
+    assert [p.tags for p in restored.predict(docs[18:])] == [p.tags for p in tagger.predict(docs[18:])]
+    # Without the linear part the same network is another model.
+    plain = tagger_class("lstm-crf-l")(**FAST).fit(docs[:18])
+    assert "linear.weight" not in plain.state_dict_
+
+
+class TestLstmCrfLHybridContract(TaggerContract):
+    tagger_name = "lstm-crf-l"
+    tagger_params = HYBRID

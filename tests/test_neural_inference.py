@@ -43,7 +43,8 @@ def old_shape_ids(words, starts, ends, text):
 
 
 def old_encode_documents(docs, words, chars, context, tag_index=None, gold=None, features=None, max_length=0,
-                         start_with_begin=False):
+                         start_with_begin=False, feature_ids=None):
+    assert feature_ids is None, "the old path had no hashed linear features"
     type_of, type_chars, sequences, n_tokens = {}, [], [], 0
     for d, doc in enumerate(docs):
         toks = doc.tokens

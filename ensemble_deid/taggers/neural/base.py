@@ -22,7 +22,7 @@ from ...corpus.bio import OUTSIDE, gold_tags
 from ...corpus.document import Document
 from ..prediction import DocumentPrediction
 from ..base import Tagger
-from ..constraints import DEVICE, EXISTING_FILE, MAX_COUNT, MAX_SIZE, Interval, Options
+from ..constraints import DEVICE, EXISTING_FILE, MAX_BUCKETS, MAX_COUNT, MAX_SIZE, Interval, Options
 from .vocab import Vocab
 
 log = logging.getLogger("ensemble_deid.taggers.neural")
@@ -32,6 +32,9 @@ CONTEXTS = ("sentence", "document")
 # Parameters that never change a fitted model's output: left out of the
 # cache key, so showing progress or using more threads reuses cached runs.
 _NOT_HASHED = ("verbose", "num_threads")
+# Parameters added after models were published, off by default: left out of the
+# cache key while off, so the published entries keep their keys.
+_ADDED_LATER = ("linear_buckets", "linear_decay")
 
 
 class NeuralTagger(Tagger):
@@ -85,6 +88,14 @@ class NeuralTagger(Tagger):
         ``epochs`` epochs, version 2's defaults with ``epochs=12``, 16 for
         ``lstm-l``, which were settled by MEDDOCAN dev F1 and are the
         published members' settings);
+      linear_buckets: with a positive count, the linear CRF's own [LIU17]
+        feature strings (``FeatureExtractor`` with its defaults, as ``crf``
+        reads them) are hashed into this many buckets, each with a weight per
+        tag, and each token's sum is added to the BiLSTM's tag scores: a
+        linear-chain CRF and a BiLSTM-CRF trained as one model (0: off, the
+        published members; a 0 leaves the cache key as it was before the
+        parameter existed); linear_decay: their decoupled weight decay (L2)
+        per unit of learning rate, after every step (0: none);
       refit: after early stopping, train again from fresh weights on every
         training note (held-out part included) for the number of epochs
         early stopping chose, at the learning rates those epochs used; the
@@ -120,6 +131,7 @@ class NeuralTagger(Tagger):
         "device": [DEVICE],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
         "num_threads": [None, Interval(int, 1, MAX_COUNT)], "verbose": [bool],
+        "linear_buckets": [Interval(int, 0, MAX_BUCKETS)], "linear_decay": [Interval(float, 0, None)],
     }
     _fitted_caches = ("_model",)
 
@@ -154,6 +166,8 @@ class NeuralTagger(Tagger):
         refit: bool = True,
         num_threads: int | None = 1,
         verbose: bool = False,
+        linear_buckets: int = 0,
+        linear_decay: float = 0.0,
     ):
         self._store_params(locals())
 
@@ -165,7 +179,11 @@ class NeuralTagger(Tagger):
     # --- parameters ----------------------------------------------------------------
     def hashed_params(self) -> dict[str, Any]:
         # Progress output and thread count do not change the model.
-        return {k: v for k, v in super().hashed_params().items() if k not in _NOT_HASHED}
+        params = {k: v for k, v in super().hashed_params().items() if k not in _NOT_HASHED}
+        for name in _ADDED_LATER:  # at their defaults: the key of every run made before they existed
+            if not params.get(name):
+                params.pop(name, None)
+        return params
 
     def _check_params(self) -> None:
         from .training import OPTIMIZERS
@@ -293,22 +311,24 @@ class NeuralTagger(Tagger):
 
         self._fit_features(train_docs)
         features = self._features if self.uses_features else None
+        linear = self._linear_ids if self.linear_buckets else None
         with self._threads(), forked_rng(device):
             seed_everything(self.random_state)
             model = self._network(len(words), len(chars), tags, pretrained)
             train = encode_documents(
                 train_docs, words, chars, self.context, tag_index, gold_tags, features, self.max_length,
-                start_with_begin=self._constrained,
+                start_with_begin=self._constrained, feature_ids=linear,
             )
             dev = None
             if dev_docs:
-                dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length)
+                dev = encode_documents(dev_docs, words, chars, self.context, None, None, features, self.max_length,
+                                       feature_ids=linear)
             config = TrainConfig(
                 epochs=len(lr_schedule) if lr_schedule else int(self.epochs), patience=int(self.patience),
                 batch_size=int(self.batch_size), lr=float(self.lr), optimizer=self.optimizer,
                 clip=float(self.clip or 0), lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob),
                 anneal=float(self.anneal), anneal_patience=int(self.anneal_patience),
-                ema_decay=float(self.ema_decay), lr_schedule=lr_schedule, seed=int(self.random_state),
+                ema_decay=float(self.ema_decay), linear_decay=float(self.linear_decay), lr_schedule=lr_schedule, seed=int(self.random_state),
                 verbose=bool(self.verbose), name=(self.name or type(self).__name__) + (" refit" if lr_schedule else ""),
             )
             result = train_model(model, train, dev, dev_docs, tags, words.singletons(), config, device)
@@ -322,8 +342,25 @@ class NeuralTagger(Tagger):
             word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
             word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
             output_dropout=self.output_dropout, use_crf=self.use_crf, pretrained=pretrained,
-            allowed=self._allowed(tags), **self._network_extra(),
+            allowed=self._allowed(tags), linear_buckets=int(self.linear_buckets), **self._network_extra(),
         )
+
+    def _linear_ids(self, doc: Document) -> np.ndarray:
+        """(n_tokens, M) bucket ids (1..linear_buckets) of each token's
+        feature strings, 0-padded to the note's longest row."""
+        fx = self.__dict__.get("_linear_fx")
+        if fx is None:
+            from ..features import FeatureExtractor
+
+            fx = self._linear_fx = FeatureExtractor()
+        from ..feature_hash import hashed_ids
+
+        rows = fx.document_features(doc)
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        out = np.zeros((len(rows), int(lengths.max()) if len(rows) else 0), dtype=np.int64)
+        flat = hashed_ids([f for row in rows for f in row]).astype(np.int64) % int(self.linear_buckets) + 1
+        out[np.repeat(np.arange(len(rows)), lengths), np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = flat
+        return out
 
     @property
     def _constrained(self) -> bool:
@@ -363,7 +400,9 @@ class NeuralTagger(Tagger):
         with self._threads():
             model = self.network()
             features = self._features if self.uses_features else None
-            data = encode_documents(documents, self.words_, self.chars_, self.context, features=features, max_length=self.max_length)
+            linear = self._linear_ids if self.linear_buckets else None
+            data = encode_documents(documents, self.words_, self.chars_, self.context, features=features,
+                                    max_length=self.max_length, feature_ids=linear)
             return predict_encoded(
                 model, data, len(documents), [len(d.tokens) for d in documents], self._model_device, marginals
             )
@@ -399,6 +438,7 @@ class NeuralTagger(Tagger):
         state = dict(self.__dict__)
         state.pop("_model", None)  # rebuilt from state_dict_ on first use
         state.pop("_model_device", None)
+        state.pop("_linear_fx", None)
         return state
 
     def __setstate__(self, state):

@@ -5,6 +5,8 @@
     [token shape -> shape embedding]            (optional)
     [binary features -> feed-forward layer]     (lstm-crf-fea)
     concatenate -> dropout -> word BiLSTM -> [dropout] -> linear -> tag scores
+    [+ hashed feature strings -> per-tag weights]   (linear_buckets: the CRF's own
+                                                      state features, added to the scores)
     -> CRF layer (pytorch-crf) or softmax
 
 Character representations are computed once per distinct word of a batch.
@@ -106,12 +108,14 @@ class Batch:
     mask: torch.Tensor  # (B, T) bool
     tags: torch.Tensor | None = None  # (B, T) long
     features: torch.Tensor | None = None  # (B, T, F) float
+    feature_ids: torch.Tensor | None = None  # (B, T, M) long, hashed feature strings, 0-padded
 
     def to(self, device) -> "Batch":
         move = lambda t: None if t is None else t.to(device)  # noqa: E731
         return Batch(
             move(self.words), move(self.shapes), move(self.type_index), move(self.chars),
             move(self.char_lengths), move(self.lengths), move(self.mask), move(self.tags), move(self.features),
+            move(self.feature_ids),
         )
 
 
@@ -133,6 +137,7 @@ class BiLSTMTagger(nn.Module):
         use_crf: bool = True,
         pretrained: np.ndarray | None = None,
         allowed: tuple[np.ndarray, np.ndarray] | None = None,
+        linear_buckets: int = 0,
     ):
         super().__init__()
         self.use_crf = use_crf
@@ -166,6 +171,13 @@ class BiLSTMTagger(nn.Module):
         self.output_dropout = UniformDropout(dropout) if output_dropout else nn.Identity()
         self.word_lstm = BiLSTM(in_dim, word_lstm_dim)
         self.output = nn.Linear(2 * word_lstm_dim, n_tags)
+        # A linear-chain CRF's state features beside the BiLSTM: each hashed
+        # feature string has a weight per tag, summed over the token's strings
+        # (bucket 0 pads). Zero at the start, so training begins from the BiLSTM alone.
+        self.linear = None
+        if linear_buckets > 0:
+            self.linear = nn.EmbeddingBag(linear_buckets + 1, n_tags, mode="sum", padding_idx=0)
+            nn.init.zeros_(self.linear.weight)
         self.crf = None
         if use_crf:
             from torchcrf import CRF
@@ -200,7 +212,11 @@ class BiLSTMTagger(nn.Module):
             parts.append(self.feature_layer(batch.features))
         x = self.dropout(torch.cat(parts, dim=-1))
         out = self.word_lstm(x, batch.lengths)
-        return self.output(self.output_dropout(out))
+        scores = self.output(self.output_dropout(out))
+        if self.linear is not None:
+            B, T, M = batch.feature_ids.shape
+            scores = scores + self.linear(batch.feature_ids.reshape(B * T, M)).reshape(B, T, -1)
+        return scores
 
     def crf_scores(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start, transition and end scores, forbidden moves penalised."""

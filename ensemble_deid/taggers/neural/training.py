@@ -61,6 +61,7 @@ class Segment:
     shapes: np.ndarray
     tags: np.ndarray | None = None
     features: np.ndarray | None = None  # (n, F) float32
+    feature_ids: np.ndarray | None = None  # (n, M) int64 buckets of hashed feature strings, 0-padded
 
     def __len__(self) -> int:
         return len(self.words)
@@ -90,6 +91,7 @@ def encode_documents(
     features: Callable[[Document], np.ndarray] | None = None,
     max_length: int = 0,
     start_with_begin: bool = False,
+    feature_ids: Callable[[Document], np.ndarray] | None = None,
 ) -> EncodedData:
     """Sequences per sentence (``context="sentence"``) or per document; with
     ``max_length``, a longer document is cut at line breaks (see ``line_chunks``)."""
@@ -133,6 +135,11 @@ def encode_documents(
             feats = np.asarray(features(doc), dtype=np.float32)
             if feats.shape[0] != n:
                 raise ValueError(f"document {doc.id!r}: {feats.shape[0]} feature rows for {n} tokens")
+        ids = None
+        if feature_ids is not None:
+            ids = feature_ids(doc)
+            if ids.shape[0] != n:
+                raise ValueError(f"document {doc.id!r}: {ids.shape[0]} hashed feature rows for {n} tokens")
         if context == "sentence":
             ranges = toks.sentences()
         elif max_length and n > max_length:
@@ -148,7 +155,7 @@ def encode_documents(
                     seg_tags[0] = begin_of[int(seg_tags[0])]
             sequences.append(Segment(
                 d, a, word_ids[a:b], types[a:b], shapes[a:b], seg_tags,
-                None if feats is None else feats[a:b],
+                None if feats is None else feats[a:b], None if ids is None else ids[a:b],
             ))
     return EncodedData(sequences, type_chars, n_tokens)
 
@@ -192,6 +199,9 @@ def make_batch(
     feats = None
     if seqs[0].features is not None:
         feats = np.zeros((B, T, seqs[0].features.shape[1]), dtype=np.float32)
+    ids = None
+    if seqs[0].feature_ids is not None:
+        ids = np.zeros((B, T, max(s.feature_ids.shape[1] for s in seqs)), dtype=np.int64)
     for i, s in enumerate(seqs):
         n = len(s)
         words[i, :n] = s.words
@@ -202,6 +212,8 @@ def make_batch(
             tags[i, :n] = s.tags
         if feats is not None:
             feats[i, :n] = s.features
+        if ids is not None:
+            ids[i, :n, : s.feature_ids.shape[1]] = s.feature_ids
     if unk_prob > 0 and unk_rng is not None and singletons is not None:
         drop = singletons[words] & (unk_rng.random(words.shape) < unk_prob)
         words[drop] = UNK_ID
@@ -218,7 +230,7 @@ def make_batch(
         torch.from_numpy(words), torch.from_numpy(shapes), torch.from_numpy(type_index),
         torch.from_numpy(chars), torch.from_numpy(char_lengths), torch.from_numpy(lengths),
         torch.from_numpy(mask), None if tags is None else torch.from_numpy(tags),
-        None if feats is None else torch.from_numpy(feats),
+        None if feats is None else torch.from_numpy(feats), None if ids is None else torch.from_numpy(ids),
     )
 
 
@@ -307,6 +319,7 @@ class TrainConfig:
     anneal: float = 1.0
     anneal_patience: int = 2
     ema_decay: float = 0.0  # decay of the weights' moving average (0: none)
+    linear_decay: float = 0.0  # decoupled weight decay of the hashed linear weights, per unit of lr
     lr_schedule: Sequence[float] | None = None  # the rate of every epoch (replaces lr, decay, annealing)
     verbose: bool = False
     name: str = "neural"
@@ -425,6 +438,11 @@ def train_model(
             if config.clip and config.clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
             opt.step()
+            if config.linear_decay and model.linear is not None:
+                # L2 on the CRF-style weights (decoupled from Adam's scaling, as AdamW):
+                # a rare feature string's weight shrinks between the steps that use it.
+                with torch.no_grad():
+                    model.linear.weight.mul_(1.0 - lr * config.linear_decay)
             if averaged is not None:
                 # Warm-up (as TensorFlow's ExponentialMovingAverage with num_updates):
                 # the first steps average over fewer of them, so a short run on a
