@@ -294,6 +294,11 @@ def test_new_members_says_which_add_deciding_on_train_only(scripts):
     assert rows["b"] == "no (pruned voting by CV drops it): leave out"  # kept among the 12 only: not the choice
     assert rows["c"] == "no (ΔF1 train OOF <= 0): leave out"
     assert rows["d"] == "undecided: CV 4/10"
+    # Kept, but the enlarged set scores no higher by CV than the 12 alone: CV chooses the 12.
+    result["pruned_voting"][1]["cv_f1"] = 0.96
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[-1].strip(" |")
+            for line in new_members.tables(result)[0].splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["a"] == "no (the 12 alone score as high by CV): leave out"
 
 
 def test_neural_cv_keeps_the_setting_with_the_higher_cv_f1_and_never_an_unfinished_one(scripts):

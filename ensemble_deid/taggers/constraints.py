@@ -37,7 +37,7 @@ class InvalidParameter(ValueError):
 # for ever or exhaust memory, never a setting anyone means.
 MAX_COUNT = 1_000_000  # epochs, iterations, passes, patience, lengths, thresholds
 MAX_SIZE = 10_000  # a layer, embedding or feature dimension (word vectors have <= 1,000)
-MAX_BUCKETS = 1 << 22  # hashed feature buckets: each holds a weight per tag (4M x 45 tags: 720 MB)
+MAX_BUCKETS = 1 << 22  # hashed feature buckets: each holds a weight per tag (4M x 43 tags: 720 MB)
 MAX_SEED = 2**32 - 1  # numpy, torch and Vowpal Wabbit take seeds in [0, 2**32)
 
 
