@@ -347,7 +347,7 @@ class NeuralTagger(Tagger):
 
     def _linear_ids(self, doc: Document) -> np.ndarray:
         """(n_tokens, M) bucket ids (1..linear_buckets) of each token's
-        feature strings, 0-padded to the note's longest row."""
+        feature strings, 0-padded to the note's longest row (int32)."""
         fx = self.__dict__.get("_linear_fx")
         if fx is None:
             from ..features import FeatureExtractor
@@ -357,9 +357,11 @@ class NeuralTagger(Tagger):
 
         rows = fx.document_features(doc)
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        out = np.zeros((len(rows), int(lengths.max()) if len(rows) else 0), dtype=np.int64)
-        flat = hashed_ids([f for row in rows for f in row]).astype(np.int64) % int(self.linear_buckets) + 1
-        out[np.repeat(np.arange(len(rows)), lengths), np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = flat
+        # int32 (buckets < 2**22): a training set's ids are held until its batches are made
+        out = np.zeros((len(rows), int(lengths.max()) if len(rows) else 0), dtype=np.int32)
+        flat = hashed_ids([f for row in rows for f in row]) % int(self.linear_buckets) + 1
+        token = np.repeat(np.arange(len(rows)), lengths)
+        out[token, np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = flat
         return out
 
     @property

@@ -61,7 +61,7 @@ class Segment:
     shapes: np.ndarray
     tags: np.ndarray | None = None
     features: np.ndarray | None = None  # (n, F) float32
-    feature_ids: np.ndarray | None = None  # (n, M) int64 buckets of hashed feature strings, 0-padded
+    feature_ids: np.ndarray | None = None  # (n, M) int32 buckets of hashed feature strings, 0-padded
 
     def __len__(self) -> int:
         return len(self.words)
