@@ -584,6 +584,11 @@ def test_hybrid_learns_the_linear_weights_and_round_trips(docs, tmp_path):
     assert "linear.weight" not in plain.state_dict_
 
 
+def test_linear_decay_that_would_flip_the_weights_is_refused_before_training():
+    with pytest.raises(ValueError, match="linear_decay x lr must be below 1"):
+        tagger_class("lstm-crf-l")(lr=0.01, linear_buckets=16, linear_decay=100.0).fit(tiny_corpus(2))
+
+
 class TestLstmCrfLHybridContract(TaggerContract):
     tagger_name = "lstm-crf-l"
     tagger_params = HYBRID

@@ -203,6 +203,9 @@ class NeuralTagger(Tagger):
             problems.append("ema_decay must lie in [0, 1)")
         if not (0 <= self.unk_prob <= 1):
             problems.append("unk_prob must lie in [0, 1]")
+        if float(self.linear_decay) * float(self.lr) >= 1:
+            problems.append(f"linear_decay x lr must be below 1 (each step multiplies the linear weights by "
+                            f"1 - lr x linear_decay), not {float(self.linear_decay) * float(self.lr):g}")
         if int(self.max_length) < 0:
             problems.append(f"max_length must be 0 (whole notes) or positive, not {self.max_length!r}")
         for name in ("epochs", "batch_size", "word_dim", "word_lstm_dim"):
