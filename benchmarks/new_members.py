@@ -55,20 +55,20 @@ def main(argv=None) -> int:
     ap.add_argument("--label", default="",
                     help="results in new-members-LABEL-meddocan.* (default: new-members-meddocan.*)")
     args = ap.parse_args(argv)
-    from ensemble_deid.experiment.cv import TaggerSpec, parse_tagger_specs
-
-    candidates = [spec.label for spec in parse_tagger_specs(args.members, option="--members")]
-    stem = RESULTS / f"new-members-{args.label}-meddocan" if args.label else STEM
     from ensemble_deid.ensemble.diagnostics import member_diagnostics
+    from ensemble_deid.experiment.cv import parse_tagger_specs
     from ensemble_deid.studies.summary import strict_prf
+
+    candidates = parse_tagger_specs(args.members, option="--members")  # checked before anything is read
+    stem = RESULTS / f"new-members-{args.label}-meddocan" if args.label else STEM
 
     engine, train, dev_docs = meddocan_cv(args.cache)
     published = read_published(engine)
     by_id = {d.id: d for d in (*train, *dev_docs)}
 
     members, complete = {}, {}
-    for name in candidates:
-        spec = TaggerSpec.parse(name)
+    for spec in candidates:
+        name = spec.label
         oof, dev, folds, records = read_member(engine, spec)
         row = {"member": name, "folds_done": len(folds), "dev_done": dev is not None,
                "fit_seconds": round(sum(r.get("fit_seconds", 0.0) for r in records), 1),

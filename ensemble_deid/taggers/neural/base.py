@@ -331,7 +331,8 @@ class NeuralTagger(Tagger):
                 batch_size=int(self.batch_size), lr=float(self.lr), optimizer=self.optimizer,
                 clip=float(self.clip or 0), lr_decay=float(self.lr_decay), unk_prob=float(self.unk_prob),
                 anneal=float(self.anneal), anneal_patience=int(self.anneal_patience),
-                ema_decay=float(self.ema_decay), linear_decay=float(self.linear_decay), lr_schedule=lr_schedule, seed=int(self.random_state),
+                ema_decay=float(self.ema_decay), linear_decay=float(self.linear_decay), lr_schedule=lr_schedule,
+                seed=int(self.random_state),
                 verbose=bool(self.verbose), name=(self.name or type(self).__name__) + (" refit" if lr_schedule else ""),
             )
             result = train_model(model, train, dev, dev_docs, tags, words.singletons(), config, device)
