@@ -343,6 +343,71 @@ def test_checkpoint_round_trip(fitted, docs, tmp_path):
     assert torch.load(path, weights_only=True)["tagger"] == "lstm-crf-l"
 
 
+def test_checkpoint_vocabularies_are_packed_and_format_1_still_loads(fitted, docs, tmp_path):
+    """Vocabularies are saved as one string, its lengths and the counts
+    (tensors: weights-only loading takes milliseconds, not a Python step per
+    word); a checkpoint written with format 1's lists loads to the same tagger."""
+    path = fitted.save(tmp_path / "model.pt")
+    ckpt = torch.load(path, weights_only=True)
+    assert ckpt["format"] == "ensemble-deid/neural-checkpoint/2"
+    words = ckpt["words"]
+    assert set(words) == {"text", "lengths", "counts"} and isinstance(words["lengths"], torch.Tensor)
+    assert words["text"] == "".join(fitted.words_.itos[2:]) and words["counts"].tolist() == fitted.words_.counts[2:]
+    ckpt.update(format="ensemble-deid/neural-checkpoint/1", words=fitted.words_.to_state(),
+                chars=fitted.chars_.to_state())
+    torch.save(ckpt, tmp_path / "old.pt")
+    old = NeuralTagger.load(tmp_path / "old.pt")
+    assert old.words_.itos == fitted.words_.itos and old.chars_.counts == fitted.chars_.counts
+    assert [p.tags for p in old.predict(docs[18:])] == [p.tags for p in fitted.predict(docs[18:])]
+
+
+@pytest.fixture(scope="module")
+def fea_checkpoint(docs, tmp_path_factory):
+    """A saved lstm-crf-fea (it keeps state under 'extra') and its words."""
+    tagger = tagger_class("lstm-crf-fea")(**{**FAST, "epochs": 1}).fit(docs[:6])
+    return tagger.save(tmp_path_factory.mktemp("fea") / "model.pt"), tagger.words_.itos[2:]
+
+
+def _packed(items):
+    return {"text": "".join(items), "lengths": torch.tensor([len(w) for w in items]),
+            "counts": torch.ones(len(items), dtype=torch.int64)}
+
+
+NOT_A_VOCABULARY = "is not a vocabulary: "
+
+
+@pytest.mark.parametrize("field, edit, message", [
+    ("words", lambda c: c.pop("words"), "is missing"),
+    ("tags", lambda c: c.__setitem__("tags", None), "is not a list"),
+    ("tags", lambda c: c.__setitem__("tags", [1, 2]), "holds something other than tag names"),
+    ("state_dict", lambda c: c["state_dict"].__setitem__("x", [1.0]), "holds something other than named tensors"),
+    ("params", lambda c: c["params"].__setitem__("dropout_rate", 0.5), "names 1 parameter"),
+    ("extra", lambda c: c.__setitem__("extra", {}), "lacks what 'lstm-crf-fea' keeps there"),
+    ("words", lambda c: c["words"].__setitem__("lengths", c["words"]["lengths"] + 1),
+     NOT_A_VOCABULARY + "its lengths do not cut its text"),
+    ("words", lambda c: c["words"].__setitem__("lengths", c["words"]["lengths"].float()),
+     NOT_A_VOCABULARY + "its lengths are not a vector of integers"),
+    ("words", lambda c: c["words"].__setitem__("counts", c["words"]["counts"][:3]),
+     NOT_A_VOCABULARY + "its counts do not match its entries"),
+    ("words", lambda c: c.__setitem__("words", _packed(["ab", "ab"])), NOT_A_VOCABULARY + "an entry is repeated"),
+    ("words", lambda c: c.__setitem__("words", _packed(["<unk>", "ab"])), NOT_A_VOCABULARY + "an entry is repeated"),
+    ("chars", lambda c: c.__setitem__("chars", {"itos": [1, 2], "counts": [1, 1]}),
+     NOT_A_VOCABULARY + "its entries are not strings"),
+    ("chars", lambda c: c.__setitem__("chars", {"items": []}), NOT_A_VOCABULARY + "unknown fields"),
+])
+def test_a_malformed_checkpoint_is_refused_naming_its_field(fea_checkpoint, tmp_path, field, edit, message):
+    """An edited checkpoint (a bundle from elsewhere is untrusted) is a
+    ValueError naming the file and the field, before anything uses it; never
+    a KeyError or TypeError from deep inside, never an entry of a vocabulary."""
+    saved, words = fea_checkpoint
+    ckpt = torch.load(saved, weights_only=True)
+    edit(ckpt)
+    torch.save(ckpt, tmp_path / "model.pt")
+    with pytest.raises(ValueError, match=f"model.pt: checkpoint field '{field}' {message}") as err:
+        NeuralTagger.load(tmp_path / "model.pt")
+    assert not any(w in str(err.value) for w in words if len(w) > 3)
+
+
 def test_sentence_context_and_pickle(docs):
     tagger = tagger_class("lstm-crf-n")(**{**FAST, "context": "sentence", "batch_size": 16, "epochs": 3})
     tagger.fit(docs[:8])
