@@ -21,12 +21,13 @@ on the same machine: its wall time against step 3's (the sequential path),
 its tokens/s, and whether every file it wrote is byte-identical to step
 3's; (6) with ``--baseline DIR`` (a checkout of the code before a change,
 e.g. ``git archive <commit> | tar -x -C DIR``), the same sequential command
-run by that code on the same bundle and notes, alternating with this
-code's sequential and ``--jobs N`` runs (``--pairs`` rounds, same run, same
-machine): the median ratios of the wall times (sequential and --jobs N
-against the baseline's sequential), the CPU seconds of each, and whether
-all wrote the same bytes. The load average is
-recorded beside (the machine may be shared). Results:
+run by that code on the same bundle (``--baseline-model``: the same fitted
+members in the file formats that code reads, when they changed since) and
+notes, alternating with this code's sequential and ``--jobs N`` runs
+(``--pairs`` rounds, same run, same machine): the median ratios of the
+wall times (sequential and --jobs N against the baseline's sequential), the
+CPU seconds of each, and whether all wrote the same bytes. The load average
+is recorded beside (the machine may be shared). Results:
 benchmarks/results/deidentify.json and a table in deidentify.md (the guide
 shows it). No note text is printed.
 
@@ -149,6 +150,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--baseline", type=Path, help="a source tree of the code before a change: its sequential run "
                     "is timed against this code's (step 6)")
     ap.add_argument("--baseline-label", help="what --baseline is (e.g. the commit it was made from)")
+    ap.add_argument("--baseline-model", type=Path, help="the bundle as --baseline's code reads it (default "
+                    "--model): the same fitted members in the file formats of that code, e.g. saved by it")
     ap.add_argument("--pairs", type=int, default=2, help="alternating (baseline, this code) runs of step 6")
     ap.add_argument("--versus", type=Path, metavar="MODEL", help="a second bundle of the same corpus (e.g. a "
                     "cost-chosen one, fit --budget): timed against --model on the same notes in alternating rounds "
@@ -241,7 +244,7 @@ def _against_baseline(args, test_dir: Path, tmp: Path, files: dict[str, bytes], 
     jobs, jobs_ratios, cpu = [], [], {"baseline": [], "ours": [], "jobs": []}
     for i in range(max(1, args.pairs)):
         b_out, o_out, j_out = tmp / f"baseline-{i}", tmp / f"ours-{i}", tmp / f"jobs-{i}"
-        run = _timed_run(args, test_dir, b_out, tree=args.baseline)
+        run = _timed_run(args, test_dir, b_out, tree=args.baseline, model=args.baseline_model)
         theirs.append(run[0])
         cpu["baseline"].append(run[1])
         run = _timed_run(args, test_dir, o_out)
@@ -259,6 +262,7 @@ def _against_baseline(args, test_dir: Path, tmp: Path, files: dict[str, bytes], 
         progress(f"round {i + 1}: baseline {theirs[-1]:.1f} s, this code {ours[-1]:.1f} s, "
                  f"this code --jobs {args.jobs} {jobs[-1]:.1f} s")
     return {"label": args.baseline_label or str(args.baseline), "pairs": len(ratios),
+            "baseline_model": None if args.baseline_model is None else str(args.baseline_model),
             "baseline_wall_s": round(statistics.median(theirs), 3), "wall_s": round(statistics.median(ours), 3),
             "baseline_runs_s": [round(x, 3) for x in theirs], "runs_s": [round(x, 3) for x in ours],
             "speedup": round(statistics.median(ratios), 3),

@@ -565,3 +565,24 @@ def test_deidentify_profile_of_a_bundle_counts_crfsuite_and_writes_no_text(tiny_
     written = out.read_text() + out.with_suffix(".md").read_text()
     phi = {doc.text[a.start:a.end] for doc in docs for a in doc.annotations if a.end - a.start >= 4}
     assert phi and not [p for p in phi if p in written]
+
+
+def test_local_test_parts_keeps_the_model_fit_then_reuses(tiny_registered, workspace, tmp_path, scripts):
+    """benchmarks/local_test_parts.py: a member's test part made in the workspace
+    with its model kept (an external system skipped), left alone by a rerun, and
+    ``fit`` reuses the kept model instead of training the member again."""
+    from click.testing import CliRunner
+
+    from ensemble_deid.cli import main as cli
+
+    local = scripts("local_test_parts")
+    specs = "crf:max_iterations=5,rules"
+    assert local.main(["--corpus", tiny_registered, "--taggers", specs, "--folds", "3"]) == [
+        {"tagger": "crf:max_iterations=5", "status": "computed"}]
+    assert local.main(["--corpus", tiny_registered, "--taggers", specs, "--folds", "3"]) == [
+        {"tagger": "crf:max_iterations=5", "status": "in the workspace"}]
+    result = CliRunner().invoke(cli, ["fit", "--corpus", tiny_registered, "--method", "voting", "--members", specs,
+                                      "--folds", "3", "--out", str(tmp_path / "model"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "member crf:max_iterations=5: reused the model cv kept" in result.output
+    assert "identical to the cached 'ensemble' predictions on 10/10" in result.output
