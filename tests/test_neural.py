@@ -657,3 +657,45 @@ def test_linear_decay_that_would_flip_the_weights_is_refused_before_training():
 class TestLstmCrfLHybridContract(TaggerContract):
     tagger_name = "lstm-crf-l"
     tagger_params = HYBRID
+
+
+def test_bio_decode_picks_the_most_probable_valid_sequence_by_hand():
+    """lstm-l's bio_decode: Viterbi over log-probabilities with invalid BIO
+    moves forbidden. Tokens' probabilities over (O, B-X, I-X), worked by hand:
+    argmax reads O, I-X, I-X (an I-X after O); the valid sequences' products
+    are O,O,O .5*.3*.3=.045, O,B,I .5*.2*.6=.06, B,I,I .4*.5*.6=.12 (best),
+    B,I,O .4*.5*.3=.06; so B-X, I-X, I-X. Confidences stay each chosen tag's
+    own probability."""
+    from ensemble_deid.taggers.neural.network import Batch, BiLSTMTagger, bio_constraints
+
+    tags = ["O", "B-X", "I-X"]
+    probs = torch.tensor([[[0.5, 0.4, 0.1], [0.2, 0.3, 0.5], [0.3, 0.1, 0.6]]])
+    for decode, expected in ((False, [0, 2, 2]), (True, [1, 2, 2])):
+        net = BiLSTMTagger(5, 5, 3, word_dim=4, char_dim=0, char_lstm_dim=0, word_lstm_dim=4, use_crf=False,
+                           allowed=bio_constraints(tags), bio_decode=decode)
+        net.emissions = lambda batch: probs.log()
+        batch = Batch(*(torch.zeros(1, 3, dtype=torch.long),) * 3, torch.zeros(1, 1, dtype=torch.long),
+                      torch.ones(1, dtype=torch.long), torch.tensor([3]), torch.ones(1, 3, dtype=torch.bool))
+        best, conf = net.predict(batch)
+        assert best[0].tolist() == expected
+        assert np.allclose(conf[0][np.arange(3), best[0]], probs[0, np.arange(3), expected])
+
+
+def test_bio_decode_gives_valid_bio_and_stays_out_of_the_published_key(docs):
+    cls = tagger_class("lstm-l")
+    assert cls(bio_decode=False).param_hash() == cls().param_hash() != cls(bio_decode=True).param_hash()
+    tagger = cls(**{**FAST, "epochs": 2}).fit(docs[:12])
+    plain = tagger.predict(docs[12:])
+    tagger.set_params(bio_decode=True)
+    tagger.__dict__.pop("_model", None)  # the network reads the setting when it is built
+    decoded = tagger.predict(docs[12:])
+    for pred in decoded:
+        for prev, tag in zip((OUTSIDE,) + pred.tags[:-1], pred.tags):
+            assert not tag.startswith("I-") or prev[2:] == tag[2:], (prev, tag)
+    # Where the most probable tags already form valid BIO, they are the most probable valid sequence.
+    valid = [not any(t.startswith("I-") and a[2:] != t[2:] for a, t in zip((OUTSIDE,) + p.tags[:-1], p.tags))
+             for p in plain]
+    assert any(valid)
+    assert all(d.tags == p.tags for d, p, ok in zip(decoded, plain, valid) if ok)
+    with pytest.raises(ValueError, match="bio_decode is for a tagger without a CRF"):
+        tagger_class("lstm-crf-l")(bio_decode=True).validate_params()

@@ -40,7 +40,7 @@ CONTEXTS = ("sentence", "document")
 _NOT_HASHED = ("verbose", "num_threads")
 # Parameters added after models were published, off by default: left out of the
 # cache key while off, so the published entries keep their keys.
-_ADDED_LATER = ("linear_buckets", "linear_decay")
+_ADDED_LATER = ("linear_buckets", "linear_decay", "bio_decode")
 
 
 class NeuralTagger(Tagger):
@@ -69,6 +69,11 @@ class NeuralTagger(Tagger):
       bio_constraints: the CRF never moves to ``I-X`` except from ``B-X`` or
         ``I-X`` (forbidden moves scored -10000 in training and decoding; the
         softmax variant ignores it);
+      bio_decode: (the softmax variant, ``lstm-l``) tag a sequence by
+        Viterbi over the tokens' log-probabilities with those moves
+        forbidden and no others scored, instead of each token's most
+        probable tag (False: the published member; leaves the cache key as
+        it was before the parameter existed);
       char_dim, char_lstm_dim (per direction), word_dim, word_lstm_dim (per
         direction): layer sizes; shape_dim: size of a token shape embedding
         (casing class x glued to the previous token; 0 = none);
@@ -138,6 +143,7 @@ class NeuralTagger(Tagger):
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
         "num_threads": [None, Interval(int, 1, MAX_COUNT)], "verbose": [bool],
         "linear_buckets": [Interval(int, 0, MAX_BUCKETS)], "linear_decay": [Interval(float, 0, None)],
+        "bio_decode": [bool],
     }
     _fitted_caches = ("_model",)
 
@@ -174,6 +180,7 @@ class NeuralTagger(Tagger):
         verbose: bool = False,
         linear_buckets: int = 0,
         linear_decay: float = 0.0,
+        bio_decode: bool = False,
     ):
         self._store_params(locals())
 
@@ -209,6 +216,8 @@ class NeuralTagger(Tagger):
             problems.append("ema_decay must lie in [0, 1)")
         if not (0 <= self.unk_prob <= 1):
             problems.append("unk_prob must lie in [0, 1]")
+        if self.bio_decode and self.use_crf:
+            problems.append("bio_decode is for a tagger without a CRF (lstm-l): a CRF decodes by Viterbi already")
         if float(self.linear_decay) * float(self.lr) >= 1:
             problems.append(f"linear_decay x lr must be below 1 (each step multiplies the linear weights by "
                             f"1 - lr x linear_decay), not {float(self.linear_decay) * float(self.lr):g}")
@@ -352,7 +361,8 @@ class NeuralTagger(Tagger):
             word_dim=self.word_dim, char_dim=self.char_dim, char_lstm_dim=self.char_lstm_dim,
             word_lstm_dim=self.word_lstm_dim, shape_dim=self.shape_dim, dropout=self.dropout,
             output_dropout=self.output_dropout, use_crf=self.use_crf, pretrained=pretrained,
-            allowed=self._allowed(tags), linear_buckets=int(self.linear_buckets), **self._network_extra(),
+            allowed=self._allowed(tags), linear_buckets=int(self.linear_buckets), bio_decode=bool(self.bio_decode),
+            **self._network_extra(),
         )
 
     def _linear_ids(self, doc: Document) -> np.ndarray:
@@ -380,7 +390,7 @@ class NeuralTagger(Tagger):
         return bool(self.use_crf and self.bio_constraints)
 
     def _allowed(self, tags):
-        if not self._constrained:
+        if not (self._constrained or self.bio_decode):
             return None
         from .network import bio_constraints
 

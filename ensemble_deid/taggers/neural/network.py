@@ -138,9 +138,12 @@ class BiLSTMTagger(nn.Module):
         pretrained: np.ndarray | None = None,
         allowed: tuple[np.ndarray, np.ndarray] | None = None,
         linear_buckets: int = 0,
+        bio_decode: bool = False,
     ):
         super().__init__()
         self.use_crf = use_crf
+        # Without a CRF: decode by Viterbi over log-probabilities, forbidden BIO moves penalised.
+        self.bio_decode = bool(bio_decode) and not use_crf
         self.n_tags = n_tags
         self.word_emb = nn.Embedding(n_words, word_dim, padding_idx=0)
         bound = float(np.sqrt(3.0 / word_dim))  # [LAMPLE16]
@@ -241,7 +244,12 @@ class BiLSTMTagger(nn.Module):
         lengths = batch.lengths.tolist()
         if self.crf is None:
             probs = torch.softmax(scores, dim=-1).cpu().numpy()
-            best = probs.argmax(-1)
+            if self.bio_decode:
+                zero = torch.zeros_like(self.start_penalty)
+                best = viterbi(torch.log_softmax(scores, dim=-1), batch.mask, self.start_penalty, self.trans_penalty,
+                               zero)
+            else:
+                best = probs.argmax(-1)
             tags = [best[i, :n] for i, n in enumerate(lengths)]
             return tags, [probs[i, :n] for i, n in enumerate(lengths)] if marginals else None
         start, trans, end = self.crf_scores()
