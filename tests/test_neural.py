@@ -22,6 +22,7 @@ pytest.importorskip("torchcrf")
 
 from ensemble_deid.corpus.bio import OUTSIDE, gold_tags  # noqa: E402
 from ensemble_deid.taggers.neural.base import NeuralTagger, split_held_out  # noqa: E402
+from ensemble_deid.taggers.constraints import InvalidParameter  # noqa: E402
 from ensemble_deid.taggers.prediction import DocumentPrediction  # noqa: E402
 from ensemble_deid.taggers.registry import tagger_class  # noqa: E402
 
@@ -699,3 +700,40 @@ def test_bio_decode_gives_valid_bio_and_stays_out_of_the_published_key(docs):
     assert all(d.tags == p.tags for d, p, ok in zip(decoded, plain, valid) if ok)
     with pytest.raises(ValueError, match="bio_decode is for a tagger without a CRF"):
         tagger_class("lstm-crf-l")(bio_decode=True).validate_params()
+
+
+def test_randomly_edited_checkpoints_load_or_are_refused_as_value_errors(fea_checkpoint, tmp_path):
+    """A fuzz of checkpoint fields (a bundle from elsewhere is untrusted):
+    whatever a field is replaced with, deleted or nested in, loading either
+    succeeds or raises a ValueError (which the bundle reports by name), never
+    another exception from deep inside."""
+    import random
+
+    saved, _ = fea_checkpoint
+    base = torch.load(saved, weights_only=True)
+    hostile = [-5, 0, 10 ** 30, 1e308, float("nan"), "abc", "../../x", None, True, [], {}, {"a": 1}, [[[1]]],
+               torch.zeros(3), torch.zeros(2, 2, dtype=torch.int64), torch.tensor([-1, 5]), ["x", 1], "\x00"]
+    rng = random.Random(7)
+    outcomes = Counter()
+    for case in range(300):
+        ckpt = torch.load(saved, weights_only=True)
+        for _ in range(rng.choice((1, 1, 2))):
+            key = rng.choice(sorted(base))
+            if rng.random() < 0.15:
+                ckpt.pop(key, None)
+            elif isinstance(ckpt.get(key), dict) and ckpt[key] and rng.random() < 0.7:
+                inner = rng.choice(sorted(ckpt[key], key=str))
+                if rng.random() < 0.2:
+                    ckpt[key].pop(inner)
+                else:
+                    ckpt[key][inner] = rng.choice(hostile)
+            else:
+                ckpt[key] = rng.choice(hostile)
+        torch.save(ckpt, tmp_path / "model.pt")
+        try:
+            NeuralTagger.load(tmp_path / "model.pt")
+            outcomes["loaded"] += 1
+        except ValueError as exc:  # names the file, or (a parameter out of its range) the parameter
+            assert "model.pt" in str(exc) or isinstance(exc, InvalidParameter), exc
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 200, outcomes

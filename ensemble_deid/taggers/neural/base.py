@@ -533,9 +533,11 @@ class NeuralTagger(Tagger):
             raise ValueError(f"{path}: checkpoint field 'state_dict' holds something other than named tensors")
         target = cls
         if not cls.name:
-            from ..registry import tagger_class
+            from ..registry import entry_points, tagger_class
 
-            target = tagger_class(ckpt["tagger"])
+            target = tagger_class(ckpt["tagger"]) if ckpt["tagger"] in entry_points() else None
+            if not (isinstance(target, type) and issubclass(target, NeuralTagger)):
+                raise ValueError(f"{path}: checkpoint field 'tagger' names no neural tagger")
         elif ckpt["tagger"] != cls.name:
             raise ValueError(f"{path}: a checkpoint of {printable(ckpt['tagger'])!r}, not {cls.name!r}")
         if ckpt["version"] != target.version:
