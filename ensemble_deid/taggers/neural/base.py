@@ -535,7 +535,8 @@ class NeuralTagger(Tagger):
         if not cls.name:
             from ..registry import entry_points, tagger_class
 
-            target = tagger_class(ckpt["tagger"]) if ckpt["tagger"] in entry_points() else None
+            registered = entry_points()
+            target = tagger_class(ckpt["tagger"], registered) if ckpt["tagger"] in registered else None
             if not (isinstance(target, type) and issubclass(target, NeuralTagger)):
                 raise ValueError(f"{path}: checkpoint field 'tagger' names no neural tagger")
         elif ckpt["tagger"] != cls.name:
