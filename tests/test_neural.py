@@ -392,6 +392,7 @@ NOT_A_VOCABULARY = "is not a vocabulary: "
      NOT_A_VOCABULARY + "its counts do not match its entries"),
     ("words", lambda c: c.__setitem__("words", _packed(["ab", "ab"])), NOT_A_VOCABULARY + "an entry is repeated"),
     ("words", lambda c: c.__setitem__("words", _packed(["<unk>", "ab"])), NOT_A_VOCABULARY + "an entry is repeated"),
+    ("words", lambda c: c.__setitem__("words", _packed([""] * 1000)), NOT_A_VOCABULARY + "an entry is repeated"),
     ("chars", lambda c: c.__setitem__("chars", {"itos": [1, 2], "counts": [1, 1]}),
      NOT_A_VOCABULARY + "its entries are not strings"),
     ("chars", lambda c: c.__setitem__("chars", {"items": []}), NOT_A_VOCABULARY + "unknown fields"),

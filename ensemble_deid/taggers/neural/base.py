@@ -617,6 +617,8 @@ def unpack_vocab(state: dict, where: str) -> Vocab:
                 raise bad(f"its {name} are not a vector of integers")
         if (lengths < 0).any() or int(lengths.sum()) != len(text):
             raise bad("its lengths do not cut its text")
+        if int((lengths == 0).sum()) > 1:  # before any list is built: a long run of them is only a repeat
+            raise bad("an entry is repeated")
         ends = lengths.cumsum(0).tolist()
         items = [text[a:b] for a, b in zip([0] + ends[:-1], ends)]
         counts = counts.tolist()
