@@ -359,6 +359,13 @@ def test_checkpoint_vocabularies_are_packed_and_format_1_still_loads(fitted, doc
     torch.save(ckpt, tmp_path / "old.pt")
     old = NeuralTagger.load(tmp_path / "old.pt")
     assert old.words_.itos == fitted.words_.itos and old.chars_.counts == fitted.chars_.counts
+    # Any entries, an empty one (a vectors file line starting with a space) and NULs included, come back as they were.
+    from ensemble_deid.taggers.neural.base import pack_vocab, unpack_vocab
+    from ensemble_deid.taggers.neural.vocab import Vocab
+
+    odd = Vocab(["", "a\x00b", "é", "  "], [0, 3, 1, 2])
+    back = unpack_vocab(pack_vocab(odd), "odd")
+    assert back.itos == odd.itos and back.counts == odd.counts
     assert [p.tags for p in old.predict(docs[18:])] == [p.tags for p in fitted.predict(docs[18:])]
 
 
