@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from ensemble_deid.cli import main
+from ensemble_deid.corpus.document import Document
 from ensemble_deid.deid import BundleError, Deidentifier
 from ensemble_deid.deid.bundle import _manifest_checksum
 from ensemble_deid.files import file_sha256 as _sha256_file
@@ -556,3 +557,61 @@ def test_a_philter_member_s_own_pattern_files_are_checksummed(philter_bundle, tm
     saved[0].write_bytes(saved[0].read_bytes() + b"|x")
     with pytest.raises(BundleError, match="checksum mismatch"):
         Deidentifier.load(copy)
+
+
+@pytest.fixture(scope="module")
+def neural_bundle(tmp_path_factory):
+    """A voting bundle of two small BiLSTMs (lstm-l, and lstm-crf-fea, which keeps state under 'extra')."""
+    pytest.importorskip("torch")
+    from ensemble_deid.ensemble import make_method
+    from ensemble_deid.taggers.registry import make_tagger
+
+    docs = tiny_corpus(12, seed=5)
+    small = dict(epochs=1, batch_size=4, char_dim=6, char_lstm_dim=6, word_dim=8, word_lstm_dim=8,
+                 validation_fraction=0.0, max_length=0)
+    members = {name: make_tagger(name, **small).fit(docs) for name in ("lstm-l", "lstm-crf-fea")}
+    preds = {name: {p.doc_id: p for p in t.predict(docs)} for name, t in members.items()}
+    method = make_method("voting", threshold=1).fit(preds, docs)
+    root = tmp_path_factory.mktemp("neural-bundle")
+    Deidentifier(members, method).save(root / "model", {"labels": sorted({a.label for d in docs for a in d.annotations})})
+    return root / "model"
+
+
+def test_edited_neural_checkpoints_in_a_bundle_are_refused_or_load_never_a_traceback(neural_bundle, tmp_path):
+    """Checkpoint fields of a bundle's BiLSTM members replaced, nested or
+    deleted (state tensors of the wrong shape among them), the bundle
+    resealed: loading it and tagging a note either works or is refused as a
+    BundleError; never another exception, never a word of the vocabularies."""
+    import random
+
+    import torch
+
+    hostile = [-5, 0, 10 ** 30, 1e308, float("nan"), "abc", None, True, [], {}, {"a": 1}, [[[1]]], "\x00",
+               torch.zeros(3), torch.zeros(2, 2, dtype=torch.int64), torch.tensor([-1, 5]), torch.zeros(5, 5)]
+    rng = random.Random(29)
+    outcomes = {"loaded": 0, "refused": 0}
+    for case in range(40):
+        copy = _copy(neural_bundle, tmp_path, f"c{case}")
+        path = rng.choice(sorted((copy / "members").iterdir()))
+        ckpt = torch.load(path, weights_only=True)
+        words = [w for w in ckpt["words"]["text"].split() if len(w) > 4] if "text" in ckpt["words"] else []
+        for _ in range(rng.choice((1, 2))):
+            key = rng.choice(sorted(ckpt))
+            if key == "state_dict" and rng.random() < 0.7:
+                ckpt[key][rng.choice(sorted(ckpt[key]))] = rng.choice([h for h in hostile if isinstance(h, torch.Tensor)])
+            elif isinstance(ckpt.get(key), dict) and ckpt[key] and rng.random() < 0.6:
+                ckpt[key][rng.choice(sorted(ckpt[key], key=str))] = rng.choice(hostile)
+            elif rng.random() < 0.2:
+                ckpt.pop(key)
+            else:
+                ckpt[key] = rng.choice(hostile)
+        torch.save(ckpt, path)
+        reseal(copy)
+        try:
+            Deidentifier.load(copy).spans([Document("note", NOTE)])
+            outcomes["loaded"] += 1
+        except BundleError as exc:
+            assert not any(w in str(exc) for w in words)
+            outcomes["refused"] += 1
+        shutil.rmtree(copy)
+    assert outcomes["refused"] >= 30, outcomes
