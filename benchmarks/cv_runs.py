@@ -131,6 +131,14 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="parts of one tagger's CV computed at a time (cv --jobs)")
     args = ap.parse_args(argv)
     args.workspace = args.workspace.resolve()
+    from ensemble_deid.corpus.workspace import Workspace
+    from ensemble_deid.errors import EnsembleDeidError
+
+    try:  # before any cv child runs: an unknown corpus is one message, not a traceback after the run
+        Workspace(args.workspace).spec(args.corpus)
+    except EnsembleDeidError as exc:
+        print(f"cv_runs: {exc}", file=sys.stderr)
+        return 2
     labels = _labels(args.taggers)
     path = RESULTS / f"cv-runs-{args.label}.json"
     for label in labels:

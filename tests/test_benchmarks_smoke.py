@@ -209,6 +209,10 @@ def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registere
     assert cv_runs.main(["status", *args[:-3], "svm", "--folds", "3"]) == 0
     table = (tmp_path / "cv-runs-smoke.md").read_text()
     assert "| rules | 2/2 |" in table and "| svm | 0/4 |" in table
+    # a corpus the workspace does not know: one message before any cv child runs, nothing written
+    assert cv_runs.main(["run", "--label", "nope", "--workspace", str(workspace), "--corpus", "nope",
+                         "--taggers", "rules"]) == 2
+    assert not (tmp_path / "cv-runs-nope.json").exists()
 
 
 def test_bench_stream_resumes_a_stopped_run_instead_of_starting_over(tmp_path, scripts, monkeypatch):
