@@ -590,3 +590,38 @@ def test_local_test_parts_keeps_the_model_fit_then_reuses(tiny_registered, works
     assert result.exit_code == 0, result.output
     assert "member crf:max_iterations=5: reused the model cv kept" in result.output
     assert "identical to the cached 'ensemble' predictions on 10/10" in result.output
+
+
+def test_bundle_format1_makes_the_same_model_in_the_older_checkpoint_format(tmp_path, scripts):
+    """benchmarks/bundle_format1.py: the copy's BiLSTM checkpoint is format 1
+    (vocabularies as lists, no parameter added later), its checksums verify,
+    and it tags exactly as the original; a member whose later parameter is
+    set is refused (the older code has no such model)."""
+    torch = pytest.importorskip("torch")
+    from ensemble_deid.corpus.document import Document
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.ensemble import make_method
+    from ensemble_deid.taggers.registry import make_tagger
+
+    from .tiny_corpus import tiny_corpus
+
+    docs = tiny_corpus(10, seed=3)
+    small = dict(epochs=1, batch_size=4, char_dim=6, char_lstm_dim=6, word_dim=8, word_lstm_dim=8,
+                 validation_fraction=0.0, max_length=0)
+    convert = scripts("bundle_format1")
+    for name, extra in (("model", {}), ("later", {"linear_buckets": 64})):
+        members = {"lstm-l": make_tagger("lstm-l", **small, **extra).fit(docs),
+                   "crf": make_tagger("crf", max_iterations=5).fit(docs)}
+        preds = {label: {p.doc_id: p for p in t.predict(docs)} for label, t in members.items()}
+        method = make_method("voting", threshold=1).fit(preds, docs)
+        Deidentifier(members, method).save(tmp_path / name, {"labels": sorted({a.label for d in docs for a in d.annotations})})
+    out = convert.main([str(tmp_path / "model"), str(tmp_path / "old")])
+    member = next(p for p in (out / "members").iterdir() if p.is_file())
+    ckpt = torch.load(member, weights_only=True)
+    assert ckpt["format"] == "ensemble-deid/neural-checkpoint/1" and isinstance(ckpt["words"]["itos"], list)
+    assert not {"linear_buckets", "linear_decay", "bio_decode"} & set(ckpt["params"])
+    note = [Document("n", "Seen by Dr. Smith on 3/4/2012 at Springfield General.")]
+    assert Deidentifier.load(out).spans(note) == Deidentifier.load(tmp_path / "model").spans(note)
+    with pytest.raises(SystemExit, match="added later is set"):
+        convert.main([str(tmp_path / "later"), str(tmp_path / "later-old")])
+    assert not (tmp_path / "later-old").exists()
