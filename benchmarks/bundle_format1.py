@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 from pathlib import Path
-
-ADDED_LATER = ("linear_buckets", "linear_decay", "bio_decode")
 
 
 def main(argv=None) -> Path:
@@ -27,14 +24,15 @@ def main(argv=None) -> Path:
     args = ap.parse_args(argv)
     import torch
 
-    from ensemble_deid.deid import Deidentifier
-    from ensemble_deid.deid.bundle import _manifest_checksum
-    from ensemble_deid.files import file_sha256
+    from ensemble_deid.deid import BundleError, Deidentifier
+    from ensemble_deid.deid.bundle import MANIFEST, _manifest_checksum
+    from ensemble_deid.files import folder_checksums, owner_only_tree, write_private
+    from ensemble_deid.taggers.neural.base import _ADDED_LATER as ADDED_LATER, READABLE_FORMATS, unpack_vocab
 
     Deidentifier.load(args.bundle)  # checked as deidentify checks it, before anything is copied
     if args.out.exists():
         raise SystemExit(f"{args.out}: exists; give a new folder")
-    manifest = json.loads((args.bundle / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((args.bundle / MANIFEST).read_text(encoding="utf-8"))
     for member in manifest["members"]:  # before anything is written
         if any(k in ADDED_LATER and v for k, v in member["params"]["__dict__"]):
             raise SystemExit(f"member {member['label']}: a parameter added later is set; older code has no such model")
@@ -46,21 +44,14 @@ def main(argv=None) -> Path:
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
             for key in ADDED_LATER:
                 ckpt["params"].pop(key, None)
-            for field in ("words", "chars"):
-                packed = ckpt[field]
-                if "text" in packed:
-                    ends = packed["lengths"].cumsum(0).tolist()
-                    ckpt[field] = {"itos": [packed["text"][a:b] for a, b in zip([0] + ends[:-1], ends)],
-                                   "counts": packed["counts"].tolist()}
-            ckpt["format"] = "ensemble-deid/neural-checkpoint/1"
+            for field in ("words", "chars"):  # format 1's lists of entries and counts
+                ckpt[field] = unpack_vocab(ckpt[field], f"{path}: {field}").to_state()
+            ckpt["format"] = READABLE_FORMATS[0]  # format 1
             torch.save(ckpt, path)
-            os.chmod(path, 0o600)  # owner-only, as the bundle's own files
-    names = sorted(p.relative_to(args.out).as_posix() for p in args.out.rglob("*") if p.is_file()
-                   and p.name != "manifest.json")
-    manifest["files"] = {n: file_sha256(args.out / n) for n in names}
+    owner_only_tree(args.out)  # torch.save follows the umask
+    manifest["files"] = folder_checksums(args.out, BundleError, skip=(MANIFEST,))
     manifest["manifest_sha256"] = _manifest_checksum(manifest)
-    (args.out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    os.chmod(args.out / "manifest.json", 0o600)
+    write_private(args.out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=str).encode("utf-8"))
     print(f"wrote {args.out} (checksum {manifest['manifest_sha256']})")
     return args.out
 

@@ -544,7 +544,7 @@ class NeuralTagger(Tagger):
         if ckpt["version"] != target.version:
             log.warning("%s: checkpoint of version %s loaded by version %s", path, printable(ckpt["version"]),
                         target.version)
-        unknown = sorted(set(ckpt["params"]) - set(target().get_params()))
+        unknown = sorted(set(ckpt["params"]) - set(target._param_names()))
         if unknown:
             raise ValueError(f"{path}: checkpoint field 'params' names {len(unknown)} parameter(s) "
                              f"{target.name!r} does not have, e.g. {printable(str(unknown[0]))!r}")
