@@ -298,3 +298,43 @@ def test_a_reproducible_fit_reproduces_every_members_cached_test_predictions(tin
     verification = read_manifest(tiny_bundle / "model")["verification"]
     assert verification["member_documents_differing_from_their_cached_runs"] == {
         "rules": 0, "crf:max_iterations=10": 0, "svm": 0}
+
+
+def test_mark_surrogates_writes_a_marked_review_copy_and_the_offsets(tiny_bundle, tmp_path):
+    """Issue 53: a missed real name reads like a surrogate, so the run can
+    keep (owner-only, outside text/) a copy with every replacement in [[ ]]
+    and the replacements' offsets in text/; a resume adds them to notes done
+    without; tag mode refuses the option."""
+    import re
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("Record date: 03/04/2012\nPatient John Smith was seen by Dr. Lee. BP 142/78; took 3/4 tab.\n")
+    (notes / "b.txt").write_text("Smith, John called on 04/15/2012 from Boston.\n")
+    (notes / "c.txt").write_text("Record date: 22.5 mg\n")  # a dose where the tiny bundle expects a date
+    out, model = tmp_path / "out", tiny_bundle / "model"
+    common = ["--mode", "surrogate", "--seed", "3", "--spans", "brat", "--no-progress"]
+    _run("deidentify", model, notes, "--out", out, *common)
+    assert not (out / "review").exists()
+    first = {p.name: p.read_text() for p in (out / "text").iterdir()}
+    res = _run("deidentify", model, notes, "--out", out, *common, "--mark-surrogates",
+               "--save-mapping", tmp_path / "map.json")
+    assert "3 note(s) de-identified" in res.output  # the review copies were missing: redone
+    _owner_only(out)
+    mapping = json.loads((tmp_path / "map.json").read_text())
+    for doc_id in ("a", "b", "c"):
+        text = (out / "text" / f"{doc_id}.txt").read_text()
+        assert text == first[f"{doc_id}.txt"]  # the same surrogates
+        placed = json.loads((out / "review" / f"{doc_id}.json").read_text())
+        review = (out / "review" / f"{doc_id}.txt").read_text()
+        entries = mapping[doc_id]
+        assert len(placed) == len(entries) == len((out / "spans" / f"{doc_id}.ann").read_text().splitlines())
+        assert [text[p["start"]:p["end"]] for p in placed] == [e["surrogate"] for e in entries]
+        assert [p["label"] for p in placed] == [e["label"] for e in entries]
+        assert re.findall(r"\[\[(.*?)\]\]", review) == [e["surrogate"] for e in entries]
+        assert review.replace("[[", "").replace("]]", "") == text
+    kept = sum("kept" in e for entries in mapping.values() for e in entries)
+    assert kept and f"warning: {kept} span(s) tagged DATE" in res.stderr  # c's dose, whole or in part
+    assert "22" in (out / "text" / "c.txt").read_text()
+    bad = _run("deidentify", model, notes, "--out", tmp_path / "tag", "--mark-surrogates", ok=False)
+    assert bad.exit_code == 2 and "only surrogate mode" in bad.output

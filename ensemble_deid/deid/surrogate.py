@@ -87,7 +87,8 @@ _AGE_BEFORE = re.compile(r"(?i)(?<![^\W\d_])(?:age[ds]?|edad(?:\s+de)?|at\s+the\
 _AGE_AFTER = re.compile(r"(?i)^\s*-?\s*(?:y\.?\s?o\b\.?|y/o|yrs?\.?[\s-]+old|years?[\s-]+old|years?\s+of\s+age"
                         r"|year-old|años|año)(?![^\W\d_])")
 _NUMBER_WORDS = {w: i for i, w in enumerate(lists.NUMBER_WORDS)} | {w: n for n, w in lists.TENS_WORDS.items()}
-# What makes a DATE-labelled number a clinical value: a lab or vital sign before it, a unit after it.
+# What makes a DATE-labelled number a clinical value: a lab or vital sign before it, a unit after it
+# (also after the rest of a number the span cut: "22" of "22.5 mg").
 _VITALS = ("BP", "B/P", "SBP", "DBP", "blood pressure", "pressure", "TA", "tensión arterial", "presión arterial",
            "HR", "pulse", "FC", "RR", "FR", "SpO2", "sat", "O2 sat", "saturation", "temp", "temperature",
            "weight", "wt", "height", "ht", "BMI", "glucose", "dose", "EF", "LVEF", "GCS")
@@ -95,7 +96,7 @@ _CLINICAL_BEFORE = re.compile(
     r"(?i)(?<![^\W\d_])(?:" + "|".join(sorted({re.escape(w) for w in _VITALS} | {re.escape(lab[0]) for lab in lists.LABS},
                                               key=len, reverse=True))
     + r")\s*(?:[:=]|of|is|was|de|\()?\s*$")
-_CLINICAL_AFTER = re.compile(r"(?i)^\s*(?:mm\s?hg|mg|mcg|µg|g/dl|mg/dl|mmol|meq|kg|lbs?|ml|cc|units?|iu|bpm|%|°"
+_CLINICAL_AFTER = re.compile(r"(?i)^(?:[.,/]\d+)?\s*(?:mm\s?hg|mg|mcg|µg|g/dl|mg/dl|mmol|meq|kg|lbs?|ml|cc|units?|iu|bpm|%|°"
                              r"|/min|x\s?\d|puffs?|tabs?|l/min|cm|mm)(?![^\W\d_])")
 _CLINICAL_SHAPE = re.compile(r"^\d+(?:[.,]\d+)?(?:/\d+(?:[.,]\d+)?)?$")
 _BP_SHAPE = re.compile(r"^(\d{2,3})/(\d{2,3})$")
