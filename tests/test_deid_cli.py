@@ -309,7 +309,7 @@ def test_mark_surrogates_writes_a_marked_review_copy_and_the_offsets(tiny_bundle
 
     notes = tmp_path / "notes"
     notes.mkdir()
-    (notes / "a.txt").write_text("Record date: 03/04/2012\nPatient John Smith was seen by Dr. Lee. BP 142/78; took 3/4 tab.\n")
+    (notes / "a.txt").write_text("Record date: 03/04/2012\nPatient John Smith was seen by Dr. Lee. BP 142/78.\n")
     (notes / "b.txt").write_text("Smith, John called on 04/15/2012 from Boston.\n")
     (notes / "c.txt").write_text("Record date: 22.5 mg\n")  # a dose where the tiny bundle expects a date
     out, model = tmp_path / "out", tiny_bundle / "model"

@@ -367,3 +367,21 @@ def test_a_surrogate_never_contains_the_original(text, seed, label):
     if label == "AGE:AGE" and age and int(age.group(1)) > 89:
         return  # "90" becomes "90+"
     assert text.casefold() not in out.casefold(), (label, text, out)
+
+
+def test_spanish_notes_with_meddocan_types():
+    s = Surrogator(seed=2, locale="es_ES", date_order="dmy")
+    text = ("Paciente María García López, de 93 años, vista el 15/03/2012 por la Dra. Ana Pérez en Madrid 28034. "
+            "Correo: mgarcia@hospital.es")
+    out = _note(s, text, [("María García López", "NAME:NOMBRE_SUJETO_ASISTENCIA"),
+                          ("93", "AGE:EDAD_SUJETO_ASISTENCIA"), ("15/03/2012", "DATE:FECHAS"),
+                          ("Ana Pérez", "NAME:NOMBRE_PERSONAL_SANITARIO"), ("Madrid", "LOCATION:TERRITORIO"),
+                          ("28034", "LOCATION:TERRITORIO"), ("mgarcia@hospital.es", "CONTACT:CORREO_ELECTRONICO")])
+    female, male, last = names._lexicon("es_ES")
+    m = re.fullmatch(r"Paciente (\w+) (\w+) (\w+), de 90\+ años, vista el (\d\d/\d\d/\d{4}) por la Dra\. (\w+) (\w+) "
+                     r"en (.+) (\d{5})\. Correo: ([a-z]+)@example\.com", out)
+    assert m, out
+    assert m.group(1).casefold() in female - male and {m.group(2).casefold(), m.group(3).casefold()} <= last
+    assert m.group(5).casefold() in female and m.group(6).casefold() in last  # Ana: a woman's name
+    shifted = dt.date(2012, 3, 15) + dt.timedelta(days=s.date_offset("p1"))
+    assert m.group(4) == f"{shifted:%d/%m/%Y}" and m.group(8) != "28034" and m.group(7) != "Madrid"

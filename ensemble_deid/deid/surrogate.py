@@ -92,12 +92,10 @@ _NUMBER_WORDS = {w: i for i, w in enumerate(lists.NUMBER_WORDS)} | {w: n for n, 
 _VITALS = ("BP", "B/P", "SBP", "DBP", "blood pressure", "pressure", "TA", "tensión arterial", "presión arterial",
            "HR", "pulse", "FC", "RR", "FR", "SpO2", "sat", "O2 sat", "saturation", "temp", "temperature",
            "weight", "wt", "height", "ht", "BMI", "glucose", "dose", "EF", "LVEF", "GCS")
-_CLINICAL_BEFORE = re.compile(
-    r"(?i)(?<![^\W\d_])(?:" + "|".join(sorted({re.escape(w) for w in _VITALS} | {re.escape(lab[0]) for lab in lists.LABS},
-                                              key=len, reverse=True))
-    + r")\s*(?:[:=]|of|is|was|de|\()?\s*$")
-_CLINICAL_AFTER = re.compile(r"(?i)^(?:[.,/]\d+)?\s*(?:mm\s?hg|mg|mcg|µg|g/dl|mg/dl|mmol|meq|kg|lbs?|ml|cc|units?|iu|bpm|%|°"
-                             r"|/min|x\s?\d|puffs?|tabs?|l/min|cm|mm)(?![^\W\d_])")
+_MEASURED = sorted({re.escape(w) for w in _VITALS} | {re.escape(lab[0]) for lab in lists.LABS}, key=len, reverse=True)
+_CLINICAL_BEFORE = re.compile(r"(?i)(?<![^\W\d_])(?:" + "|".join(_MEASURED) + r")\s*(?:[:=]|of|is|was|de|\()?\s*$")
+_CLINICAL_AFTER = re.compile(r"(?i)^(?:[.,/]\d+)?\s*(?:mm\s?hg|mg|mcg|µg|g/dl|mg/dl|mmol|meq|kg|lbs?|ml|cc|units?|iu"
+                             r"|bpm|%|°|/min|x\s?\d|puffs?|tabs?|l/min|cm|mm)(?![^\W\d_])")
 _CLINICAL_SHAPE = re.compile(r"^\d+(?:[.,]\d+)?(?:/\d+(?:[.,]\d+)?)?$")
 _BP_SHAPE = re.compile(r"^(\d{2,3})/(\d{2,3})$")
 _TITLE_BEFORE = re.compile(r"(?<![^\W\d_])(?i:" + "|".join(sorted(names.TITLES, key=len, reverse=True))
@@ -241,39 +239,26 @@ class Surrogator:
     def _replacement(self, note: "_Note", i: int, salt: str = "") -> str:
         """A draw for span ``i`` of the note (``salt``: a redraw)."""
         original, patient, kind = note.text(i), note.patient, note.kinds[i]
-        if kind == "sex":
-            said = original.strip().casefold()
-            pool = SEX_WORDS["en"] if said in SEX_WORDS["en"] or (said not in SEX_WORDS["es"]
-                                                                  and not self.locale.startswith("es")) else SEX_WORDS["es"]
-            words = [w for w in pool if w != said]
-            return case_like(self._rng(patient, "sex", salt, original.casefold()).choice(words), original)
-        if kind == "age":
-            return self._age(original, patient, salt)
-        if kind == "date":
-            return self._date(original, patient, salt)
-        if kind == "name":
-            return self._name(note, i, salt)
-        if kind == "email":
-            return self._email(note, original, salt)
-        if kind == "zip":
-            return self._zip(note, i, salt)
-        if kind == "state":
-            return self._state_text(original, patient, salt)
-        if kind == "shape":
-            return self._shape(original, patient, salt)
+        of_text = {"sex": self._sex, "age": self._age, "date": self._date, "state": self._state_text,
+                   "shape": self._shape}  # (original, patient, salt)
+        if kind in of_text:
+            return of_text[kind](original, patient, salt)
+        in_note = {"name": self._name, "email": self._email, "zip": self._zip}  # (note, i, salt): the note matters
+        if kind in in_note:
+            return in_note[kind](note, i, salt)
         s = Surrogates(self._rng(patient, kind.upper(), *((salt,) if salt else ()), original.casefold()),
                        locales=((self.locale, 1.0),))
-        if kind == "city":
-            return s.fake(self.locale).city()
-        if kind == "country":
-            return s.country(faker_share=0.5)
-        if kind == "street":
-            return s.street()
-        if kind == "hospital":
-            return s.hospital(lists.HOSPITAL_KINDS_2014).name
-        if kind == "organization":
-            return s.company()
-        return s.profession()
+        generators = {"city": lambda: s.fake(self.locale).city(), "country": lambda: s.country(faker_share=0.5),
+                      "street": s.street, "hospital": lambda: s.hospital(lists.HOSPITAL_KINDS_2014).name,
+                      "organization": s.company}
+        return generators.get(kind, s.profession)()
+
+    def _sex(self, original: str, patient: str, salt: str = "") -> str:
+        said = original.strip().casefold()
+        pool = SEX_WORDS["en"] if said in SEX_WORDS["en"] or (said not in SEX_WORDS["es"]
+                                                              and not self.locale.startswith("es")) else SEX_WORDS["es"]
+        words = [w for w in pool if w != said]
+        return case_like(self._rng(patient, "sex", salt, original.casefold()).choice(words), original)
 
     # -- shapes -----------------------------------------------------------------------
     def _shape(self, original: str, patient: str, salt: str = "") -> str:
@@ -411,9 +396,10 @@ class Surrogator:
         rng = self._rng(note.patient, "initial", role, *((salt,) if salt else ()), letter.casefold())
         return rng.choice(string.ascii_uppercase.replace(letter.upper(), ""))
 
-    def _email(self, note: "_Note", original: str, salt: str = "") -> str:
+    def _email(self, note: "_Note", i: int, salt: str = "") -> str:
         """The local part's name words become surrogate names (first, then
         last), its digits other digits; the domain a reserved one."""
+        original = note.text(i)
         text = original.strip()
         local, domain = _EMAIL.match(text).groups()
         pieces = re.split(r"([._+-]|\d+)", local)
@@ -427,8 +413,7 @@ class Surrogator:
             role = note.names.known.get(p.casefold()) or (
                 names.FIRST if n == 0 and len(words) > 1 else names.LAST if len(words) > 1
                 else names.lexical_role(p, self.locale) or names.LAST)
-            pieces[k] = case_like(self._name_word(p, role, note, salt), p).lower() if p.islower() else \
-                case_like(self._name_word(p, role, note, salt), p)
+            pieces[k] = _ascii(case_like(self._name_word(p, role, note, salt), p))  # "Castejón" -> "castejon"
         pieces = ["".join(str(rng.randrange(10)) for _ in p) if p.isdigit() else p for p in pieces]
         tld = domain.rsplit(".", 1)[-1].lower()
         host = next((d for d in RESERVED_DOMAINS if d.endswith("." + tld)), RESERVED_DOMAINS[0])
@@ -583,6 +568,12 @@ def _looks_like_name(text: str) -> bool:
     return 0 < len(units) <= 3 and all(u[0].isupper() for u in units) and not any(
         w.casefold() in names.OCCUPATION_WORDS for u in units for w in re.split(r"[-'’]", u)) \
         and not dates.has_month_word(text)
+
+
+def _ascii(word: str) -> str:
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if c.isascii())
 
 
 _STATE_KEYS = {k.casefold(): abbr.casefold() for name, abbr in lists.STATES for k in (name, abbr)}

@@ -40,7 +40,8 @@ _NUMERIC2 = re.compile(r"^(\d{1,2})([/.\-])(\d{1,4})$")
 _COMPACT = re.compile(r"^(\d{4})(\d\d)(\d\d)$")  # 20120304
 _TIME = r"\d{1,2}:\d\d(?::\d\d)?(?:\s*[AaPp]\.?[Mm]\.?)?|\d{1,2}\s*[AaPp]\.?[Mm]\.?"
 TIME_RE = re.compile(rf"^(?:{_TIME})$")
-_DATE_THEN_TIME = re.compile(rf"^(?P<date>.+?)(?P<sep>\s*(?:,|\bat\b|\ba las\b)?\s*|T)(?P<time>{_TIME})$", re.IGNORECASE)
+_DATE_THEN_TIME = re.compile(rf"^(?P<date>.+?)(?P<sep>\s*(?:,|\bat\b|\ba las\b)?\s*|T)(?P<time>{_TIME})$",
+                             re.IGNORECASE)
 _TIME_THEN_DATE = re.compile(rf"^(?P<time>{_TIME})(?P<sep>\s*(?:,|\bon\b|\bdel\b)?\s*)(?P<date>.+)$", re.IGNORECASE)
 # Digits shaped like a numeric date or a time of day, anywhere in a text.
 DATE_SHAPED = re.compile(r"(?<!\d)(?:\d{1,2}([/.\-])\d{1,2}\1(?:\d{4}|\d\d)|\d{4}([/.\-])\d{1,2}\2\d{1,2})(?!\d)")
@@ -174,7 +175,8 @@ def _numeric_date(text: str, offset: dt.timedelta, date_order: str) -> str | Non
         a, sep, b, c = m.group(1), m.group(2), m.group(3), m.group(4)
         if len(a) == 4:  # year first
             new = _make(int(a), int(b), int(c), offset)
-            return None if new is None else sep.join([num_like(new.year, a), num_like(new.month, b), num_like(new.day, c)])
+            return None if new is None else sep.join(
+                [num_like(new.year, a), num_like(new.month, b), num_like(new.day, c)])
         if len(a) == 3 or len(c) == 3:
             return None
         order = _order(int(a), int(b), date_order)

@@ -106,6 +106,9 @@ def parse(name: str, locale: str = "en_US", known: dict[str, str] | None = None,
         end = tail.start()
     units = [m for m in UNIT.finditer(name, 0, end)]
     while units and is_title(units[0].group(0)) and len(units) > 1:
+        female, male, _ = _lexicon(locale)
+        if units[0].group(0).casefold() in female | male and lexical_role(units[1].group(0), locale) != FIRST:
+            break  # "Don Abad" is a man named Don; "Don José" is a title
         titled = True
         units = units[1:]
     if units and is_title(units[0].group(0)) and len(units) == 1:
