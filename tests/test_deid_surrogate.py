@@ -198,17 +198,22 @@ def test_city_state_and_zip_stay_coherent_and_consistent():
         assert low <= zip_alone <= high
 
 
-def test_clinical_values_tagged_date_are_kept_and_dates_are_not():
+def test_clinical_values_tagged_date_are_kept_when_they_cannot_be_dates():
     s = Surrogator(seed=4)
-    for text, value in [("BP: 120/80", "120/80"), ("took 22.5 mg", "22.5"), ("temp 37.8", "37.8"),
-                        ("BP 98/60", "98/60")]:
+    for text, value in [("BP: 120/80", "120/80"), ("took 122.5 mg", "122.5"), ("temp 37.8", "37.8"),
+                        ("BP 98/60", "98/60")]:  # no reading makes these dates
         assert _note(s, text, [(value, "DATE:DATE")]) == text
-    assert _note(s, "K 3.4 today", [("3.4", "DATE:DATE")]) == "K 3.4 today"  # not March 4: a potassium
-    assert s.clinical_values == 5
-    # dates are still dates: without a lab before or a unit after, and with a year
+    assert s.clinical_values == 4
+    # one that could be a date (March 4, the year '57) is changed as a date (the tagger may be right), and counted
+    shift = dt.timedelta(days=s.date_offset("p1"))
+    march = dt.date(2000, 3, 4) + shift
+    assert _note(s, "K 3.4 today", [("3.4", "DATE:DATE")]) == f"K {march.month}.{march.day} today"
+    assert _note(s, "A1c 57", [("57", "DATE:DATE")]) == f"A1c {(dt.date(1957, 7, 1) + shift).year % 100:02d}"
+    assert s.clinical_values == 6
+    # dates are dates: without a lab before or a unit after, or with a four-digit year
     assert _note(s, "seen 3/4", [("3/4", "DATE:DATE")]) != "seen 3/4"
     assert _note(s, "seen 10/86", [("10/86", "DATE:DATE")]) != "seen 10/86"
-    assert _note(s, "temp 11/2091", [("11/2091", "DATE:DATE")]) != "temp 11/2091" and s.clinical_values == 5
+    assert _note(s, "temp 11/2091", [("11/2091", "DATE:DATE")]) != "temp 11/2091" and s.clinical_values == 6
 
 
 def test_the_marked_copy_and_the_offsets_show_every_replacement():

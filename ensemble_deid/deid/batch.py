@@ -169,7 +169,7 @@ class FolderRun:
     seconds: float = 0.0
     has_gold: bool = False
     leftovers_removed: int = 0  # temp files and folders of an interrupted run
-    clinical_values: int = 0  # DATE-labelled spans left as written: they read as clinical values
+    clinical_values: int = 0  # DATE-labelled spans that read as clinical values (kept when no date)
     outputs: dict[str, list[Path]] = field(default_factory=dict)
 
     @property
@@ -302,14 +302,14 @@ class FolderDeidentifier:
             doc.metadata["group"] = group
         spans = self.model.spans(docs)
         done = TaggedChunk(notes=len(docs))
-        kept_before = self.surrogates.clinical_values if self.surrogates is not None else 0
+        clinical_before = self.surrogates.clinical_values if self.surrogates is not None else 0
         for doc in docs:
             if self.mapping is not None:
                 self.surrogates.mapping.pop(doc.id, None)
             self._write(out, doc, spans[doc.id])
             done.tokens += len(doc.tokens)
         if self.surrogates is not None:
-            done.clinical_values = self.surrogates.clinical_values - kept_before
+            done.clinical_values = self.surrogates.clinical_values - clinical_before
         if self.mapping is not None:
             done.mapping = {d.id: self.surrogates.mapping.get(d.id, []) for d in docs}
             self.surrogates.mapping.clear()

@@ -16,9 +16,12 @@ tagger predicted for it; the text and its surroundings decide first:
   90), decades ("60s") by ten years;
 - a span labelled DATE that reads as a clinical value (a blood pressure
   such as 142/78; one or two numbers, no four-digit year, right after a lab
-  or vital sign or right before a unit; a decimal that is no date) is left
-  as written and counted (``clinical_values``, for a warning): a stray DATE
-  label must not rewrite a measurement; the marked review copy shows it;
+  or vital sign or right before a unit; a decimal that is no date) is
+  counted (``clinical_values``, for a warning) and, when no reading makes
+  it a date, left as written: a stray DATE label must not rewrite a
+  measurement unseen. One that could be a date ("A1c 3/60", "K 3.4") is
+  changed as a date: the tagger may be right, and a date left as written
+  would leak. The marked review copy shows both;
 - dates are shifted by one offset per patient (1 to 3 years and 30 to 330
   days either way, never a whole number of weeks) in their written format
   (a time written with a date is kept), so intervals between a patient's
@@ -110,8 +113,8 @@ class Surrogator:
     so a seed is kept like a key (the default is a random one, never shown).
     ``record=True`` keeps the mapping (original -> surrogate per document) in
     ``mapping``; it contains PHI and is written only when asked for.
-    ``clinical_values`` counts the DATE-labelled spans left as written because
-    they read as clinical values (a count, no text)."""
+    ``clinical_values`` counts the DATE-labelled spans that read as clinical
+    values (a count, no text; left as written when they cannot be dates)."""
 
     seed: int | None = None  # None: a random one (surrogates derive from it like from a key)
     date_order: str = "mdy"
@@ -163,17 +166,18 @@ class Surrogator:
         for i, span in enumerate(spans):
             original = document.text[span.start:span.end]
             kind = note.kinds[i]
+            clinical = kind == "kept" or (kind == "date" and _clinical_value(note, i))
             key = (kind if kind in ("age", "kept") else "", original)  # exact: "Lee" and "LEE" keep their case style
             new = given.get(key)
             if new is None:
                 new = given[key] = self._replace(note, i)
-            if kind == "kept":
+            if clinical:
                 self.clinical_values += 1
             if self.record:
                 entry = {"start": span.start, "end": span.end, "label": span.label, "original": original,
                          "surrogate": new}
-                if kind == "kept":
-                    entry["kept"] = "clinical value"
+                if clinical:
+                    entry["clinical_value"] = "left as written" if kind == "kept" else "changed as a date"
                 self.mapping.setdefault(document.id, []).append(entry)
             out.append(new)
         return out
@@ -192,7 +196,7 @@ class Surrogator:
         if type_ == "SEX":
             return "sex"
         labelled_date = "DATE" in (category, type_) or type_ == "FECHAS"
-        if labelled_date and _clinical_value(note, i):
+        if labelled_date and _clinical_value(note, i) and not _date_like(text):
             return "kept"
         if "AGE" in (category, type_) or _age_context(note, i):
             return "age"
@@ -499,11 +503,11 @@ def _clinical_value(note: _Note, i: int) -> bool:
         return True
     bp = _BP_SHAPE.match(text)
     bp = bp and int(bp.group(1)) > int(bp.group(2)) and int(bp.group(1)) >= 50  # systolic over diastolic, not "10/86"
-    return bool(bp or re.search(r"\d[.,]\d", text)) and not _date_like(text)
+    return bool(bp or re.search(r"\d[.,]\d", text))
 
 
 def _date_like(text: str) -> bool:
-    """Reads as a valid date, month or day first."""
+    """Reads as a valid date, month or day first (a bare "57" as a year)."""
     return any(dates.shift(text, dt.timedelta(0), order) is not None for order in DATE_ORDERS)
 
 

@@ -157,8 +157,9 @@ def _shift_date(text: str, offset: dt.timedelta, date_order: str) -> str | None:
     out = _numeric_date(text, offset, date_order) or _worded_date(text, offset)
     if out is None and re.fullmatch(r"\d{4}", text) and 1800 < int(text) < 2200:
         out = str((dt.date(int(text), 7, 1) + offset).year)
-    if out is None and re.fullmatch(r"'\d\d", text):
-        out = "'" + num_like((dt.date(_full_year(text[1:]), 7, 1) + offset).year, text[1:])
+    if out is None and re.fullmatch(r"'?\d\d", text):  # "'66", "57" alone: a year
+        digits = text.lstrip("'")
+        out = text[:-2] + num_like((dt.date(_full_year(digits), 7, 1) + offset).year, digits)
     if out is None and text.lower() in _WEEKDAYS:
         day, family = _WEEKDAYS[text.lower()]
         out = case_like(_WEEKDAY_NAMES[family][(day + offset.days) % 7], text)
