@@ -212,6 +212,8 @@ def test_clinical_values_tagged_date_are_kept_when_they_cannot_be_dates():
     assert s.clinical_values == 6
     # dates are dates: without a lab before or a unit after, or with a four-digit year
     assert _note(s, "seen 3/4", [("3/4", "DATE:DATE")]) != "seen 3/4"
+    holiday = _note(s, "Good Friday", [("Good Friday", "DATE:DATE")])
+    assert holiday in [h.replace("the ", "") for h in lists.HOLIDAYS + lists.HOLIDAYS_RARE] and holiday != "Good Friday"
     assert _note(s, "seen 10/86", [("10/86", "DATE:DATE")]) != "seen 10/86"
     assert _note(s, "temp 11/2091", [("11/2091", "DATE:DATE")]) != "temp 11/2091" and s.clinical_values == 6
 

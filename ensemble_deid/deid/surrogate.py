@@ -321,6 +321,10 @@ class Surrogator:
             m = re.match(r"\d{1,2}", text)
             hour = rng.randint(1, 9) if m.end() == 1 else rng.randint(10, 12)
             out = str(hour) + text[m.end():]
+        holidays = [h.replace("the ", "") for h in lists.HOLIDAYS + lists.HOLIDAYS_RARE]
+        if out is None and text.casefold() in map(str.casefold, holidays):  # "Good Friday": another holiday
+            rng = self._rng(patient, "holiday", salt, text.casefold())
+            out = case_like(rng.choice([h for h in holidays if h.casefold() != text.casefold()]), text)
         if out is None:  # not a date: its shape, with date and time shapes valid
             return self._shape(original, patient, salt)
         return lead + out + trail
