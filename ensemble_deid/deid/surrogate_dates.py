@@ -93,17 +93,17 @@ def redraw_shapes(text: str, rng: random.Random, date_order: str = "mdy") -> lis
     out = []
     for m in DATE_SHAPED.finditer(text):
         parts = re.split(r"([/.\-])", m.group(0))
-        day = dt.date(2000, 1, 1) + dt.timedelta(days=rng.randrange(365 * 40))
-        if len(parts[0]) == 4:
-            values = [day.year, day.month, day.day]
-        else:
-            values = [day.month, day.day, day.year] if date_order == "mdy" else [day.day, day.month, day.year]
-        digits = [p for p in parts[::2]]
-        new = [f"{v % 10 ** len(d):0{len(d)}d}" if len(d) > 1 else str(v) if v < 10 else f"{v % 10}"
-               for v, d in zip(values, digits)]
-        if any(len(d) == 1 and v >= 10 for v, d in zip(values, digits)):  # "3/4/12": a one-digit part stays one
-            new = [str(rng.randint(1, 9)) if len(d) == 1 else n for n, d in zip(new, digits)]
-        out.append((m.start(), m.end(), "".join(n + s for n, s in zip(new, parts[1::2] + [""]))))
+        digits, seps = parts[::2], parts[1::2]
+        while True:  # a date whose one-digit parts fit one digit ("3/4/12")
+            day = dt.date(2000, 1, 1) + dt.timedelta(days=rng.randrange(365 * 40))
+            if len(digits[0]) == 4:
+                values = [day.year, day.month, day.day]
+            else:
+                values = [day.month, day.day, day.year] if date_order == "mdy" else [day.day, day.month, day.year]
+            if all(len(d) > 1 or v < 10 for v, d in zip(values, digits)):
+                break
+        new = [f"{v % 10 ** len(d):0{len(d)}d}" for v, d in zip(values, digits)]
+        out.append((m.start(), m.end(), "".join(n + sep for n, sep in zip(new, seps + [""]))))
     for m in TIME_SHAPED.finditer(text):
         if any(a <= m.start() < b for a, b, _ in out):
             continue
