@@ -392,3 +392,7 @@ def test_spanish_notes_with_meddocan_types():
     assert m.group(5).casefold() in female and m.group(6).casefold() in last  # Ana: a woman's name
     shifted = dt.date(2012, 3, 15) + dt.timedelta(days=s.date_offset("p1"))
     assert m.group(4) == f"{shifted:%d/%m/%Y}" and m.group(8) != "28034" and m.group(7) != "Madrid"
+    out = _note(s, "Vive en C/ Mayor 5 desde el año 1996.", [("C/ Mayor 5", "LOCATION:CALLE"),
+                                                                ("año 1996", "DATE:FECHAS")])
+    year = (dt.date(1996, 7, 1) + dt.timedelta(days=s.date_offset("p1"))).year
+    assert out.endswith(f" desde el año {year}.") and not re.match(r"Vive en \d", out)  # a Spanish street address

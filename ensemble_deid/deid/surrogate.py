@@ -253,7 +253,7 @@ class Surrogator:
         s = Surrogates(self._rng(patient, kind.upper(), *((salt,) if salt else ()), original.casefold()),
                        locales=((self.locale, 1.0),))
         generators = {"city": lambda: s.fake(self.locale).city(), "country": lambda: s.country(faker_share=0.5),
-                      "street": s.street, "hospital": lambda: s.hospital(lists.HOSPITAL_KINDS_2014).name,
+                      "street": lambda: s.street(self.locale), "hospital": lambda: s.hospital(lists.HOSPITAL_KINDS_2014).name,
                       "organization": s.company}
         return generators.get(kind, s.profession)()
 

@@ -160,6 +160,11 @@ def _shift_date(text: str, offset: dt.timedelta, date_order: str) -> str | None:
     if out is None and re.fullmatch(r"'?\d\d", text):  # "'66", "57" alone: a year
         digits = text.lstrip("'")
         out = text[:-2] + num_like((dt.date(_full_year(digits), 7, 1) + offset).year, digits)
+    years = re.findall(r"\d+", text)
+    if out is None and len(years) == 1 and len(years[0]) == 4 and 1800 < int(years[0]) < 2200 \
+            and not _MONTH_RE.search(text):  # "año 1996", "in 1996": the year moves, the words stay
+        m = re.search(r"\d{4}", text)
+        out = text[:m.start()] + str((dt.date(int(m.group(0)), 7, 1) + offset).year) + text[m.end():]
     if out is None and text.lower() in _WEEKDAYS:
         day, family = _WEEKDAYS[text.lower()]
         out = case_like(_WEEKDAY_NAMES[family][(day + offset.days) % 7], text)

@@ -360,9 +360,9 @@ class Surrogates:
         return ".".join(str(self.rng.randint(1, 254)) for _ in range(4))
 
     # -- places -------------------------------------------------------------------------
-    def street(self) -> str:
-        fake = self.fake()
-        if self.chance(0.75):
+    def street(self, locale: str = "en_US") -> str:
+        fake = self.fake(locale)
+        if self.chance(0.75) or not locale.startswith("en"):  # "C/ Mayor 5", not "5 C/ Mayor"
             return fake.street_address()
         return f"{self.rng.randint(1, 999)} {fake.street_name()}"
 
