@@ -421,7 +421,8 @@ class Surrogator:
             role = note.names.known.get(p.casefold()) or (
                 names.FIRST if n == 0 and len(words) > 1 else names.LAST if len(words) > 1
                 else names.lexical_role(p, self.locale) or names.LAST)
-            pieces[k] = _ascii(case_like(self._name_word(p, role, note, salt), p))  # "Castejón" -> "castejon"
+            new = case_like(self._name_word(p, role, note, salt), p)
+            pieces[k] = _ascii(new) or new  # "Castejón" -> "castejon"
         pieces = ["".join(str(rng.randrange(10)) for _ in p) if p.isdigit() else p for p in pieces]
         tld = domain.rsplit(".", 1)[-1].lower()
         host = next((d for d in RESERVED_DOMAINS if d.endswith("." + tld)), RESERVED_DOMAINS[0])
