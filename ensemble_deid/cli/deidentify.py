@@ -125,9 +125,10 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "
                f"{run.seconds:.1f} s ({run.tokens_per_second:,.0f} tokens/s); outputs in {out}")
     if run.clinical_values:
-        click.echo(f"warning: {run.clinical_values} span(s) tagged DATE read as clinical values (a blood pressure, a lab "
-                   "value, a dose): those that cannot be dates were left as written, the others changed as dates; "
-                   "check them" + (" in review/" if mark_surrogates else " (--mark-surrogates marks them)"), err=True)
+        click.echo(f"warning: {run.clinical_values} span(s) tagged DATE read as clinical values (a blood pressure,\n"
+                   "  a lab value, a dose): left as written where they cannot be dates, else\n"
+                   "  changed as dates; check them " + ("in review/" if mark_surrogates else "(--mark-surrogates)"),
+                   err=True)
     if run.has_gold:
         with fail_on_error():
             click.echo(score_report(input_dir, out, deid.labels))
