@@ -315,7 +315,7 @@ def test_mark_surrogates_writes_a_marked_review_copy_and_the_offsets(tiny_bundle
     out, model = tmp_path / "out", tiny_bundle / "model"
     common = ["--mode", "surrogate", "--seed", "3", "--spans", "brat", "--no-progress"]
     _run("deidentify", model, notes, "--out", out, *common)
-    assert not (out / "review").exists()
+    assert not (out / "marked").exists()
     first = {p.name: p.read_text() for p in (out / "text").iterdir()}
     res = _run("deidentify", model, notes, "--out", out, *common, "--mark-surrogates",
                "--save-mapping", tmp_path / "map.json")
@@ -325,8 +325,8 @@ def test_mark_surrogates_writes_a_marked_review_copy_and_the_offsets(tiny_bundle
     for doc_id in ("a", "b", "c"):
         text = (out / "text" / f"{doc_id}.txt").read_text()
         assert text == first[f"{doc_id}.txt"]  # the same surrogates
-        placed = json.loads((out / "review" / f"{doc_id}.json").read_text())
-        review = (out / "review" / f"{doc_id}.txt").read_text()
+        placed = json.loads((out / "marked" / f"{doc_id}.json").read_text())
+        review = (out / "marked" / f"{doc_id}.txt").read_text()
         entries = mapping[doc_id]
         assert len(placed) == len(entries) == len((out / "spans" / f"{doc_id}.ann").read_text().splitlines())
         assert [text[p["start"]:p["end"]] for p in placed] == [e["surrogate"] for e in entries]

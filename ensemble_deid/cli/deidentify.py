@@ -23,8 +23,8 @@ from .common import connect_timeout_option, fail_on_error
               help="Surrogate mode: also write the original -> surrogate mapping (contains PHI; owner-only; "
               "checked before any work and kept up to date after every batch).")
 @click.option("--mark-surrogates", is_flag=True,
-              help="Surrogate mode: also write OUT/review/<id>.txt, the text with every replaced span in [[ ]] (a "
-              "missed real name reads like a surrogate: review this copy, never share it), and OUT/review/<id>.json, "
+              help="Surrogate mode: also write OUT/marked/<id>.txt, the text with every replaced span in [[ ]] (a "
+              "missed real name reads like a surrogate: review this copy, never share it), and OUT/marked/<id>.json, "
               "the replaced spans' offsets in text/<id>.txt.")
 @click.option("--group-pattern", default=None, help="Regular expression whose first group gives a note's patient "
               "from its id (surrogates are consistent per patient; default: each note is its own patient).")
@@ -127,7 +127,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     if run.clinical_values:
         click.echo(f"warning: {run.clinical_values} span(s) tagged DATE read as clinical values (a blood pressure,\n"
                    "  a lab value, a dose): left as written where they cannot be dates, else\n"
-                   "  changed as dates; check them " + ("in review/" if mark_surrogates else "(--mark-surrogates)"),
+                   "  changed as dates; check them " + ("in marked/" if mark_surrogates else "(--mark-surrogates)"),
                    err=True)
     if run.has_gold:
         with fail_on_error():

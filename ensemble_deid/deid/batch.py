@@ -8,10 +8,10 @@ atomically):
 - ``spans/<id>.xml``: the predicted spans as i2b2 XML (with the original text,
   as the i2b2 scorer reads it) and/or ``spans/<id>.ann``: BRAT standoff whose
   offsets refer to the input note's text;
-- with ``mark`` (surrogate mode), ``review/<id>.txt``: the de-identified text
+- with ``mark`` (surrogate mode), ``marked/<id>.txt``: the de-identified text
   with every replaced span between ``[[`` and ``]]`` (a reader cannot tell a
   real name the tagger missed from a surrogate; here the unmarked one
-  stands out), and ``review/<id>.json``: the replaced spans' offsets in
+  stands out), and ``marked/<id>.json``: the replaced spans' offsets in
   ``text/<id>.txt`` with their labels.
 
 Every input is read and checked before any note is tagged, so an unreadable
@@ -198,7 +198,7 @@ class FolderDeidentifier:
     surrogate mapping (PHI; owner-only). It is checked before any work and
     rewritten after every batch, and a note counts as done only once its
     mapping is in it, so a failed or killed run loses none of it.
-    ``mark``: in surrogate mode, also write ``review/`` (see the module docstring)."""
+    ``mark``: in surrogate mode, also write ``marked/`` (see the module docstring)."""
 
     def __init__(self, model, mode: str = "tag", span_formats: Sequence[str] = ("xml",), surrogates=None,
                  group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None,
@@ -234,8 +234,8 @@ class FolderDeidentifier:
         if "brat" in self.span_formats:
             paths["brat"] = out / "spans" / f"{doc_id}.ann"
         if self.mark:
-            paths["review"] = out / "review" / f"{doc_id}.txt"
-            paths["review_spans"] = out / "review" / f"{doc_id}.json"
+            paths["marked"] = out / "marked" / f"{doc_id}.txt"  # not review/: that is the review queue's folder
+            paths["marked_spans"] = out / "marked" / f"{doc_id}.json"
         return paths
 
     def is_complete(self, out: Path, doc_id: str, mapped: Sequence[str] | dict = ()) -> bool:
@@ -271,7 +271,7 @@ class FolderDeidentifier:
         with _locked(out):
             self._check_record(out, existed)
             summary.leftovers_removed = _remove_leftovers(out, self.mapping)
-            for sub in ("text", "spans", "review") if self.mark else ("text", "spans"):
+            for sub in ("text", "spans", "marked") if self.mark else ("text", "spans"):
                 private_dir(out / sub)
             mapped = self._open_mapping()  # a mapping that cannot be written fails now, not after the work
             write_private_json(out / RUN_RECORD, self._record())
@@ -383,10 +383,10 @@ class FolderDeidentifier:
         if "brat" in paths:
             write_private(paths["brat"], to_brat(doc, spans).encode("utf-8"))
         text, placed = redact_spans(doc, spans, self.mode, self.surrogates)
-        if "review" in paths:
-            write_private_json(paths["review_spans"], [{"start": a.start, "end": a.end, "label": a.label}
+        if "marked" in paths:
+            write_private_json(paths["marked_spans"], [{"start": a.start, "end": a.end, "label": a.label}
                                                        for a in placed])
-            write_private(paths["review"], marked(text, placed).encode("utf-8"))
+            write_private(paths["marked"], marked(text, placed).encode("utf-8"))
         write_private(paths["text"], text.encode("utf-8"))
 
 
@@ -444,7 +444,7 @@ if hasattr(os, "register_at_fork"):
 def _remove_leftovers(out: Path, mapping: Path | None) -> int:
     """Remove (under the lock) what a killed run left: half-written temp
     files (PHI) beside the outputs and the mapping, and its scratch folders."""
-    leftovers = temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "review")
+    leftovers = temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "marked")
     if mapping is not None:
         leftovers += temp_files(mapping.parent, mapping.name)
     for path in leftovers:
