@@ -1,5 +1,6 @@
-"""The package's layers (docs/architecture.md): imports only point down, and the
-adapter authors' import surface stays importable."""
+"""The package's layers (docs/architecture.md): imports only point down, no
+subpackage's modules import each other in a circle, and the adapter authors'
+import surface stays importable."""
 from __future__ import annotations
 
 import ast
@@ -33,18 +34,22 @@ def _module_name(path: Path) -> tuple[str, str]:
     return ".".join(parts), ".".join(parts[:-1])
 
 
-def _imports(path: Path):
+def _from_target(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` statement imports from, made absolute."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(path: Path, tree: ast.AST | None = None):
     name, package = _module_name(path)
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree or ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(node, package)
             yield node.lineno, target
             for alias in node.names:  # "from . import plots" names a module
                 yield node.lineno, f"{target}.{alias.name}"
@@ -103,3 +108,132 @@ def test_only_the_console_script_imports_the_cli(path):
     cli = [(line, target) for line, target in _imports(path)
            if target == "ensemble_deid.cli" or target.startswith("ensemble_deid.cli.")]
     assert not cli, f"{path.relative_to(ROOT)} imports the command line: {cli}"
+
+
+# --- inside a subpackage: one-way imports --------------------------------------
+# Every import counts: at module level, inside a function (a lazy import that
+# dodges a circle at run time still ties the two modules together for a
+# reader) and under ``if TYPE_CHECKING``.
+
+def _package_modules() -> dict[str, Path]:
+    return {_module_name(p)[0]: p for p in PACKAGE.rglob("*.py")}
+
+
+def _module_graph() -> dict[str, dict[str, list[int]]]:
+    """module -> {module of the same subpackage it imports: [lines]}. ``from
+    pkg import mod`` names mod, ``from mod import name`` names mod."""
+    modules = _package_modules()
+    graph: dict[str, dict[str, list[int]]] = {}
+    for name, path in modules.items():
+        edges = graph.setdefault(name, {})
+        package = _module_name(path)[1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _from_target(node, package)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:  # "import a.b.c" of a name or an outside library
+                    target = target.rpartition(".")[0]
+                if target and target != name and target.split(".")[:2] == name.split(".")[:2]:
+                    lines = edges.setdefault(target, [])
+                    if node.lineno not in lines:
+                        lines.append(node.lineno)
+    return graph
+
+
+def _cycles(graph) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out = []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_inside_a_subpackage():
+    graph = _module_graph()
+    cycles = _cycles(graph)
+    described = ["\n".join([f"{len(c)} modules in a circle:"] + [
+        f"  {a} -> {b} (line {', '.join(map(str, graph[a][b]))})" for a in c for b in graph[a] if b in c])
+        for c in cycles]
+    assert not cycles, "\n".join(described)
+
+
+def test_the_cycle_finder_sees_function_level_and_package_imports():
+    # The finder itself, on a hand-made graph: a -> b at module level, b -> a in a function.
+    assert _cycles({"a": {"b": [1]}, "b": {"a": [9]}, "c": {"a": [2]}}) == [["a", "b"]]
+    assert _cycles({"a": {"b": [1]}, "b": {}}) == []
+    graph = _module_graph()
+    # a function-level import is an edge (the registry finds adapters lazily, from outside the package)
+    assert "ensemble_deid.taggers.registry" in graph["ensemble_deid.taggers.neural.base"]
+    # "from . import lists" names the module, not the package it sits in
+    assert "ensemble_deid.corpus.synth.lists" in graph["ensemble_deid.corpus.synth.style_2014"]
+    assert "ensemble_deid.corpus.synth" not in graph["ensemble_deid.corpus.synth.style_2014"]
+
+
+# Imports inside a function in ensemble/: only an optional or heavy library,
+# loaded when a method runs so that importing the package stays fast and works
+# without it. None of them is a way round a circle (the test above counts
+# function-level imports too); an import of the package's own modules belongs
+# at the top of the module.
+LAZY_IN_ENSEMBLE = {
+    "torch": "optional heavy dependency (stacked-lstm only); seconds to import",
+    "torchcrf": "optional, with torch (stacked-lstm's CRF layer)",
+    "ensemble_deid.taggers.neural.network": "imports torch at module level (stacked-lstm's network)",
+    "vowpalwabbit": "optional dependency (stacked-searn only)",
+    "sklearn": "heavy import (stacked-svm only); most runs never fit an SVM",
+}
+
+
+def _function_level_imports(path: Path) -> set[tuple[int, str]]:
+    """(line, module) of every import inside a function or method, as
+    ``from m import name`` names m."""
+    found = set()
+    for func in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(func):
+                if isinstance(node, ast.Import):
+                    found.update((node.lineno, alias.name) for alias in node.names)
+                elif isinstance(node, ast.ImportFrom):
+                    found.add((node.lineno, _from_target(node, _module_name(path)[1])))
+    return found
+
+
+def test_ensemble_imports_its_own_modules_at_the_top():
+    seen = set()
+    bad = []
+    for path in sorted((PACKAGE / "ensemble").rglob("*.py")):
+        for line, target in sorted(_function_level_imports(path)):
+            allowed = next((lib for lib in LAZY_IN_ENSEMBLE if target == lib or target.startswith(lib + ".")), None)
+            if allowed is None:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {target} inside a function")
+            seen.add(allowed)
+    assert not bad, "\n".join(bad)
+    assert seen - {None} == set(LAZY_IN_ENSEMBLE), f"no longer imported lazily: {set(LAZY_IN_ENSEMBLE) - seen}"
