@@ -237,3 +237,29 @@ def test_ensemble_imports_its_own_modules_at_the_top():
             seen.add(allowed)
     assert not bad, "\n".join(bad)
     assert seen - {None} == set(LAZY_IN_ENSEMBLE), f"no longer imported lazily: {set(LAZY_IN_ENSEMBLE) - seen}"
+
+
+# The ensemble room's inner layers (docs/architecture.md), lowest first: a
+# module imports only from layers strictly below its own, so the abstract
+# MetaLearner (base) knows nothing of candidates, objectives, trust or the
+# registry, and the span methods stand on one span layer (candidates, trust,
+# spans). A new module must be placed here.
+ENSEMBLE_LAYERS = [
+    {"base", "candidates", "objective", "budget", "splits"},  # foundations: no import of each other
+    {"trust"},  # which members' spans a method may keep: over the candidate table
+    {"spans", "tokens"},  # SpanMetaLearner (candidates, operating points, trust); TokenMetaLearner
+    {"voting", "stacked_svm", "stacked_searn", "stacked_lstm"},
+    {"pruning", "templates"},  # built on voting
+    {"registry", "selection", "caching", "diagnostics"},  # methods by name, chosen by CV, cached, diagnosed
+    {"run"},  # the commands' steps as library calls
+]
+
+
+def test_ensemble_modules_import_only_from_layers_below():
+    room = "ensemble_deid.ensemble"
+    level = {f"{room}.{m}": i for i, layer in enumerate(ENSEMBLE_LAYERS) for m in layer}
+    graph = _module_graph()
+    assert set(level) == {m for m in graph if m.startswith(room + ".")}, "place every ensemble module in a layer"
+    sideways = [f"{a} -> {b} (line {graph[a][b][0]})" for a in level for b in graph[a]
+                if b in level and level[b] >= level[a]]
+    assert not sideways, "\n".join(sideways)
