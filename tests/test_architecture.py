@@ -23,8 +23,8 @@ def _layer(module: str) -> int | None:
     return LAYERS.index(parts[1]) if parts[1] in LAYERS else None
 
 
-def _module_name(path: Path) -> tuple[str, str]:
-    rel = path.relative_to(ROOT).with_suffix("")
+def _module_name(path: Path, root: Path = ROOT) -> tuple[str, str]:
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[0] == "adapters":
         parts[0] = "ensemble_deid_adapters"
@@ -115,23 +115,19 @@ def test_only_the_console_script_imports_the_cli(path):
 # dodges a circle at run time still ties the two modules together for a
 # reader) and under ``if TYPE_CHECKING``.
 
-def _package_modules() -> dict[str, Path]:
-    return {_module_name(p)[0]: p for p in PACKAGE.rglob("*.py")}
-
-
-def _module_graph() -> dict[str, dict[str, list[int]]]:
+def _module_graph(package: Path = PACKAGE) -> dict[str, dict[str, list[int]]]:
     """module -> {module of the same subpackage it imports: [lines]}. ``from
     pkg import mod`` names mod, ``from mod import name`` names mod."""
-    modules = _package_modules()
+    modules = {_module_name(p, package.parent)[0]: p for p in package.rglob("*.py")}
     graph: dict[str, dict[str, list[int]]] = {}
     for name, path in modules.items():
         edges = graph.setdefault(name, {})
-        package = _module_name(path)[1]
+        parent = _module_name(path, package.parent)[1]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = _from_target(node, package)
+                base = _from_target(node, parent)
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
             else:
                 continue
@@ -186,16 +182,28 @@ def test_no_import_cycle_inside_a_subpackage():
     assert not cycles, "\n".join(described)
 
 
-def test_the_cycle_finder_sees_function_level_and_package_imports():
-    # The finder itself, on a hand-made graph: a -> b at module level, b -> a in a function.
-    assert _cycles({"a": {"b": [1]}, "b": {"a": [9]}, "c": {"a": [2]}}) == [["a", "b"]]
-    assert _cycles({"a": {"b": [1]}, "b": {}}) == []
-    graph = _module_graph()
-    # a function-level import is an edge (the registry finds adapters lazily, from outside the package)
-    assert "ensemble_deid.taggers.registry" in graph["ensemble_deid.taggers.neural.base"]
-    # "from . import lists" names the module, not the package it sits in
-    assert "ensemble_deid.corpus.synth.lists" in graph["ensemble_deid.corpus.synth.style_2014"]
-    assert "ensemble_deid.corpus.synth" not in graph["ensemble_deid.corpus.synth.style_2014"]
+def test_the_cycle_finder_sees_every_kind_of_import(tmp_path):
+    """On a hand-made package: a circle closed inside a function, one under
+    TYPE_CHECKING, and ``from . import mod`` (an edge to mod, not to the
+    package that re-exports it)."""
+    files = {
+        "__init__.py": "",
+        "room/__init__.py": "from .c import C\n",
+        "room/a.py": "from .b import B\nA = 1\n",
+        "room/b.py": "B = 2\ndef f():\n    from .a import A\n    return A\n",
+        "room/c.py": "from . import d\nC = 3\n",
+        "room/d.py": "D = 4\n",
+        "room/e.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .f import F\nE = 5\n",
+        "room/f.py": "from .e import E\nF = 6\n",
+        "other/__init__.py": "from ..room import a\n",  # another room: never part of room's circles
+    }
+    for name, text in files.items():
+        (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    graph = _module_graph(tmp_path / "pkg")
+    assert graph["pkg.room.b"] == {"pkg.room.a": [3]} and graph["pkg.room.c"] == {"pkg.room.d": [1]}
+    assert graph["pkg.other"] == {}
+    assert _cycles(graph) == [["pkg.room.a", "pkg.room.b"], ["pkg.room.e", "pkg.room.f"]]
 
 
 # Imports inside a function in ensemble/: only an optional or heavy library,
