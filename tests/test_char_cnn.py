@@ -19,7 +19,7 @@ from ensemble_deid.corpus.synth.embedded import materialize  # noqa: E402
 from ensemble_deid.taggers.neural.base import held_out_fingerprint, split_held_out  # noqa: E402
 from ensemble_deid.taggers.neural.chars import chunk_documents  # noqa: E402
 from ensemble_deid.studies.summary import strict_prf  # noqa: E402
-from ensemble_deid.taggers.base import Tagger  # noqa: E402
+from ensemble_deid.taggers.registry import load_tagger  # noqa: E402
 from ensemble_deid.taggers.constraints import InvalidParameter  # noqa: E402
 from ensemble_deid.taggers.registry import make_tagger  # noqa: E402
 
@@ -162,7 +162,7 @@ def test_a_model_fitted_on_one_device_predicts_on_the_cpu(tmp_path):
     tagger.set_params(device="cpu")
     on_cpu = tagger.predict(docs[8:])
     tagger.save(tmp_path / "m")
-    loaded = Tagger.load(tmp_path / "m")
+    loaded = load_tagger(tmp_path / "m")
     assert loaded.device == "cpu"
     for again in (on_cpu, loaded.predict(docs[8:])):
         assert [p.tags for p in again] == [p.tags for p in before]

@@ -10,8 +10,8 @@ import stat
 import numpy as np
 import pytest
 
-from ensemble_deid.ensemble import make_method
-from ensemble_deid.taggers import Tagger, make_tagger
+from ensemble_deid.ensemble import MetaLearner, load_method, make_method
+from ensemble_deid.taggers import Tagger, load_tagger, make_tagger
 from ensemble_deid.taggers.registry import entry_points
 from ensemble_deid.taggers.state import StateError, read_state, write_state
 
@@ -51,7 +51,7 @@ def test_tagger_round_trip_predicts_the_same(name, corpus, tmp_path):
     files = sorted(os.listdir(tmp_path / "m"))
     assert all(f == "state.json" or f == "arrays.npz" or f.endswith(".bin") for f in files), files
     _owner_only(tmp_path / "m")
-    loaded = Tagger.load(tmp_path / "m")
+    loaded = load_tagger(tmp_path / "m")
     assert type(loaded) is cls and loaded.get_params() == tagger.get_params()
     after = loaded.predict(test)
     assert [p.tags for p in after] == [p.tags for p in before]
@@ -73,12 +73,12 @@ def test_svm_saves_its_weights_sparse_and_reads_dense_ones_saved_before(corpus, 
     header = body["header"]
     write_state(tmp_path / "old", header, dense)
     for folder in ("m", "old"):
-        after, _ = Tagger.load(tmp_path / folder).decision_function(test)
+        after, _ = load_tagger(tmp_path / folder).decision_function(test)
         assert after.tobytes() == before.tobytes(), folder
     dense["weights_"] = tagger.weights_[:-1]
     write_state(tmp_path / "short", header, dense)
     with pytest.raises(ValueError, match="do not match"):
-        Tagger.load(tmp_path / "short")
+        load_tagger(tmp_path / "short")
 
 
 def test_a_sparse_matrix_with_indices_out_of_range_is_refused(tmp_path):
@@ -101,7 +101,7 @@ def test_another_version_is_refused(corpus, tmp_path):
     body["header"]["version"] = "999"
     (tmp_path / "m" / "state.json").write_text(json.dumps(body))
     with pytest.raises(StateError, match="version 999"):
-        Tagger.load(tmp_path / "m")
+        load_tagger(tmp_path / "m")
 
 
 def test_state_refuses_unknown_objects_and_kinds(tmp_path):
@@ -144,8 +144,34 @@ def test_meta_learner_round_trip(method, corpus, tmp_path):
     learner = make_method(method, **quick).fit(members_train, train)
     before = learner.predict(members_test, test)
     learner.save(tmp_path / "e")
-    loaded = type(learner).load(tmp_path / "e")
-    assert [p.tags for p in loaded.predict(members_test, test)] == [p.tags for p in before]
+    for loaded in (type(learner).load(tmp_path / "e"), load_method(tmp_path / "e")):
+        assert type(loaded) is type(learner)
+        assert [p.tags for p in loaded.predict(members_test, test)] == [p.tags for p in before]
+
+
+def test_a_class_loads_only_its_own_files_and_the_registries_load_any(corpus, tmp_path):
+    """``Voting.load`` reads a saved voting method and refuses another
+    method's folder; the abstract classes cannot tell which class a folder
+    holds and say where that is done (the registries, by the saved name)."""
+    from ensemble_deid.ensemble import DecisionTemplates, Voting
+    from ensemble_deid.taggers import DocumentPrediction
+
+    train, _ = corpus
+    members = {m: {d.id: DocumentPrediction.from_spans(d, d.annotations[i::2]) for d in train} for i, m in enumerate("ab")}
+    Voting(threshold=1).fit(members, train).save(tmp_path / "voting")
+    assert Voting.load(tmp_path / "voting").threshold == 1
+    with pytest.raises(StateError, match="saved by ensemble method 'voting', not 'decision-templates'"):
+        DecisionTemplates.load(tmp_path / "voting")
+    with pytest.raises(TypeError, match="load_method"):
+        MetaLearner.load(tmp_path / "voting")
+    make_tagger("rules").fit().save(tmp_path / "rules")
+    assert type(load_tagger(tmp_path / "rules")).name == "rules"
+    with pytest.raises(TypeError, match="load_tagger"):
+        Tagger.load(tmp_path / "rules")
+    with pytest.raises(StateError, match="not a saved tagger"):
+        load_tagger(tmp_path / "voting")
+    with pytest.raises(StateError, match="not an ensemble method"):
+        load_method(tmp_path / "rules")
 
 
 def test_members_sharing_features_predict_as_alone(corpus):

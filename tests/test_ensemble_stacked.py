@@ -303,7 +303,7 @@ def test_stacked_searn_predicts_what_it_did_before_its_model_stayed_loaded(tmp_p
     the model is loaded in VW once, not again for the next batch."""
     import json
 
-    from ensemble_deid.ensemble.base import MetaLearner
+    from ensemble_deid.ensemble.registry import load_method
     from ensemble_deid.taggers import linear
 
     from .conftest import TESTS_DIR
@@ -321,10 +321,10 @@ def test_stacked_searn_predicts_what_it_did_before_its_model_stayed_loaded(tmp_p
 
     fitted = StackedSEARN(passes=3, bits=16).fit(m_train, train)
     assert tags(fitted, test) == recorded
-    old = MetaLearner.load(data / "saved-by-38bdbfd")
+    old = load_method(data / "saved-by-38bdbfd")
     assert tags(old, test[:8]) == {d.id: recorded[d.id] for d in test[:8]}
     with monkeypatch.context() as m:
         m.setattr(linear, "_vw", lambda: pytest.fail("the model was loaded again"))
         assert tags(old, test[8:]) == {d.id: recorded[d.id] for d in test[8:]}
     fitted.save(tmp_path / "saved")
-    assert tags(MetaLearner.load(tmp_path / "saved"), test) == recorded
+    assert tags(load_method(tmp_path / "saved"), test) == recorded

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ensemble_deid.deid.model import needed_members
-from ensemble_deid.ensemble import DecisionTemplates, GridSearch, MetaLearner, PrunedVoting, Voting, build_candidates
+from ensemble_deid.ensemble import DecisionTemplates, GridSearch, PrunedVoting, Voting, build_candidates, load_method
 from ensemble_deid.ensemble.trust import trusted_pairs
 
 from .test_ensemble_fixtures import NAME, doc, members_of, random_case, spans_of
@@ -204,7 +204,7 @@ def test_trusted_pairs_survive_save_and_load(train, test_case, tmp_path):
     tdocs, tmembers = test_case
     method = PrunedVoting(trust=0.8).fit(members, docs)
     method.save(tmp_path / "m")
-    loaded = MetaLearner.load(tmp_path / "m")
+    loaded = load_method(tmp_path / "m")
     assert loaded.trusted_ == R_ON_ID
     assert [p.tags for p in loaded.predict(tmembers, tdocs)] == [p.tags for p in method.predict(tmembers, tdocs)]
 

@@ -504,14 +504,16 @@ def test_report_renderings(worked):
     import io
     import json
 
+    from ensemble_deid.evaluation.render import render
+
     report = evaluate(*worked)
-    table = report.to_table()
+    table = render(report, "table")
     assert "strict" in table and "0.5385" in table
-    data = json.loads(report.to_json())
+    data = json.loads(render(report, "json"))
     assert data["criteria"]["strict"]["micro"]["tp"] == 7
     assert set(data["criteria"]) == set(ALL)
-    rows = list(csv.DictReader(io.StringIO(report.to_csv())))
+    rows = list(csv.DictReader(io.StringIO(render(report, "csv"))))
     f1 = [r for r in rows if r["section"] == "micro" and r["criterion"] == "token" and r["measure"] == "f1"]
     assert float(f1[0]["value"]) == pytest.approx(0.8)
-    for rendered in (table, report.to_json(), report.to_csv()):
+    for rendered in (table, render(report, "json"), render(report, "csv")):
         assert "Lopez" not in rendered and "Springfield" not in rendered  # no PHI in output

@@ -23,7 +23,7 @@ import torch  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from ensemble_deid.cli import main  # noqa: E402
-from ensemble_deid.taggers.base import Tagger  # noqa: E402
+from ensemble_deid.taggers.registry import load_tagger  # noqa: E402
 from ensemble_deid.taggers.constraints import InvalidParameter  # noqa: E402
 from ensemble_deid.taggers.registry import make_tagger  # noqa: E402
 
@@ -152,7 +152,7 @@ def test_save_writes_safetensors_and_json_and_loads_without_the_checkpoint(fitte
     hidden = checkpoint.with_name("hidden")
     checkpoint.rename(hidden)
     try:
-        loaded = Tagger.load(folder)
+        loaded = load_tagger(folder)
         before, after = tagger.predict(test), loaded.predict(test)
     finally:
         hidden.rename(checkpoint)
@@ -166,7 +166,7 @@ def test_loading_refuses_a_config_that_is_not_json(fitted, tmp_path):
     folder = fitted[0].save(tmp_path / "saved")
     (folder / "config.json").write_bytes(b"\x80not json")
     with pytest.raises(StateError, match="config"):
-        Tagger.load(folder)
+        load_tagger(folder)
 
 
 def test_marginals_are_distributions_and_match_the_confidences(fitted):

@@ -67,6 +67,7 @@ def evaluate(ctx, gold, system_dir, corpus_name, trained_on, split, k, seed, fmt
 
     from ..evaluation.files import evaluate_folders
     from ..evaluation.options import EvalOptions
+    from ..evaluation.render import render
 
     if (gold is None) == (corpus_name is None):
         raise click.UsageError("give either --gold (a folder) or --corpus (a registered corpus, scoring cached predictions)")
@@ -111,7 +112,7 @@ def evaluate(ctx, gold, system_dir, corpus_name, trained_on, split, k, seed, fmt
     kwargs = {"documents": documents}
     if fmt == "table":
         kwargs["breakdown"] = breakdown
-    text = report.render(fmt, **kwargs)
+    text = render(report, fmt, **kwargs)
     if output:
         write_report(output, text)
     else:

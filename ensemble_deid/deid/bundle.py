@@ -222,7 +222,7 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     members that run a program (refused otherwise). ``trusted``: manifest
     checksums the user got from the bundle's author over a channel they trust
     (``fit`` prints it); when given, any other bundle is refused."""
-    from ..ensemble.base import MetaLearner
+    from ..ensemble.registry import load_method
     from ..taggers.registry import entry_points
     from ..taggers.state import StateError
 
@@ -236,7 +236,7 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     try:
         members = {m["label"]: _load_member(root, m, dict(allow_external or {}), registered)
                    for m in manifest["members"]}
-        method = (MetaLearner.load(_inside(root, manifest["method"]["folder"], mpath))
+        method = (load_method(_inside(root, manifest["method"]["folder"], mpath))
                   if manifest.get("method") else None)
     except (StateError, ValueError) as exc:  # ValueError: a neural checkpoint refused by its loader
         raise BundleError(str(exc)) from None

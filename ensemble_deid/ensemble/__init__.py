@@ -13,7 +13,7 @@ from .candidates import CandidateTable, build_candidates, resolve_overlaps
 from .diagnostics import (Contribution, MemberDiagnostics, Oracle, best_threshold, marginal_contributions, member_diagnostics,
                           oracle, pairwise_agreement)
 from .pruning import PrunedVoting, PruningPath, PruningSearch, SubsetScorer, pruning_search
-from .registry import METHODS, UnknownMethod, make_method, method_class
+from .registry import METHODS, UnknownMethod, load_method, make_method, method_class
 from .selection import GridSearch, cross_val_predict, expand_grid, fold_predictions
 from .stacked_lstm import StackedLSTM
 from .stacked_searn import StackedSEARN
@@ -27,6 +27,6 @@ __all__ = [
     "MemberDiagnostics", "MetaLearner", "MissingMemberError", "Oracle", "PrunedVoting", "PruningPath", "PruningSearch", "StackedLSTM",
     "StackedSEARN", "StackedSVM", "SubsetScorer", "TokenTable", "UnknownMethod", "Voting", "best_threshold",
     "build_candidates", "build_token_table", "cross_val_predict", "expand_grid", "fold_predictions",
-    "make_method", "marginal_contributions", "member_diagnostics", "metric_value", "method_class", "oracle", "pairwise_agreement",
+    "load_method", "make_method", "marginal_contributions", "member_diagnostics", "metric_value", "method_class", "oracle", "pairwise_agreement",
     "pruning_search", "resolve_overlaps", "vote_select",
 ]

@@ -22,7 +22,7 @@ document, so model selection never re-decodes predictions:
     _predict_raw(prepared) -> raw                 (a candidate mask, tag arrays, ...)
     _raw_to_predictions(prepared, raw) -> [DocumentPrediction]
     _raw_counts(prepared, raw) -> (tp, fp, fn)    strict micro counts
-    _tally(prepared, raw) -> objective.Counts       every criterion, per category
+    _tally(prepared, raw) -> counts under every criterion, per category (what an objective scores)
 
 A learner with a *score to move along* (``scored = True``) also implements
 ``_scores(prepared)`` (per candidate span or per token, higher = more
@@ -39,10 +39,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..corpus.document import Document
-from ..errors import EnsembleDeidError
+from ..errors import EnsembleDeidError, printable
 from ..taggers.prediction import DocumentPrediction
 from ..taggers.base import NotFittedError, Tagger
 from ..taggers.constraints import SEED, Check, validate_params
+from ..taggers.state import StateError, encodable, read_state, write_state
 
 Members = Mapping[str, Mapping[str, DocumentPrediction]]
 
@@ -111,12 +112,15 @@ class MetaLearner:
     set_params = Tagger.set_params
     clone = Tagger.clone
 
+    # Parameters added after ensembles were cached: at None (the learner's own
+    # rule, what every earlier version did) they are left out of the cache key,
+    # so entries cached before they existed stay valid.
+    added_later: ClassVar[tuple[str, ...]] = ("operating_point",)
+
     def hashed_params(self) -> dict[str, Any]:
-        """The cache key's parameters. ``operating_point`` and ``trust`` at
-        None (the learner's own rule, what every earlier version did) are left
-        out, so entries cached before they existed stay valid."""
+        """The cache key's parameters (``added_later`` ones at None left out)."""
         params = Tagger.hashed_params(self)
-        for later in ("operating_point", "trust"):
+        for later in self.added_later:
             if params.get(later, 0) is None:
                 del params[later]
         return params
@@ -126,15 +130,13 @@ class MetaLearner:
     is_fitted = Tagger.is_fitted
 
     # Saving (no pickle): the Tagger machinery and its hooks, with the method
-    # registry instead of the tagger registry.
+    # registry (registry.load_method) loading whichever method a folder holds.
     _fitted_state = Tagger._fitted_state
     _from_saved = Tagger.__dict__["_from_saved"]
     _restore_state = Tagger._restore_state
 
     def save(self, folder):
         """Write the fitted method to ``folder`` (owner-only, no pickle)."""
-        from ..taggers.state import encodable, write_state
-
         self.check_fitted()
         header = {"kind": "ensemble-method", "name": self.name, "version": ENSEMBLE_VERSION,
                   "params": encodable(self.get_params())}
@@ -142,14 +144,17 @@ class MetaLearner:
 
     @classmethod
     def load(cls, folder) -> "MetaLearner":
-        """A method saved by :meth:`save`; another version's files are refused."""
-        from ..taggers.state import StateError, read_state
-        from .registry import method_class
-
-        header, state = read_state(folder)
-        if header.get("kind") != "ensemble-method" or str(header.get("version")) != ENSEMBLE_VERSION:
-            raise StateError(f"{folder}: not an ensemble method saved by ensemble version {ENSEMBLE_VERSION}")
-        return method_class(header["name"])._from_saved(folder, header["params"], state)
+        """A method of this class saved by :meth:`save`; another method's or
+        another version's files are refused. Whichever method a folder holds:
+        ``ensemble.registry.load_method(folder)``."""
+        if not cls.name:
+            raise TypeError(f"{cls.__name__}.load reads one method's files: load_method(folder) "
+                            "(ensemble_deid.ensemble.registry) finds the method a folder holds")
+        header, state = read_saved_method(folder)
+        if header.get("name") != cls.name:
+            raise StateError(f"{folder}: saved by ensemble method {printable(str(header.get('name')))!r}, "
+                             f"not {cls.name!r}")
+        return cls._from_saved(folder, header["params"], state)
 
     def validate_params(self) -> None:
         """Every parameter against its declared constraints (InvalidParameter
@@ -208,11 +213,8 @@ class MetaLearner:
         raise NotImplementedError
 
     def _tally(self, prepared, raw):
-        """Counts of ``raw`` under every criterion (objective.Counts)."""
-        from .objective import tally_spans
-
-        preds = self._raw_to_predictions(prepared, raw)
-        return tally_spans(gold_keys_of(prepared), [p.spans(d) for p, d in zip(preds, prepared.documents)])
+        """Counts of ``raw`` under every criterion, per category (``objective.Counts``)."""
+        raise NotImplementedError
 
     # --- a score to move along (``scored = True``) ------------------------------
     scored: ClassVar[bool] = False
@@ -251,16 +253,6 @@ class MetaLearner:
         return np.asarray(scores, dtype=np.float64)
 
 
-def gold_keys_of(prepared):
-    """The gold keys of a prepared table (computed once per table)."""
-    from .objective import GoldKeys
-
-    keys = prepared.__dict__.get("_gold_keys")
-    if keys is None:
-        keys = prepared.__dict__["_gold_keys"] = GoldKeys(prepared.documents)
-    return keys
-
-
 def ordered_members(
     members: Members, names: Sequence[str], documents: Sequence[Document], who: str
 ) -> list[Mapping[str, DocumentPrediction]]:
@@ -292,87 +284,10 @@ def ordered_members(
     return out
 
 
-class SpanMetaLearner(MetaLearner):
-    """A method deciding on candidate spans pooled from the members
-    (:class:`~ensemble_deid.ensemble.candidates.CandidateTable`). ``raw`` is a
-    boolean selection of non-overlapping candidates."""
-
-    level: ClassVar[str] = "span"
-
-    def _prepare(self, members, names, documents):
-        from .candidates import build_candidates
-
-        return build_candidates(members, names, documents)
-
-    def _raw_to_predictions(self, prepared, raw) -> list[DocumentPrediction]:
-        return prepared.to_predictions(raw)
-
-    def _raw_counts(self, prepared, raw) -> tuple[int, int, int]:
-        return prepared.counts(raw)
-
-    def _tally(self, table, raw):
-        from .objective import candidate_weights
-
-        return candidate_weights(table).counts(raw)[0]
-
-    def _tallies(self, table, scores, points) -> list:
-        from .objective import candidate_weights
-
-        return candidate_weights(table).counts(np.stack(self._select(table, scores, points), axis=1))
-
-    def _keep(self, table, scores, points, native: np.ndarray) -> np.ndarray:
-        """(n, k) kept candidates: score >= the point's threshold for the
-        candidate's category (or its ``"*"``), else the native rule."""
-        from .objective import category_of_labels
-
-        cats = np.array(category_of_labels(table.labels) + [""], dtype=object)[table.label] if len(table) \
-            else np.zeros(0, dtype=object)
-        keep = np.zeros((len(table), len(points)), dtype=bool)
-        for k, point in enumerate(points):
-            point = point or {}
-            col = native.copy()
-            if "*" in point:
-                col = scores >= point["*"]
-            for cat, tau in point.items():
-                if cat != "*":
-                    rows = cats == cat
-                    col[rows] = scores[rows] >= tau
-            keep[:, k] = col
-        return keep
-
-    def threshold_candidates(self, pooled_scores: np.ndarray) -> list[float]:
-        """At most 200 thresholds: the distinct out-of-fold scores, thinned to quantiles."""
-        values = np.unique(pooled_scores[np.isfinite(pooled_scores)])
-        if len(values) > 200:
-            values = np.unique(np.quantile(values, np.linspace(0, 1, 200), method="lower"))
-        return [float(v) for v in values]
-
-    def _learn_trust(self, table) -> None:
-        """The (member, label) pairs that have earned trust on the fitting
-        documents (``trust``; see ``ensemble.trust``)."""
-        from .trust import trusted_pairs
-
-        trust = getattr(self, "trust", None)
-        self.trusted_ = trusted_pairs(table, float(trust)) if trust is not None else []
-
-    def _trusted(self, table, selected):
-        """``selected`` (a candidate mask, or a list of them) with the trusted
-        members' spans added where it leaves their tokens O or kept only spans
-        strictly inside them (``ensemble.trust.veto_outside``)."""
-        from .trust import veto_outside
-
-        pairs = getattr(self, "trusted_", None)
-        if not pairs:
-            return selected
-        if isinstance(selected, list):
-            if not selected:
-                return selected
-            out = veto_outside(table, np.stack(selected, axis=1), pairs, self.member_rank_)
-            return [out[:, i] for i in range(out.shape[1])]
-        return veto_outside(table, selected, pairs, self.member_rank_)
-
-    def _member_ranks(self, table) -> None:
-        """Members' strict F1 on the fitting documents and their ranks: the
-        voting tie-break ("the member with the better cross-validated F1")."""
-        self.member_f1_ = table.member_f1()
-        self.member_rank_ = table.member_rank()
+def read_saved_method(folder) -> tuple[dict, dict[str, Any]]:
+    """(header, state) of a method written by :meth:`MetaLearner.save`;
+    another kind of file or another ensemble version is refused."""
+    header, state = read_state(folder)
+    if header.get("kind") != "ensemble-method" or str(header.get("version")) != ENSEMBLE_VERSION:
+        raise StateError(f"{folder}: not an ensemble method saved by ensemble version {ENSEMBLE_VERSION}")
+    return header, state

@@ -410,3 +410,20 @@ def candidate_weights(table) -> CandidateWeights:
     if weights is None:
         weights = table.__dict__["_weights"] = CandidateWeights.of(table)
     return weights
+
+
+def choose_category_points(objective: Objective, candidates: Sequence, base_point: dict | None, tallies_of):
+    """For each category clause of ``objective``, the candidate threshold whose
+    counts score best on that category, every other category at
+    ``base_point``; ties: the earlier candidate. ``tallies_of(points)`` gives
+    the (pooled) counts of a list of operating points. Returns the point and,
+    per category, whether its target was reached."""
+    point = dict(base_point or {})
+    reached = {}
+    for cat in sorted(objective.categories):
+        points = [{**(base_point or {}), cat: float(t)} for t in candidates]
+        scores = [objective.category_score(cat, t) for t in tallies_of(points)]
+        best = best_index(scores)
+        point[cat] = float(candidates[best])
+        reached[cat] = objective.categories[cat].is_reached(scores[best])
+    return point, reached

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import OPERATING_POINT, SpanMetaLearner
-from .objective import CRITERIA, Target, candidate_weights, check_objective, parse_objective
+from .base import OPERATING_POINT
+from .spans import SpanMetaLearner
+from .budget import affordable_subsets, best_point, check_budget, cost_vector, score_subsets
+from .objective import CRITERIA, Target, candidate_weights, check_objective, choose_category_points, parse_objective
 from .candidates import CandidateTable, best_voter_rank, resolve_contested, voting_priority
 from .voting import OVERLAP_RULES, Voting, resolve, resolve_chain_contested, vote_select
 from .trust import TRUST, choose_trust, trusted_pairs
@@ -232,8 +234,6 @@ def budgeted_search(table: CandidateTable, rank: np.ndarray, costs, budget: floa
     """The best (threshold, subset) among every subset whose summed cost
     (``costs``: member name -> CPU s per million tokens) fits ``budget``
     (None: every subset), scored exhaustively (``ensemble.budget``)."""
-    from .budget import affordable_subsets, best_point, check_budget, cost_vector, score_subsets
-
     _check(overlap=overlap)
     budget = check_budget(budget, "budget")
     names = table.member_names
@@ -345,8 +345,6 @@ class PrunedVoting(SpanMetaLearner):
     def _category_thresholds(self, table: CandidateTable) -> dict | None:
         """Per named category, the vote threshold (over the kept members) that
         its clause scores best on the fitting documents; ties: the lower one."""
-        from .selection import choose_category_points
-
         objective = parse_objective(self.objective)
         self.category_reached_ = {}
         if not objective.categories:

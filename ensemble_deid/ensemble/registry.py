@@ -1,9 +1,10 @@
-"""Ensemble methods by name."""
+"""Ensemble methods by name: the class of a name, a new method, and the
+fitted method a saved folder holds."""
 from __future__ import annotations
 
 from typing import Any
 
-from .base import MetaLearner
+from .base import MetaLearner, read_saved_method
 from .pruning import PrunedVoting
 from .stacked_lstm import StackedLSTM
 from .stacked_searn import StackedSEARN
@@ -34,3 +35,10 @@ def make_method(name: str, **params: Any) -> MetaLearner:
         method.set_params(**params)
     method.validate_params()
     return method
+
+
+def load_method(folder) -> MetaLearner:
+    """The fitted method saved in ``folder`` by ``MetaLearner.save``, whichever
+    it is (its name picks the class); another version's files are refused."""
+    header, state = read_saved_method(folder)
+    return method_class(header["name"])._from_saved(folder, header["params"], state)

@@ -24,11 +24,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import ParameterError
-from ..experiment.cv import CrossValidation, TaggerSpec, label_warnings, parse_tagger_specs, split_specs
+from ..experiment.cache import PredictionCache
+from ..experiment.cost import measure_cost, stored_cost
+from ..experiment.cv import CrossValidation, PeakMemory, TaggerSpec, label_warnings, parse_tagger_specs, split_specs
 from ..experiment.cv import _parse_value
-from .caching import MemberRun, is_ensemble_spec, resolve_members
-from .selection import GridSearch
+from ..progress import phase, progress_bar
+from .budget import affordable_subsets, check_budget, cost_vector, score_subsets
+from .caching import (MemberRun, ensemble_entry, ensemble_parts, is_ensemble_spec, jsonable, member_test_checksums,
+                      part_metadata, resolve_members)
+from .candidates import build_candidates
+from .objective import ObjectiveError, check_objective, parse_objective
+from .pruning import PrunedVoting, SubsetScorer, budgeted_search, pruning_search
+from .registry import make_method
+from .selection import GridSearch, fold_predictions
 from .trust import TRUST_RULE
+from .voting import vote_select
 
 DEFAULT_FOLDS = 10
 Say = Callable[[str], None]
@@ -92,9 +102,6 @@ def make_search(method: str, params: Mapping[str, Any] | None = None, grid: Mapp
     voting threshold above the number of members is a ParameterError
     (option ``--param`` or ``--grid``); so is an objective that cannot be
     read (``--objective``)."""
-    from .objective import ObjectiveError, check_objective
-    from .registry import make_method
-
     try:
         objective = check_objective(objective)
     except ObjectiveError as exc:
@@ -126,8 +133,6 @@ def load_members(workspace, corpus_name: str, members: str, folds: int | None = 
     ``folds=None`` means the default 10 folds, or the members' cached CV
     when they are cached for one other k only (said through ``log``); an
     explicit k that is not cached is computed (and said)."""
-    from ..experiment.cache import PredictionCache
-
     k = DEFAULT_FOLDS if folds is None else folds
     specs, ensembles, order = parse_members(members)
     corpus = workspace.load(corpus_name)
@@ -199,12 +204,6 @@ def run_ensemble(engine: CrossValidation, learner: GridSearch, method: str, runs
     (``test_record``: fit and predict seconds, peak memory) and the selection
     record (``record``). ``progress``: a bar (or plain lines) over the
     selection's fits, the test prediction and the out-of-fold fits."""
-    from ..experiment.cv import PeakMemory
-    from ..progress import phase, progress_bar
-    from .caching import ensemble_entry, ensemble_parts, jsonable, member_test_checksums, part_metadata
-    from .objective import parse_objective
-    from .selection import fold_predictions
-
     train, test = engine.train, engine.targets["test"]
     settings = key_settings(learner)
     entry = ensemble_entry(method, settings, runs, engine.train_fingerprint)
@@ -324,8 +323,6 @@ def operating_point_record(learner: GridSearch) -> dict:
     """The objective's chosen operating point, whether its targets were met on
     the out-of-fold data, and the held-out curve of the other points (what a
     bundle can be re-pointed to without retraining)."""
-    from .objective import parse_objective
-
     model = learner.best_estimator_
     point = getattr(model, "operating_point_", None) or model.get_params().get("operating_point")
     out = {"operating_point": point}
@@ -369,8 +366,6 @@ def run_method(workspace, corpus_name: str, method: str, members: str, params: M
     ``budget`` (voting-pruned only): CPU seconds per million tokens the
     kept members' summed inference cost may reach (``ensemble.budget``).
     Every parameter is checked before any member is computed."""
-    from .budget import check_budget
-
     n_members = len(parse_members(members)[2])
     budget = check_budget(budget)
     if budget is not None and method != "voting-pruned":
@@ -381,8 +376,6 @@ def run_method(workspace, corpus_name: str, method: str, members: str, params: M
     learner = make_search(method, params, grid, **settings)
     corpus, engine, runs = load_members(workspace, corpus_name, members, folds, seed, progress, log, warn)
     if budget is not None:  # the costs are known now: the same search, with the budget fixed
-        from .budget import affordable_subsets, cost_vector
-
         costs = budget_costs(resolve_costs(engine, runs, log))
         affordable_subsets(cost_vector(tuple(runs), costs), budget)  # nothing fits: said before any fit
         learner = make_search(method, {**(params or {}), "budget": budget, "costs": costs}, grid,
@@ -397,8 +390,6 @@ def run_method(workspace, corpus_name: str, method: str, members: str, params: M
 def pruning_variant(params: Mapping[str, Any]) -> dict[str, Any]:
     """The voting-pruned parameters ``prune`` may set (removal_ties, overlap),
     checked by the method's own constraints before any work."""
-    from .pruning import PrunedVoting
-
     other = sorted(set(params) - {"removal_ties", "overlap"})
     if other:
         raise ParameterError(f"unknown parameter {other[0]!r}: --param sets removal_ties or overlap "
@@ -414,8 +405,6 @@ def pruning_objective(objective: str) -> str:
     """The objective of ``prune``, checked before any work: per-category
     clauses are refused (said, not silently dropped), since they choose
     thresholds after the elimination (``ensemble --method voting-pruned``)."""
-    from .objective import ObjectiveError, parse_objective
-
     try:
         parsed = parse_objective(objective)
     except ObjectiveError as exc:
@@ -448,21 +437,14 @@ def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None =
     it instead (``ensemble.budget``). Per-category clauses are
     refused: they choose thresholds after the elimination (``ensemble
     --method voting-pruned``)."""
-    from .budget import check_budget
-    from .candidates import build_candidates
-
     objective = pruning_objective(objective)
     budget = check_budget(budget)
-    from .pruning import budgeted_search, pruning_search
-    from .voting import vote_select
 
     variant = pruning_variant(variant or {})
     names = tuple(runs)
     if threshold is not None and threshold > len(names):
         raise ParameterError(f"{threshold} exceeds the number of members ({len(names)})", "--threshold")
     if budget is not None:  # before the table: an unknown cost or a budget nothing fits is said at once
-        from .budget import affordable_subsets, cost_vector
-
         affordable_subsets(cost_vector(names, budget_costs({n: runs[n].cost for n in names})), budget)
     t0 = time.perf_counter()
     table = build_candidates([runs[n].oof for n in names], names, corpus.train)
@@ -499,8 +481,6 @@ def resolve_costs(engine: CrossValidation, runs: Mapping[str, MemberRun], log: S
     recorded no prediction time is re-measured (fitted on the training folds of
     fold 0, timed predicting fold 0; kept in the cache, so once per entry). A
     cached ensemble named as a member has no cost (None)."""
-    from ..experiment.cost import measure_cost, stored_cost
-
     out: dict[str, float | None] = {}
     for label, run in runs.items():
         if run.cost is None and not is_ensemble_spec(label):
@@ -521,9 +501,6 @@ def cost_points(table, rank, costs: Mapping[str, float | None], objective: str =
     table, with its summed cost and its objective on the table's documents
     (``ensemble.budget.SubsetPoint``); ``ensemble.budget.pareto_front`` keeps
     the undominated ones. ``budget`` leaves out the subsets above it."""
-    from .budget import affordable_subsets, cost_vector, score_subsets
-    from .pruning import SubsetScorer
-
     names = table.member_names
     vector = cost_vector(names, budget_costs(costs), option)
     scorer = SubsetScorer(table, rank, objective, overlap)

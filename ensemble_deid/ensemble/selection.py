@@ -34,11 +34,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..corpus.document import Document
-from ..corpus.folds import FoldAssignment, assign_folds
+from ..corpus.folds import FoldAssignment
 from ..taggers.constraints import MAX_COUNT, SEED, Check, Interval, InvalidParameter
 from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner, Members, metric_value, ordered_members
-from .objective import Objective, Target, add_counts, best_index, check_objective, parse_objective
+from .objective import (Objective, Target, add_counts, best_index, check_objective, choose_category_points,
+                        parse_objective)
+from .splits import fold_indices, make_folds
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -47,20 +49,6 @@ def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
         return [{}]
     keys = list(grid)
     return [dict(zip(keys, values)) for values in itertools.product(*(list(grid[k]) for k in keys))]
-
-
-def fold_indices(documents: Sequence[Document], folds: FoldAssignment) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(training, held-out) document indices of every fold."""
-    which = np.array([folds.folds[d.id] for d in documents], dtype=np.int64)
-    return [(np.flatnonzero(which != f), np.flatnonzero(which == f)) for f in range(folds.k)]
-
-
-def make_folds(documents: Sequence[Document], k: int, seed: int) -> FoldAssignment:
-    """Patient-grouped folds; k is lowered to the number of patients if needed."""
-    groups = len({d.group for d in documents})
-    if groups < 2:
-        raise ValueError(f"cross-validation needs documents of at least 2 patients, got {groups}")
-    return assign_folds(documents, min(int(k), groups), seed)
 
 
 @dataclass
@@ -98,23 +86,6 @@ def cv_scores(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
     for res in results:
         res.score = metric_value(res.tp, res.fp, res.fn, metric)
     return results
-
-
-def choose_category_points(objective: Objective, candidates: Sequence, base_point: dict | None, tallies_of):
-    """For each category clause of ``objective``, the candidate threshold whose
-    counts score best on that category, every other category at
-    ``base_point``; ties: the earlier candidate. ``tallies_of(points)`` gives
-    the (pooled) counts of a list of operating points. Returns the point and,
-    per category, whether its target was reached."""
-    point = dict(base_point or {})
-    reached = {}
-    for cat in sorted(objective.categories):
-        points = [{**(base_point or {}), cat: float(t)} for t in candidates]
-        scores = [objective.category_score(cat, t) for t in tallies_of(points)]
-        best = best_index(scores)
-        point[cat] = float(candidates[best])
-        reached[cat] = objective.categories[cat].is_reached(scores[best])
-    return point, reached
 
 
 @dataclass

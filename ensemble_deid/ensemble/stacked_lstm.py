@@ -14,6 +14,7 @@ and pytorch-crf's loss (ensemble version 3).
 """
 from __future__ import annotations
 
+import io
 import random
 
 import numpy as np
@@ -236,8 +237,6 @@ class StackedLSTM(TokenMetaLearner):
     # Saving: the network's state_dict in torch's own format, read back with
     # weights_only=True into a network rebuilt from the parameters.
     def _fitted_state(self) -> dict:
-        import io
-
         import torch
 
         state = super()._fitted_state()
@@ -247,8 +246,6 @@ class StackedLSTM(TokenMetaLearner):
         return state
 
     def _restore_state(self, state: dict) -> None:
-        import io
-
         import torch
 
         state = dict(state)

@@ -11,6 +11,7 @@ trigram features. Defaults follow [KIM20]: 20 passes, initial learning rate
 from __future__ import annotations
 
 import re
+import shlex
 
 import numpy as np
 
@@ -99,8 +100,6 @@ class StackedSEARN(KeepsVowpalModel, TokenMetaLearner):
         self._store_params(locals())
 
     def check_params(self) -> None:
-        import shlex
-
         try:
             words = shlex.split(self.vw_options)
         except ValueError as exc:

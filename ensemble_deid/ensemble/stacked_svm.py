@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import OPERATING_POINT, SpanMetaLearner
+from .base import OPERATING_POINT
+from .spans import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 

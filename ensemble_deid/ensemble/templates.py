@@ -45,7 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import OPERATING_POINT, SpanMetaLearner
+from .base import OPERATING_POINT
+from .spans import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, gold_keys, voting_priority
 from .trust import TRUST, TRUST_GRID
 from .voting import resolve, select_kept_by_votes

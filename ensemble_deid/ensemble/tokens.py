@@ -10,9 +10,11 @@ import numpy as np
 
 from ..corpus.bio import gold_tags
 from ..corpus.document import Document
+from ..evaluation import Scorer
 from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner
 from .candidates import TagVocab
+from .objective import GoldKeys, tally_spans
 
 
 @dataclass
@@ -140,8 +142,18 @@ class TokenMetaLearner(MetaLearner):
         return self._predict_native(table)
 
     def _raw_counts(self, table, raw):
-        from ..evaluation import Scorer
-
         preds = self._raw_to_predictions(table, raw)
         counts = Scorer(table.documents, "strict").counts({p.doc_id: p.spans(d) for p, d in zip(preds, table.documents)})
         return int(counts.tp.sum()), int(counts.fp.sum()), int(counts.fn.sum())
+
+    def _tally(self, table, raw):
+        preds = self._raw_to_predictions(table, raw)
+        return tally_spans(gold_keys_of(table), [p.spans(d) for p, d in zip(preds, table.documents)])
+
+
+def gold_keys_of(table: TokenTable) -> GoldKeys:
+    """The gold keys of a token table (computed once per table)."""
+    keys = table.__dict__.get("_gold_keys")
+    if keys is None:
+        keys = table.__dict__["_gold_keys"] = GoldKeys(table.documents)
+    return keys

@@ -60,6 +60,7 @@ import numpy as np
 
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
 from .objective import category_of_labels
+from .splits import fold_indices, make_folds
 from ..corpus.document import I2B2_SCHEME
 from ..taggers.constraints import Interval
 
@@ -172,8 +173,6 @@ def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarr
     other folds and applied to it, on top of ``own`` (the method's output,
     fitted once on the whole table: a method whose own fit is too costly to
     repeat per fold and per level). Ties: the earlier value (None first)."""
-    from .selection import fold_indices, make_folds
-
     try:
         folds = make_folds(table.documents, TRUST_FOLDS, seed)
     except ValueError:  # a single patient: nothing to cross-validate on

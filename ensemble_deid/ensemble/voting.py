@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import OPERATING_POINT, SpanMetaLearner
+from .base import OPERATING_POINT
+from .spans import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, resolve_overlaps, voting_priority
 from ..taggers.constraints import MAX_COUNT, Interval, Options
 from .trust import TRUST, TRUST_GRID

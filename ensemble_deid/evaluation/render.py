@@ -1,12 +1,12 @@
-"""Rendering a report: a text table, JSON, or tidy CSV (one number a row)."""
+"""Rendering a report: a text table, JSON, tidy CSV (one number a row), or
+the official programs' blocks. The report is the scores; how they are shown
+is this module's alone (``render(report, "table")``)."""
 from __future__ import annotations
 
 import io
 import json
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # report.py imports this module lazily; a type name only here
-    from .report import EvaluationReport
+from .report import EvaluationReport
 
 FORMATS = ("table", "json", "csv", "i2b2", "ngrid")
 

@@ -94,17 +94,3 @@ class EvaluationReport:
             "criteria": {k: v.to_dict(documents, shown) for k, v in self.results.items()},
             "leak": leak,
         }
-
-    def render(self, fmt: str = "table", **kwargs) -> str:
-        from .render import render
-
-        return render(self, fmt, **kwargs)
-
-    def to_json(self, **kwargs) -> str:
-        return self.render("json", **kwargs)
-
-    def to_csv(self, **kwargs) -> str:
-        return self.render("csv", **kwargs)
-
-    def to_table(self, **kwargs) -> str:
-        return self.render("table", **kwargs)

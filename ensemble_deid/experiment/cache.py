@@ -47,7 +47,6 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
@@ -55,11 +54,11 @@ import numpy as np
 
 from ..corpus.bio import OUTSIDE, decode
 from ..corpus.document import Document
-from ..errors import EnsembleDeidError
 from ..files import private_dir, write_private
 from ..taggers.prediction import DocumentPrediction
+from .kept import KeptModelError, check, kept_models
+from .keys import SCHEMA, CacheError, EntryKey, PartKey, _record_checksum
 
-SCHEMA = "v1"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 PUBLISHED_MANIFEST = "published.json"
@@ -71,51 +70,8 @@ STALE_TMP_SECONDS = 3600  # no single write takes an hour: older temp files are 
 log = logging.getLogger(__name__)
 
 
-class CacheError(EnsembleDeidError):
-    pass
-
-
 class CorruptPart(CacheError):
     pass
-
-
-@dataclass(frozen=True)
-class EntryKey:
-    tagger: str
-    version: str
-    param_hash: str
-    train_fingerprint: str
-
-    @property
-    def relpath(self) -> Path:
-        return Path(SCHEMA, self.tagger, f"{self.version}-{self.param_hash}", self.train_fingerprint)
-
-
-@dataclass(frozen=True)
-class PartKey:
-    """``kind`` is "oof" (name "fold-NN", scope = fold fingerprint) or
-    "predict" (name "all", scope = fingerprint of the predicted documents)."""
-
-    entry: EntryKey
-    kind: str
-    scope: str
-    name: str
-
-    @classmethod
-    def fold(cls, entry: EntryKey, folds_fingerprint: str, fold: int) -> "PartKey":
-        return cls(entry, "oof", folds_fingerprint, f"fold-{fold:02d}")
-
-    @classmethod
-    def predict(cls, entry: EntryKey, target_fingerprint: str) -> "PartKey":
-        return cls(entry, "predict", target_fingerprint, "all")
-
-    @property
-    def relpath(self) -> Path:
-        return self.entry.relpath / f"{self.kind}-{self.scope}" / self.name
-
-    def __str__(self) -> str:
-        e = self.entry
-        return f"{e.tagger} {e.version}-{e.param_hash} train={e.train_fingerprint} {self.kind}-{self.scope}/{self.name}"
 
 
 # --- encoding predictions as arrays -------------------------------------------
@@ -169,11 +125,6 @@ def decode_predictions(arrays: Mapping[str, np.ndarray]) -> dict[str, DocumentPr
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _record_checksum(record: Mapping[str, Any], field: str = "record_sha256") -> str:
-    body = {k: v for k, v in record.items() if k != field}
-    return _sha256(json.dumps(body, sort_keys=True).encode())
 
 
 def entry_record(key: EntryKey, description: Mapping[str, Any]) -> dict:
@@ -662,8 +613,6 @@ class PredictionCache:
                     self.read_part_files(base)
                 except CorruptPart as exc:
                     problems.append(Problem(base.with_suffix(".npz"), str(exc)))
-        from .kept import KeptModelError, check, kept_models
-
         for folder in kept_models(self.root):
             try:
                 check(folder)

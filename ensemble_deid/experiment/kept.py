@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import check_folder, folder_checksums, owner_only_tree, private_dir, write_private
-from .cache import SCHEMA, CacheError, EntryKey, _record_checksum
+from .keys import SCHEMA, CacheError, EntryKey, _record_checksum
 
 MODEL = "model"
 RECORD = "kept.json"

@@ -18,12 +18,12 @@ from ..errors import EnsembleDeidError
 from .base import NotFittedError, Tagger, TaggerUnavailable
 from .constraints import Check, Interval, InvalidParameter, Options
 from .prediction import DocumentPrediction
-from .registry import UnknownTagger, make_tagger, tagger_class
+from .registry import UnknownTagger, load_tagger, make_tagger, tagger_class
 
 __all__ = [
     "OUTSIDE", "Annotation", "Check", "Document", "DocumentPrediction", "EnsembleDeidError", "Interval",
     "InvalidParameter", "NotFittedError", "Options", "Tagger", "TaggerUnavailable", "UnknownTagger",
-    "decode", "gold_tags", "make_tagger", "tagger_class", "FeatureExtractor",
+    "decode", "gold_tags", "load_tagger", "make_tagger", "tagger_class", "FeatureExtractor",
 ]
 
 

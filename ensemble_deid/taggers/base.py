@@ -34,6 +34,7 @@ from ..corpus.document import Document
 from ..errors import EnsembleDeidError
 from .constraints import SEED, InvalidParameter, validate_params
 from .prediction import DocumentPrediction
+from .state import StateError, decoded, encodable, read_header, read_state, write_state
 
 
 class NotFittedError(EnsembleDeidError, ValueError):
@@ -207,9 +208,7 @@ class Tagger:
     def save(self, folder) -> "Path":
         """Write the fitted tagger to ``folder`` (created owner-only): its
         name, version, parameters and learned state, models in their library's
-        own file format. ``Tagger.load(folder)`` reads it back."""
-        from .state import encodable, write_state
-
+        own file format. ``type(tagger).load(folder)`` reads it back."""
         self.check_fitted()
         header = {"kind": "tagger", "name": self.name, "version": self.version,
                   "params": encodable(self.get_params()), "environment": self.environment()}
@@ -217,31 +216,26 @@ class Tagger:
 
     @classmethod
     def load(cls, folder) -> "Tagger":
-        """A tagger saved by :meth:`save`; refuses another tagger's or another
-        version's files (the error names the folder)."""
-        from .registry import tagger_class
-        from .state import StateError, read_header, read_state
-
-        header = read_header(folder)
-        if header.get("kind") != "tagger":
-            raise StateError(f"{folder}: not a saved tagger")
-        # The class first: importing its module registers the classes its state holds.
-        klass = tagger_class(header["name"]) if cls is Tagger else cls
-        if header["name"] != klass.name or str(header["version"]) != str(klass.version):
+        """A tagger of this class saved by :meth:`save`; refuses another
+        tagger's or another version's files (the error names the folder).
+        Whichever tagger a folder holds: ``registry.load_tagger(folder)``."""
+        if not cls.name:
+            raise TypeError(f"{cls.__name__}.load reads one tagger's files: load_tagger(folder) "
+                            "(ensemble_deid.taggers) finds the tagger a folder holds")
+        header = read_saved_header(folder)
+        if header["name"] != cls.name or str(header["version"]) != str(cls.version):
             raise StateError(
                 f"{folder}: saved by tagger {header['name']!r} version {header['version']}; "
-                f"this is {klass.name!r} version {klass.version}: refit it"
+                f"this is {cls.name!r} version {cls.version}: refit it"
             )
         _, state = read_state(folder)
-        return klass._from_saved(folder, header["params"], state)
+        return cls._from_saved(folder, header["params"], state)
 
     @classmethod
     def _from_saved(cls, folder, params: Any, state: dict[str, Any]):
         """An instance with the saved ``params`` and learned ``state`` read
         from ``folder``. A value no fit accepts (threshold=-5 in an edited
         file) is refused here, naming the folder, not used."""
-        from .state import StateError, decoded
-
         made = cls(**decoded(params))
         try:
             made.validate_params()
@@ -294,3 +288,12 @@ _DISTRIBUTIONS = {
     "torchcrf": "pytorch-crf",
     "vowpalwabbit": "vowpalwabbit",
 }
+
+
+def read_saved_header(folder) -> dict:
+    """The header of a tagger saved by :meth:`Tagger.save` (another kind of
+    saved state is refused)."""
+    header = read_header(folder)
+    if header.get("kind") != "tagger":
+        raise StateError(f"{folder}: not a saved tagger")
+    return header

@@ -1,6 +1,7 @@
 """Tagger registry: ``importlib.metadata`` entry points in the group
-``ensemble_deid.taggers``. Built-in adapters register the same way a third
-party's package would:
+``ensemble_deid.taggers``, and the fitted tagger a saved folder holds
+(``load_tagger``). Built-in adapters register the same way a third party's
+package would:
 
     [project.entry-points."ensemble_deid.taggers"]
     my-tagger = "my_package.module:MyTagger"
@@ -12,7 +13,7 @@ from importlib import metadata
 from typing import Any
 
 from ..errors import EnsembleDeidError, did_you_mean
-from .base import Tagger
+from .base import Tagger, read_saved_header
 
 GROUP = "ensemble_deid.taggers"
 
@@ -49,6 +50,13 @@ def tagger_class(name: str, registered: dict[str, metadata.EntryPoint] | None = 
     if not (isinstance(cls, type) and issubclass(cls, Tagger)):
         raise EnsembleDeidError(f"entry point {name!r} ({eps[name].value}) is not a Tagger subclass")
     return cls
+
+
+def load_tagger(folder, registered: dict[str, metadata.EntryPoint] | None = None) -> Tagger:
+    """The fitted tagger saved in ``folder`` by ``Tagger.save``, whichever it
+    is: its name picks the class, whose ``load`` refuses another version's files."""
+    # The class first: importing its module registers the classes its state holds.
+    return tagger_class(read_saved_header(folder)["name"], registered).load(folder)
 
 
 def make_tagger(name: str, **params: Any) -> Tagger:
