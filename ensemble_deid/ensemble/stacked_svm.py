@@ -33,7 +33,7 @@ import numpy as np
 
 from .base import OPERATING_POINT, SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
-from ..taggers.constraints import MAX_COUNT, Interval, Options
+from ..taggers.constraints import MAX_COST, MAX_COUNT, Interval, Options
 
 CONJ_PREP = frozenset("""
 and or but nor of in at on for to from with by into onto near via per
@@ -137,7 +137,7 @@ class StackedSVM(SpanMetaLearner):
     name = "stacked-svm"
     description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
 
-    _parameter_constraints = {"C": [Interval(float, 0, None, closed="neither")], "class_weight": [None, Options("balanced"), dict],
+    _parameter_constraints = {"C": [Interval(float, 0, MAX_COST, closed="right")], "class_weight": [None, Options("balanced"), dict],
                               "confidences": [bool], "max_iter": [Interval(int, 1, MAX_COUNT)],
                               "operating_point": [OPERATING_POINT]}
     scored = True

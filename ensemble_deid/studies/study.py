@@ -118,7 +118,7 @@ class StudyConfig:
         constraints = {
             "name": [str], "folds": [Interval(int, 2, MAX_COUNT)], "seed": [int], "jobs": JOBS,
             "objective": [Check(check_objective, "an objective such as 'f1' or 'binary-token:recall>=0.99' "
-                                "(see docs/ensembles.md)")], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
+                                "(see docs/ensembles.md)")], "test": [Options(*TESTS)], "trials": [Interval(int, 100, MAX_COUNT)],
             "union": [bool], "significance_level": [Interval(float, 0, 1, closed="neither")],
             "method_params": [dict],
         }
