@@ -86,15 +86,15 @@ def test_a_saved_stacked_lstm_s_threads_and_device_are_not_used(tmp_path):
 # --- item 4: file parameters ------------------------------------------------------------------
 
 class _Lookups:
-    """Every stat, access or open of a path under ``root`` while armed (an
+    """Every stat, access or open of a path under ``roots`` while armed (an
     audit hook sees opens; the os functions a constraint or a library would
     use to look a path up are wrapped)."""
 
     hook_installed = False
     armed: "_Lookups | None" = None
 
-    def __init__(self, root: Path, monkeypatch):
-        self.root = str(root)
+    def __init__(self, monkeypatch, *roots):
+        self.roots = tuple(str(r) for r in roots)
         self.seen: list[str] = []
         if not _Lookups.hook_installed:
             sys.addaudithook(lambda event, args: _Lookups.armed and event == "open" and _Lookups.armed._saw(args[0]))
@@ -105,7 +105,7 @@ class _Lookups:
         monkeypatch.setattr(_Lookups, "armed", self)
 
     def _saw(self, path) -> None:
-        if isinstance(path, (str, bytes, os.PathLike)) and self.root in os.fsdecode(path):
+        if isinstance(path, (str, bytes, os.PathLike)) and os.fsdecode(path).startswith(self.roots):
             self.seen.append(os.fsdecode(path))
 
     def _wrap(self, real):
@@ -130,7 +130,7 @@ def test_a_file_parameter_in_a_bundle_is_refused_without_looking_the_path_up(neu
         copy = _copy(neural_bundle, tmp_path, target.stem)
         _edit_checkpoint(copy, member, lambda c: c["params"].update({param: str(target)}))
         with monkeypatch.context() as m:
-            lookups = _Lookups(outside, m)
+            lookups = _Lookups(m, outside)
             with pytest.raises(BundleError) as caught:
                 Deidentifier.load(copy)
         assert lookups.seen == [], lookups.seen
@@ -146,7 +146,7 @@ def test_a_philter_member_naming_its_configuration_files_is_refused(philter_bund
     copy = _copy(philter_bundle, tmp_path)
     _edit_params(copy, "members/00-philter", **{param: str(outside / "philter.json")})
     with monkeypatch.context() as m:
-        lookups = _Lookups(outside, m)
+        lookups = _Lookups(m, outside)
         with pytest.raises(BundleError, match=f"sets '{param}'.*nothing outside itself"):
             Deidentifier.load(copy)
     assert lookups.seen == []
@@ -304,30 +304,33 @@ def test_a_full_disk_while_reading_a_vowpal_wabbit_model_back_is_still_said(vw_b
 
 # --- item 13: a compressed tensor -----------------------------------------------------------------
 
+def _compress_first_tensor(path: Path) -> Path:
+    """The checkpoint at ``path`` with its first tensor's entry replaced by a
+    200 MB block, deflated (a few hundred kilobytes)."""
+    with zipfile.ZipFile(path) as zf:
+        entries = [(info, zf.read(info)) for info in zf.infolist()]
+    buf, done = io.BytesIO(), False
+    with zipfile.ZipFile(buf, "w") as out:
+        for info, data in entries:
+            if "/data/" in info.filename and not done:
+                bomb = zipfile.ZipInfo(info.filename)
+                bomb.compress_type = zipfile.ZIP_DEFLATED
+                with out.open(bomb, "w", force_zip64=True) as fh:
+                    for _ in range(200):
+                        fh.write(bytes(1 << 20))
+                done = True
+            else:
+                out.writestr(info, data)
+    path.write_bytes(buf.getvalue())
+    return path
+
+
 def test_a_compressed_tensor_in_a_checkpoint_is_refused_before_torch_unpacks_it(neural_bundle, tmp_path, monkeypatch):
     """A 200 MB tensor deflated to a few hundred kilobytes was unpacked in
     full before it was refused; the central directory declares its size."""
     torch = pytest.importorskip("torch")
     copy = _copy(neural_bundle, tmp_path)
-    path = next((copy / "members").glob("*-lstm-l"))
-    with zipfile.ZipFile(path) as zf:
-        entries = [(info, zf.read(info)) for info in zf.infolist()]
-    # The same checkpoint with its first tensor's entry a 200 MB deflated block.
-    buf = io.BytesIO()
-    bomb_done = False
-    with zipfile.ZipFile(buf, "w") as out:
-        for info, data in entries:
-            if "/data/" in info.filename and not bomb_done:
-                target = zipfile.ZipInfo(info.filename)
-                target.compress_type = zipfile.ZIP_DEFLATED
-                with out.open(target, "w", force_zip64=True) as fh:
-                    block = bytes(1 << 20)
-                    for _ in range(200):
-                        fh.write(block)
-                bomb_done = True
-            else:
-                out.writestr(info, data)
-    path.write_bytes(buf.getvalue())
+    path = _compress_first_tensor(next((copy / "members").glob("*-lstm-l")))
     assert path.stat().st_size < 2_000_000
     reseal(copy)
     loads = []
@@ -336,3 +339,53 @@ def test_a_compressed_tensor_in_a_checkpoint_is_refused_before_torch_unpacks_it(
     with pytest.raises(BundleError, match="compressed"):
         Deidentifier.load(copy)
     assert loads == []  # refused from the central directory, before torch read the entry
+
+
+# --- the neural-checkpoint fuzzer's new cases ------------------------------------------------------
+
+def test_fuzzed_neural_checkpoint_parameters_never_reach_the_machine(neural_bundle, tmp_path, monkeypatch):
+    """Checkpoint parameters of a bundle's BiLSTM members replaced by thread
+    counts, devices, file paths (existing, missing, the machine's own) and
+    absurd numbers, or a tensor entry replaced by a compressed 200 MB block,
+    the bundle resealed (a new seed). Each case loads with this machine's
+    thread count and device, or is refused as a BundleError; never another
+    exception, and no path a bundle named is ever looked up."""
+    import random
+
+    pytest.importorskip("torch")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "vectors.txt").write_text("word 0.1 0.2\n")
+    values = {
+        "num_threads": [1_000_000, 2 ** 31, 0, -1, "x", None, 2],
+        "device": ["cuda:7", "tpu", "cpu", "", None],
+        "embeddings_path": [str(outside / "vectors.txt"), str(outside / "missing.txt"), "/etc/passwd", ""],
+        "ehr_names_path": [str(outside / "vectors.txt"), str(outside / "missing.txt"), "/etc/passwd"],
+        "lr": [1e308, 3.5e38, float("nan"), -1.0, 1e-320], "linear_decay": [1e308, -1.0],
+        "epochs": [2 ** 31, 2 ** 63, 0], "clip": [1e308], "lr_decay": [1e308],
+    }
+    rng = random.Random(52)
+    outcomes = {"loaded": 0, "refused": 0}
+    for case in range(30):
+        copy = _copy(neural_bundle, tmp_path, f"c{case}")
+        member = rng.choice(["lstm-l", "lstm-crf-fea"])
+        if rng.random() < 0.15:  # a compressed tensor entry
+            _compress_first_tensor(next((copy / "members").glob(f"*-{member}")))
+            reseal(copy)
+        else:
+            names = [n for n in values if n != "ehr_names_path" or member == "lstm-crf-fea"]
+            edits = {n: rng.choice(values[n]) for n in rng.sample(names, rng.choice((1, 2, 3)))}
+            _edit_checkpoint(copy, member, lambda c: c["params"].update(edits))
+        with monkeypatch.context() as m:
+            lookups = _Lookups(m, outside, "/etc/passwd")
+            try:
+                model = Deidentifier.load(copy)
+                for tagger in model.members.values():
+                    assert (tagger.num_threads, tagger.device) == (1, "auto")
+                model.spans([Document("note", NOTE)])
+                outcomes["loaded"] += 1
+            except BundleError:
+                outcomes["refused"] += 1
+        assert lookups.seen == [], (case, lookups.seen)
+        shutil.rmtree(copy)
+    assert outcomes["loaded"] >= 3 and outcomes["refused"] >= 10, outcomes

@@ -38,6 +38,7 @@ from .prediction import DocumentPrediction
 
 log = logging.getLogger(__name__)
 
+
 class NotFittedError(EnsembleDeidError, ValueError):
     """predict() called before fit()."""
 
