@@ -43,7 +43,8 @@ class StructSvmTagger(LinearTagger):
 
     _parameter_constraints = {
         "reg": [Interval(float, 0, MAX_PENALTY)], "epochs": [Interval(int, 1, MAX_COUNT)],
-        "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")], "cost": [Interval(float, 0, MAX_COST, closed="right")],
+        "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")],
+        "cost": [Interval(float, 0, MAX_COST, closed="right")],
         "average_from": [Interval(int, 1, MAX_COUNT)], "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 

@@ -215,6 +215,8 @@ BAD_TAGGER_SPECS = [
     ("svm:c=1e308", "c=1e+308"), ("struct-svm:cost=1e308", "cost=1e+308"), ("crf:epsilon=1e308", "epsilon=1e+308"),
     ("lstm-l:num_threads=1000000", "num_threads=1000000"),
 ]
+# Feature settings nested in ``features`` (every linear tagger rebuilds its extractor from them when loaded).
+BAD_FEATURES = [{"window": 10**9}, {"ngrams": 0}, {"affixes": [1] * 1000}, {"affixes": [10**9]}, {"no_such": True}]
 
 
 @pytest.mark.parametrize("spec, named", BAD_TAGGER_SPECS)
@@ -270,6 +272,13 @@ def test_no_declared_parameter_accepts_an_infinite_or_absurd_number():
     assert accepted == []
 
 
+@pytest.mark.parametrize("features", BAD_FEATURES)
+def test_absurd_feature_settings_are_refused_by_every_tagger_that_takes_them(features):
+    for name in ("crf", "svm", "ogd", "lstm-crf-fea"):
+        with pytest.raises(InvalidParameter, match=r"features=.*expected None or a table of feature settings"):
+            make_tagger(name, features=features)
+
+
 def test_every_numeric_parameter_declares_finite_bounds():
     # Issue 52 item 10, the contract over every registered tagger and
     # meta-learner: a number is bounded on both sides by what means something
@@ -299,7 +308,7 @@ def test_fit_refuses_an_absurd_vowpal_wabbit_learning_rate_before_any_work(tiny,
     ("stacked-searn", "window", 10**6),
     # Issue 52 item 10: finite but absurd.
     ("stacked-svm", "C", 1e308), ("stacked-lstm", "learning_rate", 1e308), ("stacked-searn", "learning_rate", 1e308),
-    ("voting-pruned", "budget", 1e308), ("stacked-lstm", "threads", 10**6),
+    ("voting-pruned", "budget", 1e308), ("stacked-lstm", "threads", 10**6), ("stacked-svm", "class_weight", {1: 1e308}),
 ])
 def test_meta_learner_values_that_crashed_later_are_refused_up_front(method, param, value):
     from ensemble_deid.ensemble.registry import make_method

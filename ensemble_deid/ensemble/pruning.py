@@ -307,7 +307,8 @@ class PrunedVoting(SpanMetaLearner):
                               "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)],
                               "operating_point": [OPERATING_POINT], "trust": [Options("auto"), *TRUST],
                               "budget": [None, Interval(float, 0, MAX_CPU_COST, closed="right")],
-                              "costs": [None, Check(_cost_table, f"a table of member name -> cost (a number in [0, {MAX_CPU_COST:g}])")]}
+                              "costs": [None, Check(_cost_table, "a table of member name -> cost (a number in "
+                                                                 f"[0, {MAX_CPU_COST:g}])")]}
 
     def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None,
                  trust="auto", budget=None, costs=None):

@@ -33,7 +33,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 from ..corpus.document import Document
 from ..errors import EnsembleDeidError, printable
-from .constraints import SEED, InvalidParameter, validate_params
+from .constraints import FEATURES, SEED, InvalidParameter, validate_params
 from .prediction import DocumentPrediction
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Tagger:
     # name -> accepted values (see ``constraints``); a subclass's declarations
     # extend and override its bases'. Checked by ``validate_params``.
     # Parameters many adapters share, declared once here.
-    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED], "features": [None, dict]}
+    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED], "features": [None, FEATURES]}
     # Parameters naming things on the machine that runs the tagger: the
     # program it runs, and files or folders it reads when configured or when
     # predicting. A model bundle is loaded on another machine, so it may set

@@ -7,7 +7,7 @@ constraint passing accepts the value:
         "c1": [Interval(float, 0, None)],                  # a number >= 0, not NaN
         "max_iterations": [Interval(int, 1, MAX_COUNT)],
         "sequence": [Options("document", "sentence")],
-        "features": [None, dict],                          # None, or any dict
+        "features": [None, FEATURES],                      # None, or feature settings within bounds
         "label_map": [None, Check(resolvable, "a label map file or shipped name")],
     }
 
@@ -171,6 +171,36 @@ def device_usable(value: Any) -> bool:
     return torch.cuda.is_available() and index < torch.cuda.device_count()
 
 
+# The feature set's settings (``features=``, passed to FeatureExtractor): a
+# window of 50 words each side is already far past any context the features use.
+MAX_WINDOW = 50
+_FEATURE_SETTINGS = {"window": [Interval(int, 0, MAX_WINDOW)], "ngrams": [Interval(int, 1, MAX_WINDOW)],
+                     "shapes": [bool], "orthography": [bool], "sentence": [bool], "sections": [bool],
+                     "regexes": [bool], "conjunctions": [bool]}
+
+
+def feature_settings_usable(value: Any) -> bool:
+    """Whether ``value`` is a table of FeatureExtractor settings, each within
+    its bounds (affix lengths 1..50, at most 50 of them)."""
+    if not isinstance(value, dict):
+        return False
+    for key, setting in value.items():
+        if key == "affixes":
+            if not (isinstance(setting, (list, tuple)) and len(setting) <= MAX_WINDOW
+                    and all(Interval(int, 1, MAX_WINDOW).accepts(k) for k in setting)):
+                return False
+        elif key == "gazetteers":
+            if not (isinstance(setting, bool) or type(setting).__name__ == "Gazetteers"):
+                return False
+        elif key not in _FEATURE_SETTINGS or not accepts(_FEATURE_SETTINGS[key], setting):
+            return False
+    return True
+
+
+FEATURES = Check(feature_settings_usable, f"a table of feature settings (window in [0, {MAX_WINDOW}], ngrams in "
+                                          f"[1, {MAX_WINDOW}], affixes: up to {MAX_WINDOW} lengths in [1, "
+                                          f"{MAX_WINDOW}], true/false for shapes, orthography, sentence, sections, "
+                                          f"gazetteers, regexes, conjunctions)")
 DEVICE = Check(device_usable, "'auto', 'cpu', or a device this machine has ('cuda', 'cuda:N', 'mps')")
 EXISTING_FILE = Check(existing_file, "an existing, readable file")
 
@@ -232,4 +262,5 @@ def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[
         if allowed is None or allowed == "no_validation":
             continue
         if not accepts(allowed, value):
-            raise InvalidParameter(f"{owner}: invalid value {name}={value!r}; expected {describe(allowed)}")
+            shown = repr(value) if len(repr(value)) <= 200 else repr(value)[:200] + "..."  # a bundle's value can be huge
+            raise InvalidParameter(f"{owner}: invalid value {name}={shown}; expected {describe(allowed)}")

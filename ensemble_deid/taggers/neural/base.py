@@ -23,7 +23,9 @@ from ...corpus.document import Document
 from ...errors import printable
 from ..prediction import DocumentPrediction
 from ..base import Tagger
-from ..constraints import DEVICE, EXISTING_FILE, MAX_BUCKETS, MAX_COUNT, MAX_NORM, MAX_PENALTY, MAX_RATE, MAX_SIZE, THREADS, Interval, Options
+from ..constraints import (
+    DEVICE, EXISTING_FILE, MAX_BUCKETS, MAX_COUNT, MAX_NORM, MAX_PENALTY, MAX_RATE, MAX_SIZE, THREADS, Interval, Options,
+)
 from .vocab import Vocab
 
 log = logging.getLogger("ensemble_deid.taggers.neural")
