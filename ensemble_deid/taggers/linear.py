@@ -46,7 +46,7 @@ from .base import Tagger, TaggerUnavailable
 from ..errors import EnsembleDeidError
 from ..files import FileWriteError, reason
 from .crfsuite_file import check_crfsuite_model
-from .state import register_state_class
+from .state import bytes_file_name, register_state_class
 
 LINEAR_VERSION = "1"
 # Adapter versions: bump the first part when a tagger's output changes; the
@@ -750,7 +750,7 @@ class KeepsVowpalModel:
     def loaded_vw_model(self, model: bytes, args: Sequence[str] = ()) -> VowpalModel:
         kept = self.__dict__.get("_vw_model")
         if kept is None or kept[0] is not model or kept[1] != tuple(args):
-            where = f"{self.name}: its Vowpal Wabbit model (field {self.vw_model_field!r})"
+            where = f"{self.name}: its Vowpal Wabbit model {bytes_file_name(self.vw_model_field)}"
             kept = self.__dict__["_vw_model"] = (model, tuple(args), VowpalModel(model, args, where))
         return kept[2]
 
