@@ -368,7 +368,7 @@ def test_fuzzed_neural_checkpoint_parameters_never_reach_the_machine(neural_bund
     }
     rng = random.Random(52)
     outcomes = {"loaded": 0, "refused": 0}
-    for case in range(30):
+    for case in range(16):
         copy = _copy(neural_bundle, tmp_path, f"c{case}")
         member = rng.choice(["lstm-l", "lstm-crf-fea"])
         if rng.random() < 0.15:  # a compressed tensor entry
@@ -390,4 +390,4 @@ def test_fuzzed_neural_checkpoint_parameters_never_reach_the_machine(neural_bund
                 outcomes["refused"] += 1
         assert lookups.seen == [], (case, lookups.seen)
         shutil.rmtree(copy)
-    assert outcomes["loaded"] >= 3 and outcomes["refused"] >= 10, outcomes
+    assert outcomes["loaded"] >= 2 and outcomes["refused"] >= 6, outcomes

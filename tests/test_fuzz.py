@@ -77,7 +77,12 @@ def test_fuzz_tampered_bundles_default_run():
 def test_fuzz_tampered_bundles_issue_52_seed():
     # New cases (issue 52): thread counts and devices, file parameters, thresholds above the members,
     # absurd finite numbers, a checkpoint with a compressed 200 MB tensor; a new seed.
-    _bundle_fuzz(40, seed=52)
+    _bundle_fuzz(20, seed=52)
+
+
+@pytest.mark.slow
+def test_fuzz_tampered_bundles_four_hundred_issue_52_seed():
+    _bundle_fuzz(400, seed=5252)
 
 
 @pytest.mark.slow
