@@ -26,7 +26,7 @@ import numpy as np
 from ensemble_deid.corpus.bio import OUTSIDE
 from ensemble_deid.corpus.document import Document
 from ensemble_deid.taggers.base import Tagger
-from ensemble_deid.taggers.constraints import DEVICE, MAX_COUNT, MAX_SIZE, Interval
+from ensemble_deid.taggers.constraints import DEVICE, MAX_COUNT, MAX_RATE, MAX_SIZE, THREADS, Interval
 from ensemble_deid.taggers.neural.base import held_out_fingerprint, split_held_out, torch_threads
 from ensemble_deid.taggers.prediction import DocumentPrediction
 
@@ -59,12 +59,13 @@ class CharCnnTagger(Tagger):
     _parameter_constraints = {
         "epochs": [Interval(int, 1, MAX_COUNT)], "patience": [Interval(int, 0, MAX_COUNT)],
         "validation_fraction": [Interval(float, 0, 1, closed="left")],
-        "batch_size": [Interval(int, 1, MAX_COUNT)], "lr": [Interval(float, 0, None, closed="neither")],
+        "batch_size": [Interval(int, 1, MAX_COUNT)], "lr": [Interval(float, 0, MAX_RATE, closed="right")],
         "char_dim": [Interval(int, 1, MAX_SIZE)], "channels": [Interval(int, 1, MAX_SIZE)],
         "layers": [Interval(int, 1, 12)], "width": [Interval(int, 1, 31)], "token_dim": [Interval(int, 1, MAX_SIZE)],
         "dropout": [Interval(float, 0, 1, closed="left")], "max_chars": [Interval(int, 16, MAX_COUNT)],
-        "num_threads": [None, Interval(int, 1, MAX_COUNT)], "device": [DEVICE],
+        "num_threads": [None, THREADS], "device": [DEVICE],
     }
+    machine_params = ("num_threads", "device")
 
     def __init__(self, epochs: int = 20, patience: int = 3, validation_fraction: float = 0.1, batch_size: int = 16,
                  lr: float = 0.003, char_dim: int = 24, channels: int = 64, layers: int = 3, width: int = 5,

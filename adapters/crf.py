@@ -25,7 +25,7 @@ from ensemble_deid.files import FileWriteError, os_error
 from ensemble_deid.taggers.features import FEATURES_VERSION, FeatureExtractor
 from ensemble_deid.taggers.prediction import DocumentPrediction
 from ensemble_deid.taggers.base import Tagger, TaggerUnavailable
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
+from ensemble_deid.taggers.constraints import MAX_COUNT, MAX_PENALTY, MAX_TOLERANCE, Interval, Options
 from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model
 
 _SEQUENCES = ("document", "sentence")
@@ -75,9 +75,9 @@ class CRFTagger(Tagger):
     description = "linear-chain CRF (CRFsuite, L-BFGS) with the [LIU17] feature set"
 
     _parameter_constraints = {
-        "c1": [Interval(float, 0, None)], "c2": [Interval(float, 0, None)],
-        "max_iterations": [Interval(int, 1, MAX_COUNT)], "epsilon": [Interval(float, 0, None, closed="neither")],
-        "min_freq": [Interval(float, 0, None)], "possible_transitions": [bool],
+        "c1": [Interval(float, 0, MAX_PENALTY)], "c2": [Interval(float, 0, MAX_PENALTY)],
+        "max_iterations": [Interval(int, 1, MAX_COUNT)], "epsilon": [Interval(float, 0, MAX_TOLERANCE, closed="right")],
+        "min_freq": [Interval(float, 0, MAX_COUNT)], "possible_transitions": [bool],
         "sequence": [Options(*_SEQUENCES)],
     }
 

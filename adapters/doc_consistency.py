@@ -133,6 +133,29 @@ class DocConsistencyTagger(Tagger):
         inner = tagger_class(base).local_settings(dict(params.get("base_params") or {}))
         return [f"base_params.{name}" for name in inner]
 
+    def saved_params(self) -> dict[str, Any]:
+        from ensemble_deid.taggers.registry import tagger_class
+
+        params = super().saved_params()
+        if params.get("base_params"):  # the base's fit-only files are left out, as the base itself saves them
+            fit_only = tagger_class(self.base).fit_only_params
+            params["base_params"] = {k: v for k, v in params["base_params"].items() if k not in fit_only}
+        return params
+
+    @classmethod
+    def loaded_params(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
+        # The base's thread count, device and fit-only files travel in base_params.
+        from ensemble_deid.taggers.registry import UnknownTagger, tagger_class
+
+        params = super().loaded_params(params, where)
+        inner = params.get("base_params")
+        if isinstance(inner, dict):
+            try:
+                params["base_params"] = tagger_class(str(params.get("base", "crf"))).loaded_params(inner, where)
+            except UnknownTagger:
+                pass  # refused by _check_params, naming the base
+        return params
+
     def _make_base(self) -> Tagger:
         from ensemble_deid.taggers.registry import make_tagger, tagger_class
 

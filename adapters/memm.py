@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, FeatureIndex, LinearTagger, decode_chains, offsets_of, sparse_scores
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
+from ensemble_deid.taggers.constraints import MAX_COST, MAX_COUNT, MAX_TOLERANCE, Interval
 
 
 class MemmTagger(LinearTagger):
@@ -34,8 +34,8 @@ class MemmTagger(LinearTagger):
     description = "maximum-entropy Markov model (multinomial logistic regression + previous tag, Viterbi)"
 
     _parameter_constraints = {
-        "c": [Interval(float, 0, None, closed="neither")], "max_iter": [Interval(int, 1, MAX_COUNT)],
-        "tol": [Interval(float, 0, None, closed="neither")], "min_count": [Interval(int, 1, MAX_COUNT)],
+        "c": [Interval(float, 0, MAX_COST, closed="right")], "max_iter": [Interval(int, 1, MAX_COUNT)],
+        "tol": [Interval(float, 0, MAX_TOLERANCE, closed="right")], "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 
     def __init__(self, c=1.0, max_iter=100, tol=1e-4, min_count=2, features=None, random_state=0):

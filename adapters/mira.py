@@ -18,7 +18,7 @@ import numpy as np
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, LabelIndex, LinearTagger, crfsuite_tagger, crfsuite_train, scratch_dir, training_chunks
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
+from ensemble_deid.taggers.constraints import MAX_COST, MAX_COUNT, Interval, Options
 from ensemble_deid.taggers.crfsuite_file import check_crfsuite_model
 
 
@@ -29,9 +29,9 @@ class MiraTagger(LinearTagger):
     description = "sequence MIRA: passive-aggressive linear-chain model (CRFsuite pa)"
 
     _parameter_constraints = {
-        "c": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, MAX_COUNT)],
+        "c": [Interval(float, 0, MAX_COST, closed="right")], "epochs": [Interval(int, 1, MAX_COUNT)],
         "pa_type": [Options(0, 1, 2)], "error_sensitive": [bool], "averaging": [bool],
-        "min_freq": [Interval(float, 0, None)], "confidences": [bool],
+        "min_freq": [Interval(float, 0, MAX_COUNT)], "confidences": [bool],
     }
 
     def __init__(self, c=0.1, epochs=30, pa_type=1, error_sensitive=True, averaging=True, min_freq=0,

@@ -42,7 +42,7 @@ from ensemble_deid.taggers.external.base import (
     files_digest, hybridmethod, label_map_problem, load_category_map, map_spans,
 )
 from ensemble_deid.taggers.external.mat_format import CleanedTextMap, NotCleanedText, read_mat_file
-from ensemble_deid.taggers.constraints import Interval, Options
+from ensemble_deid.taggers.constraints import MAX_SECONDS, Interval, Options
 
 ENV = "ENSEMBLE_DEID_MIST_HOME"
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class MistTagger(ExternalTagger):
     _parameter_constraints = {
         "mist_home": [None, str], "task": [str], "workflow": [str], "steps": [str], "model": [None, str],
         "extra_args": [str], "import_dir": [None, str], "import_format": [Options("auto", "json", "xml-inline")],
-        "label_map": [None, str], "timeout": [Interval(float, 0, None, closed="neither")],
+        "label_map": [None, str], "timeout": [Interval(float, 0, MAX_SECONDS, closed="right")],
     }
     program_param = "mist_home"
     local_params = ("model", "extra_args", "import_dir", "label_map")  # extra_args: the program's command line

@@ -18,16 +18,17 @@ from itertools import chain
 import numpy as np
 
 from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
+from ensemble_deid.taggers.constraints import MAX_COUNT, MAX_RATE, Interval
 
 
 class OgdTagger(VowpalTagger):
     name = "ogd"
     version = "1" + FEATURES_TAG
     description = "per-token multiclass online gradient descent (Vowpal Wabbit --oaa, logistic)"
+    vw_predict_args = ("--probabilities",)
 
     _parameter_constraints = {
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, MAX_COUNT)],
+        "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")], "passes": [Interval(int, 1, MAX_COUNT)],
         "bits": [Interval(int, 1, 30)], "l2": [Interval(float, 0, 0.1)],
     }
 
@@ -51,7 +52,7 @@ class OgdTagger(VowpalTagger):
         K2 = max(K, 2)
         probs = np.zeros((n, K2))
         if n:
-            model = self.vw_model(["--probabilities"])  # loaded once, kept for the next batches
+            model = self.vw_model()  # loaded once, kept for the next batches
             rows = model.scalars(chain.from_iterable(examples))
             if len(rows) != n or any(len(r) != K2 for r in rows):
                 raise RuntimeError(f"ogd: Vowpal Wabbit returned {len(rows)} predictions for {n} tokens "

@@ -88,6 +88,7 @@ class PhilterTagger(ExternalTagger):
     description = "Philter (philter-ucsf): rule/whitelist PHI filter, offline with fixes"
 
     _parameter_constraints = {"config": [None, str], "label_map": [None, str]}
+    fit_only_params = ("config", "label_map")  # fit reads them into patterns_ and category_map_
 
     def __init__(self, config=None, label_map=None):
         self._store_params(locals())

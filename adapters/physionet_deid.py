@@ -42,7 +42,7 @@ from ensemble_deid.taggers.external.base import (
 from ensemble_deid.taggers.external.physionet_format import (
     PhiFile, format_records, parse_info, parse_phi, parse_records, read_text_file, res_categories,
 )
-from ensemble_deid.taggers.constraints import Interval, Options
+from ensemble_deid.taggers.constraints import MAX_SECONDS, Interval, Options
 
 ENV = "ENSEMBLE_DEID_DEID_PL"
 DEFAULT_CATEGORY = "PHI"  # the name given to a span whose category deid did not say
@@ -59,7 +59,7 @@ class PhysioNetDeidTagger(ExternalTagger):
     _parameter_constraints = {
         "deid_pl": [None, str], "config": [None, str], "records": [None, str], "phi": [None, str], "res": [None, str],
         "offsets": [Options("bytes", "chars")], "label_map": [None, str],
-        "timeout": [Interval(float, 0, None, closed="neither")],
+        "timeout": [Interval(float, 0, MAX_SECONDS, closed="right")],
     }
     program_param = "deid_pl"
     local_params = ("config", "records", "phi", "res", "label_map")

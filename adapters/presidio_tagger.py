@@ -70,6 +70,7 @@ class PresidioTagger(ExternalTagger):
     _parameter_constraints = {
         "language": [str], "score_threshold": [Interval(float, 0, 1)], "exclude": [str], "label_map": [None, str],
     }
+    fit_only_params = ("label_map",)  # fit reads it into category_map_
 
     def __init__(self, language="en", score_threshold=0.0, exclude="", label_map=None):
         self._store_params(locals())

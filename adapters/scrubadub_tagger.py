@@ -28,6 +28,7 @@ class ScrubadubTagger(ExternalTagger):
     description = "scrubadub regex detectors (phone, e-mail, URL, SSN, ...), offline"
 
     _parameter_constraints = {"detectors": [str], "locale": [str], "label_map": [None, str]}
+    fit_only_params = ("label_map",)  # fit reads it into category_map_
 
     def __init__(self, detectors=DEFAULT_DETECTORS, locale="en_US", label_map=None):
         self._store_params(locals())

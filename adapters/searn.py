@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ensemble_deid.taggers.linear import FEATURES_TAG, VowpalTagger
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval, Options
+from ensemble_deid.taggers.constraints import MAX_COUNT, MAX_RATE, Interval, Options
 
 
 class SearnTagger(VowpalTagger):
@@ -31,7 +31,7 @@ class SearnTagger(VowpalTagger):
 
     # VW's --search_rollin / --search_rollout / --search_interpolation values.
     _parameter_constraints = {
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "passes": [Interval(int, 1, MAX_COUNT)],
+        "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")], "passes": [Interval(int, 1, MAX_COUNT)],
         "bits": [Interval(int, 1, 30)], "history": [Interval(int, 0, MAX_COUNT)],
         "rollin": [None, Options("policy", "learn", "oracle", "ref", "mix_per_state", "mix_per_roll")],
         "rollout": [None, Options("policy", "learn", "oracle", "ref", "mix_per_state", "mix_per_roll", "none")],

@@ -32,7 +32,7 @@ from ensemble_deid.taggers.linear import (
     sparse_scores,
     training_chunks,
 )
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
+from ensemble_deid.taggers.constraints import MAX_COST, MAX_COUNT, MAX_PENALTY, MAX_RATE, Interval
 
 
 class StructSvmTagger(LinearTagger):
@@ -42,8 +42,9 @@ class StructSvmTagger(LinearTagger):
     description = "structural SVM (structured hinge, loss-augmented Viterbi, averaged SGD)"
 
     _parameter_constraints = {
-        "reg": [Interval(float, 0, None)], "epochs": [Interval(int, 1, MAX_COUNT)],
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "cost": [Interval(float, 0, None, closed="neither")],
+        "reg": [Interval(float, 0, MAX_PENALTY)], "epochs": [Interval(int, 1, MAX_COUNT)],
+        "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")],
+        "cost": [Interval(float, 0, MAX_COST, closed="right")],
         "average_from": [Interval(int, 1, MAX_COUNT)], "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ensemble_deid.corpus.bio import gold_tags
 from ensemble_deid.taggers.linear import FEATURES_TAG, FeatureIndex, LabelIndex, LinearTagger, margin_confidence, offsets_of, sparse_scores
-from ensemble_deid.taggers.constraints import MAX_COUNT, Interval
+from ensemble_deid.taggers.constraints import MAX_COST, MAX_COUNT, MAX_TOLERANCE, Interval
 
 
 class SvmTagger(LinearTagger):
@@ -29,8 +29,8 @@ class SvmTagger(LinearTagger):
     description = "per-token linear SVM (LIBLINEAR via scikit-learn LinearSVC)"
 
     _parameter_constraints = {
-        "c": [Interval(float, 0, None, closed="neither")], "o_weight": [Interval(float, 0, None, closed="neither")],
-        "max_iter": [Interval(int, 1, MAX_COUNT)], "tol": [Interval(float, 0, None, closed="neither")],
+        "c": [Interval(float, 0, MAX_COST, closed="right")], "o_weight": [Interval(float, 0, MAX_COST, closed="right")],
+        "max_iter": [Interval(int, 1, MAX_COUNT)], "tol": [Interval(float, 0, MAX_TOLERANCE, closed="right")],
         "min_count": [Interval(int, 1, MAX_COUNT)],
     }
 

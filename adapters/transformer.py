@@ -28,7 +28,9 @@ from typing import Any, Sequence
 from ensemble_deid.corpus.bio import OUTSIDE, gold_tags
 from ensemble_deid.corpus.document import Document
 from ensemble_deid.taggers.base import Tagger
-from ensemble_deid.taggers.constraints import DEVICE, MAX_COUNT, MAX_SIZE, Interval, Options
+from ensemble_deid.taggers.constraints import (
+    DEVICE, MAX_COUNT, MAX_NORM, MAX_PENALTY, MAX_RATE, MAX_SIZE, THREADS, Interval, Options,
+)
 from ensemble_deid.taggers.external.base import requirements_available
 from ensemble_deid.taggers.neural.base import split_held_out, torch_threads
 from ensemble_deid.taggers.prediction import DocumentPrediction
@@ -91,18 +93,19 @@ class TransformerTagger(Tagger):
 
     name = "transformer"
     _fitted_caches = ("_live",)
-    local_params = ("model_path",)  # read when fitting only; never named by a saved tagger or bundle
+    fit_only_params = ("model_path",)  # read when fitting only; never named by a saved tagger or bundle
+    machine_params = ("device", "num_threads")
     version = "1"
     requires = ("torch", "transformers", "tokenizers", "safetensors")
     description = "fine-tuned local Hugging Face checkpoint (model_path=DIR; sub-word windows, BIO decoding)"
     _parameter_constraints = {
         "model_path": [None, str], "epochs": [Interval(int, 1, MAX_COUNT)], "patience": [Interval(int, 0, MAX_COUNT)],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "batch_size": [Interval(int, 1, MAX_COUNT)],
-        "lr": [Interval(float, 0, None, closed="neither")], "weight_decay": [Interval(float, 0, None)],
-        "warmup": [Interval(float, 0, 1, closed="left")], "clip": [Interval(float, 0, None)],
+        "lr": [Interval(float, 0, MAX_RATE, closed="right")], "weight_decay": [Interval(float, 0, MAX_PENALTY)],
+        "warmup": [Interval(float, 0, 1, closed="left")], "clip": [Interval(float, 0, MAX_NORM)],
         "max_length": [Interval(int, 24, MAX_SIZE)], "stride": [Interval(int, 1, MAX_COUNT)],
         "pooling": [Options(*POOLINGS)], "mixed_precision": [bool], "device": [DEVICE],
-        "num_threads": [None, Interval(int, 1, MAX_COUNT)], "verbose": [bool],
+        "num_threads": [None, THREADS], "verbose": [bool],
     }
 
     def __init__(self, model_path=None, epochs=10, patience=2, validation_fraction=0.1, batch_size=8, lr=5e-5,
@@ -131,18 +134,6 @@ class TransformerTagger(Tagger):
         if digest is not None:
             params["model_path"] = digest
         return params
-
-    # --- saving -----------------------------------------------------------------------
-    def save(self, folder) -> Path:
-        """The saved tagger holds the weights, config and tokenizer, so it names
-        no checkpoint folder (``model_path`` is a local parameter: a bundle may
-        name nothing on the machine that loads it; the cache key keeps the
-        checkpoint's digest)."""
-        import copy
-
-        saved = copy.copy(self)
-        saved.model_path = None
-        return Tagger.save(saved, folder)
 
     # --- learning ---------------------------------------------------------------------
     def fit(self, documents: Sequence[Document]) -> "TransformerTagger":

@@ -505,9 +505,9 @@ def main_cli() -> None:
     if args.bundles:
         found = run_bundle_fuzz(args.cases, args.seed)
         print(found.summary())
-        for line in (found.tracebacks + found.outside_reads + found.programs_run)[:50]:
+        for line in (found.tracebacks + found.outside_reads + found.probes + found.programs_run)[:50]:
             print("  " + line)
-        raise SystemExit(1 if found.tracebacks or found.outside_reads or found.programs_run else 0)
+        raise SystemExit(1 if found.tracebacks or found.outside_reads or found.probes or found.programs_run else 0)
     seeds = meddocan_seeds(args.meddocan) if args.meddocan else None
     runs = [run_fuzz(args.cases, args.seed, seeds=seeds)]
     if args.deidentify:
@@ -544,9 +544,12 @@ class BundleFindings:
     outside_reads: list[str] = field(default_factory=list)
     programs_run: list[str] = field(default_factory=list)
 
+    probes: list[str] = field(default_factory=list)  # paths a bundle named, stat'ed or access-checked
+
     def summary(self) -> str:
         return (f"{self.cases} tampered bundles: {self.loaded} loaded, {self.refused} refused; "
                 f"{len(self.tracebacks)} tracebacks, {len(self.outside_reads)} reads outside the bundle, "
+                f"{len(self.probes)} paths it named looked up, "
                 f"{len(self.programs_run)} programs run; {self.seconds:.1f} s")
 
 
@@ -561,6 +564,10 @@ class _Watch:
         self.allowed: tuple[str, ...] = ()
         self.opened: list[str] = []
         self.ran: list[str] = []
+        # Paths a tampered bundle names (outside it): a stat or access check
+        # of one tells the bundle whether it exists, though nothing is opened.
+        self.named: tuple[str, ...] = ()
+        self.probed: list[str] = []
 
     @classmethod
     def get(cls) -> "_Watch":
@@ -569,7 +576,18 @@ class _Watch:
         if cls.installed is None:
             cls.installed = cls()
             sys.addaudithook(cls.installed.hook)
+            for name in ("stat", "lstat", "access"):  # not audited events: wrapped while this process fuzzes
+                setattr(os, name, cls.installed._looking(getattr(os, name)))
         return cls.installed
+
+    def _looking(self, real):
+        def look(path, *args, **kwargs):
+            if self.armed and self.named and isinstance(path, (str, bytes, os.PathLike)):
+                name = os.fsdecode(path)
+                if name.startswith(self.named):
+                    self.probed.append(name)
+            return real(path, *args, **kwargs)
+        return look
 
     def hook(self, event, args):
         if not self.armed:
@@ -630,7 +648,12 @@ def reseal(root: Path) -> None:
 
 
 _HOSTILE_VALUES = [-5, 0, 10 ** 30, 1e308, float("nan"), "abc", "../../x", "/etc/hostname", None, True, [], {"a": 1},
-                   [[[[1]]]], "1; rm -rf /"]
+                   [[[[1]]]], "1; rm -rf /",
+                   # issue 52: finite but absurd (past a 32-bit float, a C int), thread counts, devices
+                   3.5e38, 1e-320, 2 ** 31, 2 ** 63, 1_000_000, "cuda:7"]
+# Parameters a bundle may not set or whose value is the machine's (issue 52 items 3, 4), and values for them.
+_MACHINE_AND_FILE_PARAMS = ["num_threads", "threads", "device", "embeddings_path", "ehr_names_path", "label_map",
+                            "config", "model_path"]
 
 
 def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool:
@@ -641,7 +664,7 @@ def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool
     manifest_path = copy / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     states = [p for p in files if p.name == "state.json"]
-    op = rng.randrange(12)
+    op = rng.randrange(16)
     if op == 0:  # damage any file: flips, cuts, random bytes
         target = rng.choice(files)
         data = target.read_bytes()
@@ -715,6 +738,51 @@ def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool
     elif op == 10:  # a member of another name or version
         entry = rng.choice(manifest["members"])
         entry[rng.choice(["name", "version", "label"])] = rng.choice(["lstm-l", "svm", "nope", 7, None, "../x"])
+    elif op == 12 and manifest.get("method"):  # a method parameter fit refuses against the members (issue 52 item 5)
+        state = copy / str(manifest["method"].get("folder")) / "state.json"
+        body = json.loads(state.read_text(encoding="utf-8"))
+        n = len(manifest["members"])
+        body["header"].setdefault("params", {"__dict__": []}).setdefault("__dict__", []).append(
+            ["threshold", rng.choice([n + 1, n + 2, 2 ** 31, 10 ** 6])])
+        state.write_text(json.dumps(body), encoding="utf-8")
+    elif op == 13 and states:  # a file, thread count or device set by the bundle (issue 52 items 3, 4)
+        state = rng.choice(states)
+        body = json.loads(state.read_text(encoding="utf-8"))
+        value = rng.choice([str(outside / "state.json"), str(outside / "missing.txt"), "/etc/passwd",
+                            "/etc/no-such-file", 1_000_000, "cuda:7"])
+        body["header"].setdefault("params", {"__dict__": []}).setdefault("__dict__", []).append(
+            [rng.choice(_MACHINE_AND_FILE_PARAMS), value])
+        state.write_text(json.dumps(body), encoding="utf-8")
+    elif op == 14 and states:  # an absurd finite number for a numeric parameter (issue 52 item 10)
+        state = rng.choice(states)
+        body = json.loads(state.read_text(encoding="utf-8"))
+        params = body["header"].get("params", {}).get("__dict__", [])
+        numeric = [p for p in params if isinstance(p[1], (int, float)) and not isinstance(p[1], bool)]
+        if numeric:
+            rng.choice(numeric)[1] = rng.choice([1e308, -1e308, 3.5e38, 2 ** 31, 2 ** 63, 1e-320])
+            state.write_text(json.dumps(body), encoding="utf-8")
+    elif op == 15:  # a checkpoint whose tensor entry is compressed: 200 MB from a few hundred KB (issue 52 item 13)
+        import io
+        import zipfile
+
+        entry = rng.choice(manifest["members"])
+        folder = copy / str(entry.get("folder"))
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
+            bomb = zipfile.ZipInfo("archive/data/0")
+            bomb.compress_type = zipfile.ZIP_DEFLATED
+            with zf.open(bomb, "w", force_zip64=True) as fh:
+                for _ in range(200):
+                    fh.write(bytes(1 << 20))
+            zf.writestr("archive/version", b"3\n")
+        folder.write_bytes(buf.getvalue())
+        entry["name"] = "lstm-l"
+        from ensemble_deid.taggers.registry import tagger_class
+
+        entry["version"] = tagger_class("lstm-l").version
     else:  # a torch pickle in place of a member folder
         entry = rng.choice(manifest["members"])
         folder = copy / entry["folder"]
@@ -760,6 +828,7 @@ def run_bundle_fuzz(cases: int, seed: int, budget_s: float | None = None) -> Bun
                     pass  # a manifest too damaged to reseal is a case as it stands
             findings.cases += 1
             watch.allowed, watch.opened, watch.ran = _allowed_roots(copy), [], []
+            watch.named, watch.probed = (str(outside), "/etc/passwd", "/etc/no-such-file", "/etc/hostname"), []
             watch.armed = True
             try:
                 model = Deidentifier.load(copy)
@@ -774,6 +843,7 @@ def run_bundle_fuzz(cases: int, seed: int, budget_s: float | None = None) -> Bun
             finally:
                 watch.armed = False
             findings.outside_reads += [f"case {findings.cases}: {p}" for p in watch.opened]
+            findings.probes += [f"case {findings.cases}: {p}" for p in watch.probed]
             findings.programs_run += [f"case {findings.cases}: {e}" for e in watch.ran]
             if marker.exists():
                 findings.programs_run.append(f"case {findings.cases}: the bundle's script ran")

@@ -163,7 +163,7 @@ def test_a_model_fitted_on_one_device_predicts_on_the_cpu(tmp_path):
     on_cpu = tagger.predict(docs[8:])
     tagger.save(tmp_path / "m")
     loaded = load_tagger(tmp_path / "m")
-    assert loaded.device == "cpu"
+    assert loaded.device == "auto"  # the loading machine's default: a saved device is not used (issue 52 item 3)
     for again in (on_cpu, loaded.predict(docs[8:])):
         assert [p.tags for p in again] == [p.tags for p in before]
         for a, b in zip(again, before):

@@ -342,6 +342,9 @@ def test_a_full_disk_at_the_mapping_loses_nothing(bundle, notes, tmp_path, monke
 @pytest.mark.parametrize("pattern, message", [
     (r"^\d{3}-\d{2}$", "no capture group"),
     ("(", "not a valid regular expression"),
+    # Issue 52 item 13: a group that captures nothing or one fixed text made every note one patient.
+    ("()", "'()': its first group can match an empty text"), (r"(\d*)-", "can match an empty text"),
+    ("(-)", "'(-)': its first group matches one fixed text"),
 ])
 def test_a_bad_group_pattern_is_refused_up_front(bundle, notes, tmp_path, workspace, pattern, message):
     res = _run(bundle, notes, "--out", tmp_path / "out", "--group-pattern", pattern)

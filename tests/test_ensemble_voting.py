@@ -34,11 +34,17 @@ def threshold_case():
     (2, {(0, 2, NAME), (5, 6, DATE), (10, 12, CITY)}),
     (3, {(0, 2, NAME)}),
     (4, {(0, 2, NAME)}),
-    (5, set()),
 ])
 def test_threshold_keeps_spans_with_enough_votes(threshold_case, threshold, expected):
     d, members = threshold_case
     assert _fit_predict(Voting(threshold=threshold), members, [d]) == [expected]
+
+
+def test_a_threshold_above_the_members_is_refused_not_fitted(threshold_case):
+    # It would keep no span (issue 52 item 5: MetaLearner.check_members, which a bundle's loader runs too).
+    d, members = threshold_case
+    with pytest.raises(ValueError, match=r"threshold 5 exceeds the number of members \(4\)"):
+        Voting(threshold=5).fit(members, [d])
 
 
 def test_counts_per_threshold(threshold_case):

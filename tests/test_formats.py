@@ -428,6 +428,21 @@ def test_custom_group_pattern_and_none(tmp_path):
         assign_groups(docs, r"^pat\d+")
 
 
+@pytest.mark.parametrize("pattern", ["()", "^()", r"(x?)\d", "(-)", r"(?:a|b)(\d*)"])
+def test_a_group_pattern_that_cannot_tell_patients_apart_is_refused(tmp_path, pattern):
+    """Issue 52 item 13: ``--group-pattern '()'`` made every note one patient
+    (cv's folds and deidentify's surrogates share group_ids)."""
+    from ensemble_deid.corpus.formats import compile_group_pattern, group_ids
+
+    _write(tmp_path, ["100-01", "101-01"])
+    for refuse in (lambda: compile_group_pattern(pattern), lambda: group_ids(["100-01", "101-01"], pattern),
+                   lambda: load_directory(tmp_path, group_pattern=pattern)):
+        with pytest.raises(ParameterError, match="would make every note one patient") as caught:
+            refuse()
+        assert pattern in str(caught.value) and "100-01" not in str(caught.value)
+    assert group_ids(["100-01", "101-01"], r"^(\d{3})?-") == {"100-01": "100", "101-01": "101"}
+
+
 def test_label_map_applies_when_loading(tmp_path):
     _write(tmp_path, ["100-01"])
     lm = LabelMap.from_dict({"types": {"PATIENT": "NAME:DOCTOR"}})

@@ -66,12 +66,23 @@ def _bundle_fuzz(cases: int, seed: int) -> str:
                            "--seed", str(seed)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     assert f"{cases} tampered bundles" in proc.stdout
-    assert "0 tracebacks, 0 reads outside the bundle, 0 programs run" in proc.stdout
+    assert "0 tracebacks, 0 reads outside the bundle, 0 paths it named looked up, 0 programs run" in proc.stdout
     return proc.stdout
 
 
 def test_fuzz_tampered_bundles_default_run():
     _bundle_fuzz(40, seed=35)
+
+
+def test_fuzz_tampered_bundles_issue_52_seed():
+    # New cases (issue 52): thread counts and devices, file parameters, thresholds above the members,
+    # absurd finite numbers, a checkpoint with a compressed 200 MB tensor; a new seed.
+    _bundle_fuzz(20, seed=52)
+
+
+@pytest.mark.slow
+def test_fuzz_tampered_bundles_four_hundred_issue_52_seed():
+    _bundle_fuzz(400, seed=5252)
 
 
 @pytest.mark.slow

@@ -209,7 +209,14 @@ BAD_TAGGER_SPECS = [
     ("lstm-l:embeddings_path=/no/such/vectors.vec", "embeddings_path='/no/such/vectors.vec'"),
     ("lstm-l:device=cuda:7", "device='cuda:7'"), ("ogd:l2=1e20", "l2=1e+20"),
     ("char-cnn:device=cuda:7", "device='cuda:7'"),  # issue 36: char-cnn's device, checked as the BiLSTMs'
+    # Issue 52 item 10: absurd finite values, refused naming the range; item 3: threads beyond the CPUs.
+    ("crf:c1=1e308", "c1=1e+308; expected a number in [0, 10000]"), ("lstm-l:lr=1e308", "lr=1e+308"),
+    ("ogd:learning_rate=1e308", "learning_rate=1e+308; expected a number in (0, 10]"),
+    ("svm:c=1e308", "c=1e+308"), ("struct-svm:cost=1e308", "cost=1e+308"), ("crf:epsilon=1e308", "epsilon=1e+308"),
+    ("lstm-l:num_threads=1000000", "num_threads=1000000"),
 ]
+# Feature settings nested in ``features`` (every linear tagger rebuilds its extractor from them when loaded).
+BAD_FEATURES = [{"window": 10**9}, {"ngrams": 0}, {"affixes": [1] * 1000}, {"affixes": [10**9]}, {"no_such": True}]
 
 
 @pytest.mark.parametrize("spec, named", BAD_TAGGER_SPECS)
@@ -265,11 +272,43 @@ def test_no_declared_parameter_accepts_an_infinite_or_absurd_number():
     assert accepted == []
 
 
+@pytest.mark.parametrize("features", BAD_FEATURES)
+def test_absurd_feature_settings_are_refused_by_every_tagger_that_takes_them(features):
+    for name in ("crf", "svm", "ogd", "lstm-crf-fea"):
+        with pytest.raises(InvalidParameter, match=r"features=.*expected None or a table of feature settings"):
+            make_tagger(name, features=features)
+
+
+def test_every_numeric_parameter_declares_finite_bounds():
+    # Issue 52 item 10, the contract over every registered tagger and
+    # meta-learner: a number is bounded on both sides by what means something
+    # (1e308 passed every unbounded end and ended in a library's traceback).
+    unbounded = []
+    for owner, declared in _declared():
+        for param, constraints in declared.items():
+            if constraints == "no_validation":
+                continue
+            for c in constraints:
+                if c is int or c is float or (isinstance(c, Interval) and (c.low is None or c.high is None)):
+                    unbounded.append(f"{owner}: {param} ({c})")
+    assert unbounded == []
+
+
+def test_fit_refuses_an_absurd_vowpal_wabbit_learning_rate_before_any_work(tiny, workspace, tmp_path):
+    # Was a Vowpal Wabbit traceback (its rates are 32-bit floats).
+    res = _refused("fit", tmp_path, workspace, "--tagger", "ogd:learning_rate=1e308",
+                   says="invalid value learning_rate=1e+308; expected a number in (0, 10]")
+    assert "tagger 'ogd'" in res.output
+
+
 @pytest.mark.parametrize("method, param, value", [
     ("stacked-svm", "C", float("inf")), ("stacked-svm", "random_state", -1),
     ("stacked-lstm", "hidden_size", 10**20), ("stacked-lstm", "device", "tpu"), ("stacked-lstm", "device", "cuda:7"),
     ("stacked-searn", "vw_options", "--no_such_option"), ("stacked-searn", "vw_options", "-f /tmp/model.vw"),
     ("stacked-searn", "window", 10**6),
+    # Issue 52 item 10: finite but absurd.
+    ("stacked-svm", "C", 1e308), ("stacked-lstm", "learning_rate", 1e308), ("stacked-searn", "learning_rate", 1e308),
+    ("voting-pruned", "budget", 1e308), ("stacked-lstm", "threads", 10**6), ("stacked-svm", "class_weight", {1: 1e308}),
 ])
 def test_meta_learner_values_that_crashed_later_are_refused_up_front(method, param, value):
     from ensemble_deid.ensemble.registry import make_method

@@ -15,7 +15,9 @@ The checksums protect integrity, not authenticity: they carry no key, so
 whoever edits a bundle can recompute them. Loading therefore trusts nothing
 a bundle says about the machine it runs on: every file it names lies inside
 it (no ``..``, absolute path or symbolic link anywhere), every parameter is
-checked against its declared constraints, and a member that runs a program
+checked against its declared constraints (local ones, naming files,
+refused first, as strings), thread counts and devices are the loading
+machine's (``Tagger.machine_params``), and a member that runs a program
 (an external system such as PhysioNet deid or MIST) is refused unless the
 user names that program (``allow_external``, ``deidentify --allow-external
 NAME=PATH``); no path stored in the bundle is used for it.
@@ -67,6 +69,10 @@ def _inside(root: Path, folder: Any, mpath: Path) -> Path:
 
 
 def _refuse_local(cls, params: Any, folder: Path, label: str) -> None:
+    """Refuse a member naming a file, folder or command line (its class's
+    local parameters): compared as strings, before any constraint looks a
+    path up, so that a bundle can neither make the loader read a file nor
+    learn from the answer whether one exists."""
     if not isinstance(params, dict):
         raise BundleError(f"{folder}: malformed (field 'params')")
     for name in cls.local_settings(params):
@@ -94,7 +100,7 @@ def write_bundle(out: str | Path, members: Mapping[str, Any], method: Any | None
             private_dir(tmp / "members")
             tagger.save(tmp / folder)
             entries.append({"label": label, "name": tagger.name, "version": tagger.version, "folder": folder,
-                            "params": encodable(tagger.get_params())})
+                            "params": encodable(tagger.saved_params())})
         method_entry = None
         if method is not None:
             method.save(tmp / "method")
@@ -250,6 +256,11 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     if method is not None and set(method.member_names_) != set(members) | set(manifest["method"].get("unused", ())):
         raise BundleError(f"{root / MANIFEST}: the method's members {list(method.member_names_)} "
                           f"are not the bundle's members {list(members)}")
+    if method is not None:
+        try:  # the checks fit runs against the members (a threshold no span can reach)
+            method.check_members(len(method.member_names_))
+        except ValueError as exc:
+            raise BundleError(f"{_inside(root, manifest['method']['folder'], mpath)}: {exc}") from None
     return manifest, members, method
 
 
@@ -274,15 +285,10 @@ def _load_member(root: Path, entry: Mapping[str, Any], allow_external: Mapping[s
             f"{folder}: member {label!r} is the external system {cls.name!r}, which runs a program; a bundle never "
             f"chooses a program to run: name it on this machine with --allow-external {cls.name}=PATH "
             f"(Python: allow_external={{{cls.name!r}: PATH}}) if you trust this bundle")
-    try:
-        if folder.is_dir():  # saved state: its parameters are checked before anything reads them
-            from ..taggers.state import decoded, read_header
-
-            _refuse_local(cls, decoded(read_header(folder).get("params")), folder, label)
-        tagger = cls.load(folder)
+    try:  # local parameters refused before anything checks or uses them; threads and device are this machine's
+        tagger = cls.load(folder, vet=lambda klass, params: _refuse_local(klass, params, folder, label))
     except (EnsembleDeidError, ValueError) as exc:  # the message names the file, or we add it
         raise BundleError(str(exc) if str(folder) in str(exc) else f"{folder}: {exc}") from None
-    _refuse_local(cls, tagger.get_params(), folder, label)  # a checkpoint's (its constructor reads nothing)
     if program:
         tagger = tagger.clone().set_params(**{program: str(allow_external[cls.name])})  # the bundle's is never used
         tagger.fit([])

@@ -108,6 +108,12 @@ class MetaLearner:
     _param_names = Tagger.__dict__["_param_names"]
     _kind: ClassVar[str] = "ensemble method"
     _store_params = Tagger._store_params
+    # Settings of the machine that runs the method (threads, device): a saved
+    # method's are never used (``Tagger.loaded_params``).
+    machine_params: ClassVar[tuple[str, ...]] = ()
+    fit_only_params: ClassVar[tuple[str, ...]] = ()
+    _defaults = Tagger.__dict__["_defaults"]
+    loaded_params = Tagger.__dict__["loaded_params"]
     get_params = Tagger.get_params
     set_params = Tagger.set_params
     clone = Tagger.clone
@@ -178,12 +184,19 @@ class MetaLearner:
         """Checks the declared constraints cannot express (ValueError);
         ``validate_params`` runs it after them, before any work."""
 
+    def check_members(self, n_members: int) -> None:
+        """Checks of the parameters against the number of members (a
+        ValueError naming the parameter): a voting threshold above it would
+        keep no span. The one check of its kind: ``fit``, the CLI's search
+        (``ensemble.run.make_search``) and a bundle's loader all call it."""
+
     # --- the public API ----------------------------------------------------
     def fit(self, members: Members, documents: Sequence[Document]) -> "MetaLearner":
         names = tuple(members)
         if not names:
             raise ValueError(f"{self.name}: no members given")
         self.validate_params()  # declared constraints, then check_params: before any work
+        self.check_members(len(names))
         prepared = self._prepare(ordered_members(members, names, documents, self.name), names, documents)
         self._fit_prepared(prepared)
         self.member_names_ = names

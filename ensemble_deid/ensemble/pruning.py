@@ -37,9 +37,9 @@ from .spans import SpanMetaLearner
 from .budget import affordable_subsets, best_point, check_budget, cost_vector, score_subsets
 from .objective import CRITERIA, Target, candidate_weights, check_objective, choose_category_points, parse_objective
 from .candidates import CandidateTable, best_voter_rank, resolve_contested, voting_priority
-from .voting import OVERLAP_RULES, Voting, resolve, resolve_chain_contested, vote_select
+from .voting import OVERLAP_RULES, Voting, check_threshold, resolve, resolve_chain_contested, vote_select
 from .trust import TRUST, choose_trust, trusted_pairs
-from ..taggers.constraints import MAX_COUNT, Check, Interval, Options, validate_params
+from ..taggers.constraints import MAX_COUNT, MAX_CPU_COST, Check, Interval, Options, validate_params
 
 ONE = np.uint64(1)
 REMOVAL_TIES = ("worse", "earliest")
@@ -67,7 +67,7 @@ def _check(**params) -> None:
 
 def _cost_table(value) -> bool:
     return isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and v < float("inf")
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= MAX_CPU_COST
         for k, v in value.items())
 
 
@@ -306,8 +306,9 @@ class PrunedVoting(SpanMetaLearner):
                                                   "'binary-token:recall>=0.99' (see docs/ensembles.md)")],
                               "removal_ties": [Options(*REMOVAL_TIES)], "overlap": [Options(*OVERLAP_RULES)],
                               "operating_point": [OPERATING_POINT], "trust": [Options("auto"), *TRUST],
-                              "budget": [None, Interval(float, 0, None, closed="neither")],
-                              "costs": [None, Check(_cost_table, "a table of member name -> cost (a number >= 0)")]}
+                              "budget": [None, Interval(float, 0, MAX_CPU_COST, closed="right")],
+                              "costs": [None, Check(_cost_table, "a table of member name -> cost (a number in "
+                                                                 f"[0, {MAX_CPU_COST:g}])")]}
 
     def __init__(self, threshold=None, objective="f1", removal_ties="worse", overlap="greedy", operating_point=None,
                  trust="auto", budget=None, costs=None):
@@ -316,6 +317,11 @@ class PrunedVoting(SpanMetaLearner):
     def check_params(self) -> None:
         if self.budget is not None and self.costs is None:
             raise ValueError("ensemble method 'voting-pruned': a budget needs the members' costs (parameter costs)")
+
+    def check_members(self, n_members: int) -> None:
+        check_threshold(self.threshold, n_members)
+        if hasattr(self, "threshold_"):  # fitted (a loaded bundle): the threshold chosen over the kept members
+            check_threshold(self.threshold_, len(self.subset_), "the chosen threshold")
 
 
     def _fit_prepared(self, table: CandidateTable) -> None:

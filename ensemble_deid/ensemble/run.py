@@ -38,7 +38,7 @@ from .pruning import PrunedVoting, SubsetScorer, budgeted_search, pruning_search
 from .registry import make_method
 from .selection import GridSearch, fold_predictions
 from .trust import TRUST_RULE
-from .voting import vote_select
+from .voting import check_threshold, vote_select
 
 DEFAULT_FOLDS = 10
 Say = Callable[[str], None]
@@ -118,12 +118,17 @@ def make_search(method: str, params: Mapping[str, Any] | None = None, grid: Mapp
         learner.validate_params()
     except ValueError as exc:
         raise ParameterError(str(exc), "--grid" if "search" in str(exc) else "--param") from None
-    if n_members is not None and method.startswith("voting"):  # no span could get more votes than members
-        fixed = params.get("threshold")
-        for option, values in (("--param", [fixed]), ("--grid", list((grid or {}).get("threshold", [])))):
-            too_high = [t for t in values if isinstance(t, int) and not isinstance(t, bool) and t > n_members]
-            if too_high:
-                raise ParameterError(f"threshold {too_high[0]} exceeds the number of members ({n_members})", option)
+    if n_members is not None:  # the method's own check against the members (as fit and a bundle's loader run it)
+        try:
+            estimator.check_members(n_members)
+        except ValueError as exc:
+            raise ParameterError(str(exc), "--param") from None
+        for key, values in (grid or {}).items():
+            for value in values:
+                try:
+                    estimator.clone().set_params(**{key: value}).check_members(n_members)
+                except ValueError as exc:
+                    raise ParameterError(str(exc), "--grid") from None
     return learner
 
 
@@ -442,8 +447,10 @@ def prune_members(corpus, runs: Mapping[str, MemberRun], threshold: int | None =
 
     variant = pruning_variant(variant or {})
     names = tuple(runs)
-    if threshold is not None and threshold > len(names):
-        raise ParameterError(f"{threshold} exceeds the number of members ({len(names)})", "--threshold")
+    try:
+        check_threshold(threshold, len(names), "")
+    except ValueError as exc:
+        raise ParameterError(str(exc).strip(), "--threshold") from None
     if budget is not None:  # before the table: an unknown cost or a budget nothing fits is said at once
         affordable_subsets(cost_vector(names, budget_costs({n: runs[n].cost for n in names})), budget)
     t0 = time.perf_counter()

@@ -21,7 +21,7 @@ import numpy as np
 
 from .base import OPERATING_POINT
 from .tokens import TokenMetaLearner, TokenTable
-from ..taggers.constraints import DEVICE, MAX_COUNT, MAX_SIZE, Interval
+from ..taggers.constraints import DEVICE, MAX_COUNT, MAX_RATE, MAX_SIZE, THREADS, Interval
 from ..taggers.neural.base import torch_threads
 
 PAD, UNKNOWN = 0, 1
@@ -65,13 +65,14 @@ class StackedLSTM(TokenMetaLearner):
     _parameter_constraints = {
         "embedding_dim": [Interval(int, 1, MAX_SIZE)], "hidden_size": [Interval(int, 1, MAX_SIZE)],
         "num_layers": [Interval(int, 1, 100)], "dropout": [Interval(float, 0, 1, closed="left")],
-        "learning_rate": [Interval(float, 0, None, closed="neither")], "epochs": [Interval(int, 1, MAX_COUNT)],
+        "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")], "epochs": [Interval(int, 1, MAX_COUNT)],
         "batch_size": [Interval(int, 1, MAX_COUNT)], "max_length": [Interval(int, 1, MAX_COUNT)], "early_stopping": [bool],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "patience": [Interval(int, 0, MAX_COUNT)],
-        "device": [None, DEVICE], "threads": [None, Interval(int, 1, MAX_COUNT)], "operating_point": [OPERATING_POINT],
+        "device": [None, DEVICE], "threads": [None, THREADS], "operating_point": [OPERATING_POINT],
     }
     scored = True
     sweeps_base = True
+    machine_params = ("device", "threads")  # a bundle's are not used: the loading machine's (Tagger.loaded_params)
 
     def __init__(self, embedding_dim=10, hidden_size=100, num_layers=2, dropout=0.25, learning_rate=0.001,
                  epochs=25, batch_size=32, max_length=200, early_stopping=True, validation_fraction=0.1,

@@ -16,7 +16,7 @@ import shlex
 import numpy as np
 
 from .tokens import TokenMetaLearner, TokenTable
-from ..taggers.constraints import MAX_COUNT, Check, Interval
+from ..taggers.constraints import MAX_COUNT, MAX_RATE, Check, Interval
 from ..taggers.linear import KeepsVowpalModel, vw_model_bytes
 
 
@@ -84,10 +84,11 @@ class StackedSEARN(KeepsVowpalModel, TokenMetaLearner):
     """
 
     name = "stacked-searn"
+    vw_model_field = "vw_"
     description = "token-level Vowpal Wabbit learning-to-search over members' tags (+-2 window, tag trigrams)"
 
     _parameter_constraints = {
-        "passes": [Interval(int, 1, MAX_COUNT)], "learning_rate": [Interval(float, 0, None, closed="neither")],
+        "passes": [Interval(int, 1, MAX_COUNT)], "learning_rate": [Interval(float, 0, MAX_RATE, closed="right")],
         "window": [Interval(int, 0, 50)], "history": [Interval(int, 0, 50)], "bits": [Interval(int, 1, 30)],
         "max_length": [Interval(int, 1, MAX_COUNT)],
         "vw_options": [Check(vw_options_usable, "Vowpal Wabbit search or learning options it accepts, e.g. "

@@ -34,7 +34,7 @@ import numpy as np
 from .base import OPERATING_POINT
 from .spans import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
-from ..taggers.constraints import MAX_COUNT, Interval, Options
+from ..taggers.constraints import MAX_COST, MAX_COUNT, Check, Interval, Options
 
 CONJ_PREP = frozenset("""
 and or but nor of in at on for to from with by into onto near via per
@@ -114,6 +114,14 @@ def confidence_features(table: CandidateTable, members, documents) -> tuple[np.n
     return np.hstack([voted, other]), names
 
 
+def _class_weights(value) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(w, (int, float)) and not isinstance(w, bool) and 0 < w <= MAX_COST for w in value.values())
+
+
+CLASS_WEIGHTS = Check(_class_weights, f"a table of class -> weight in (0, {MAX_COST:g}]")
+
+
 class StackedSVM(SpanMetaLearner):
     """Linear SVM over span agreement features.
 
@@ -138,7 +146,8 @@ class StackedSVM(SpanMetaLearner):
     name = "stacked-svm"
     description = "span-level linear SVM (LIBLINEAR) on agreement features; overlaps by SVM confidence"
 
-    _parameter_constraints = {"C": [Interval(float, 0, None, closed="neither")], "class_weight": [None, Options("balanced"), dict],
+    _parameter_constraints = {"C": [Interval(float, 0, MAX_COST, closed="right")],
+                              "class_weight": [None, Options("balanced"), CLASS_WEIGHTS],
                               "confidences": [bool], "max_iter": [Interval(int, 1, MAX_COUNT)],
                               "operating_point": [OPERATING_POINT]}
     scored = True

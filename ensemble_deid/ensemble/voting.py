@@ -35,6 +35,8 @@ output never overlaps.
 """
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
 from .base import OPERATING_POINT
@@ -99,6 +101,13 @@ def resolve(table: CandidateTable, keep: np.ndarray, priority: np.ndarray, overl
     return resolve_overlaps(table, keep, priority)
 
 
+def check_threshold(threshold, n_members: int, name: str = "threshold") -> None:
+    """A vote threshold no span can reach (above the number of members) is a
+    ValueError: the method would keep nothing."""
+    if isinstance(threshold, Integral) and not isinstance(threshold, bool) and threshold > n_members:
+        raise ValueError(f"{name} {threshold} exceeds the number of members ({n_members})")
+
+
 def vote_select(table: CandidateTable, threshold: int, rank: np.ndarray,
                 columns: np.ndarray | None = None, overlap: str = "greedy") -> np.ndarray:
     """The voting rule over some members (all by default): a candidate mask."""
@@ -157,6 +166,9 @@ class Voting(SpanMetaLearner):
 
     def default_grid(self, n_members: int) -> dict[str, list]:
         return {"threshold": list(range(1, n_members + 1)), "trust": list(TRUST_GRID)}
+
+    def check_members(self, n_members: int) -> None:
+        check_threshold(self.threshold, n_members)
 
     def _fit_prepared(self, table: CandidateTable) -> None:
         self._member_ranks(table)

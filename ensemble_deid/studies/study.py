@@ -53,7 +53,7 @@ from ..experiment.cv import TaggerSpec
 from ..errors import EnsembleDeidError, did_you_mean
 from ..files import private_dir, read_toml, write_private
 from ..progress import phase, progress_bar
-from ..taggers.constraints import MAX_COUNT, Interval, Options
+from ..taggers.constraints import MAX_COUNT, SEED, Interval, Options
 from .report import Cell, ResultTable
 from ..corpus.workspace import Corpus, Workspace
 
@@ -116,9 +116,9 @@ class StudyConfig:
             raise EnsembleDeidError(f"unknown ensemble method(s) {bad}; known: {', '.join(METHODS)}"
                                     + did_you_mean(bad[0], METHODS))
         constraints = {
-            "name": [str], "folds": [Interval(int, 2, MAX_COUNT)], "seed": [int], "jobs": JOBS,
+            "name": [str], "folds": [Interval(int, 2, MAX_COUNT)], "seed": [SEED], "jobs": JOBS,
             "objective": [Check(check_objective, "an objective such as 'f1' or 'binary-token:recall>=0.99' "
-                                "(see docs/ensembles.md)")], "test": [Options(*TESTS)], "trials": [Interval(int, 100, None)],
+                                "(see docs/ensembles.md)")], "test": [Options(*TESTS)], "trials": [Interval(int, 100, MAX_COUNT)],
             "union": [bool], "significance_level": [Interval(float, 0, 1, closed="neither")],
             "method_params": [dict],
         }

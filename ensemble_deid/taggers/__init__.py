@@ -16,7 +16,10 @@ from ..corpus.bio import OUTSIDE, decode, gold_tags
 from ..corpus.document import Annotation, Document
 from ..errors import EnsembleDeidError
 from .base import NotFittedError, Tagger, TaggerUnavailable
-from .constraints import Check, Interval, InvalidParameter, Options
+from .constraints import (
+    MAX_COST, MAX_COUNT, MAX_NORM, MAX_PENALTY, MAX_RATE, MAX_SECONDS, MAX_SIZE, MAX_TOLERANCE, THREADS, Check, Interval,
+    InvalidParameter, Options,
+)
 from .prediction import DocumentPrediction
 from .registry import UnknownTagger, load_tagger, make_tagger, tagger_class
 
@@ -24,6 +27,8 @@ __all__ = [
     "OUTSIDE", "Annotation", "Check", "Document", "DocumentPrediction", "EnsembleDeidError", "Interval",
     "InvalidParameter", "NotFittedError", "Options", "Tagger", "TaggerUnavailable", "UnknownTagger",
     "decode", "gold_tags", "load_tagger", "make_tagger", "tagger_class", "FeatureExtractor",
+    # named ceilings for declaring bounded numbers, and the thread-count constraint
+    "MAX_COST", "MAX_COUNT", "MAX_NORM", "MAX_PENALTY", "MAX_RATE", "MAX_SECONDS", "MAX_SIZE", "MAX_TOLERANCE", "THREADS",
 ]
 
 

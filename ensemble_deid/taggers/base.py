@@ -25,16 +25,19 @@ import hashlib
 import importlib.util
 import inspect
 import json
+import logging
 import platform
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from ..corpus.document import Document
-from ..errors import EnsembleDeidError
-from .constraints import SEED, InvalidParameter, validate_params
+from ..errors import EnsembleDeidError, printable
+from .constraints import FEATURES, SEED, InvalidParameter, validate_params
 from .prediction import DocumentPrediction
 from .state import StateError, decoded, encodable, read_header, read_state, write_state
+
+log = logging.getLogger(__name__)
 
 
 class NotFittedError(EnsembleDeidError, ValueError):
@@ -54,7 +57,7 @@ class Tagger:
     # name -> accepted values (see ``constraints``); a subclass's declarations
     # extend and override its bases'. Checked by ``validate_params``.
     # Parameters many adapters share, declared once here.
-    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED], "features": [None, dict]}
+    _parameter_constraints: ClassVar[dict[str, list]] = {"random_state": [None, SEED], "features": [None, FEATURES]}
     # Parameters naming things on the machine that runs the tagger: the
     # program it runs, and files or folders it reads when configured or when
     # predicting. A model bundle is loaded on another machine, so it may set
@@ -62,6 +65,15 @@ class Tagger:
     program_param: ClassVar[str | None] = None
     _kind: ClassVar[str] = "tagger"  # what messages call it (ensemble methods share this machinery)
     local_params: ClassVar[tuple[str, ...]] = ()
+    # Local parameters only ``fit`` reads (a vectors file, a configuration
+    # whose contents the fitted state keeps): saved as their defaults, so a
+    # model fitted with a file of this machine loads on one without it.
+    fit_only_params: ClassVar[tuple[str, ...]] = ()
+    # Settings of the machine that runs the model, not of the model (CPU
+    # threads, the device), as torch.load's map_location or XGBoost's nthread
+    # are the loader's: a saved model's values are never used; a loaded model
+    # takes this class's defaults (``loaded_params``) and the caller may set them.
+    machine_params: ClassVar[tuple[str, ...]] = ()
 
     # --- parameters (as scikit-learn's BaseEstimator) -------------------
     @classmethod
@@ -127,11 +139,43 @@ class Tagger:
             raise InvalidParameter(f"{owner}: {message}") from exc
 
     @classmethod
+    def _defaults(cls) -> dict[str, Any]:
+        return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}
+
+    @classmethod
     def local_settings(cls, params: dict[str, Any]) -> list[str]:
         """The parameters in ``params`` that name something on the machine
-        (``local_params`` set to anything but their default)."""
-        defaults = {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()}
-        return [name for name in cls.local_params if params.get(name, defaults.get(name)) != defaults.get(name)]
+        (``local_params`` and ``fit_only_params`` set to anything but their
+        default). Compared as values only: nothing is looked up on disk."""
+        defaults = cls._defaults()
+        return [name for name in (*cls.local_params, *cls.fit_only_params)
+                if params.get(name, defaults.get(name)) != defaults.get(name)]
+
+    def saved_params(self) -> dict[str, Any]:
+        """The parameters a saved model records: ``fit_only_params`` at their
+        defaults (the fitted state holds what fit read from them)."""
+        defaults = self._defaults()
+        return {**self.get_params(), **{name: defaults[name] for name in self.fit_only_params}}
+
+    @classmethod
+    def loaded_params(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
+        """``params`` of a saved model as a loaded one takes them: every
+        ``machine_params`` value this machine's (the class default; a saved
+        value that differs is logged, never used: ``num_threads=1000000``
+        would exhaust the thread library's memory, ``device="cuda"`` refuse a
+        machine without one), and ``fit_only_params`` at their defaults
+        (strings never looked up: only fit reads those files)."""
+        defaults = cls._defaults()
+        out = dict(params)
+        for name in cls.machine_params:
+            if name in out and out[name] != defaults.get(name):
+                log.warning("%s: %s=%s saved with the model is not used: thread counts and devices are set by "
+                            "the machine that runs it (%s here)", where, name, printable(repr(out[name]))[:40],
+                            defaults.get(name))
+            out.pop(name, None)
+        for name in cls.fit_only_params:
+            out.pop(name, None)
+        return out
 
     def _check_params(self) -> None:
         """Adapter hook: checks a per-parameter constraint cannot state (e.g.
@@ -211,14 +255,17 @@ class Tagger:
         own file format. ``type(tagger).load(folder)`` reads it back."""
         self.check_fitted()
         header = {"kind": "tagger", "name": self.name, "version": self.version,
-                  "params": encodable(self.get_params()), "environment": self.environment()}
+                  "params": encodable(self.saved_params()), "environment": self.environment()}
         return write_state(folder, header, self._fitted_state())
 
     @classmethod
-    def load(cls, folder) -> "Tagger":
+    def load(cls, folder, vet: Callable[[type, Any], None] | None = None) -> "Tagger":
         """A tagger of this class saved by :meth:`save`; refuses another
         tagger's or another version's files (the error names the folder).
-        Whichever tagger a folder holds: ``registry.load_tagger(folder)``."""
+        Whichever tagger a folder holds: ``registry.load_tagger(folder)``.
+        ``vet(class, params)`` sees the saved parameters before anything
+        checks or uses them (a bundle refuses local ones there, before a
+        constraint looks a path up)."""
         if not cls.name:
             raise TypeError(f"{cls.__name__}.load reads one tagger's files: load_tagger(folder) "
                             "(ensemble_deid.taggers) finds the tagger a folder holds")
@@ -228,15 +275,21 @@ class Tagger:
                 f"{folder}: saved by tagger {header['name']!r} version {header['version']}; "
                 f"this is {cls.name!r} version {cls.version}: refit it"
             )
+        if vet is not None:
+            vet(cls, decoded(header.get("params")))
         _, state = read_state(folder)
         return cls._from_saved(folder, header["params"], state)
 
     @classmethod
     def _from_saved(cls, folder, params: Any, state: dict[str, Any]):
-        """An instance with the saved ``params`` and learned ``state`` read
-        from ``folder``. A value no fit accepts (threshold=-5 in an edited
-        file) is refused here, naming the folder, not used."""
-        made = cls(**decoded(params))
+        """An instance with the saved ``params`` (its ``machine_params`` this
+        machine's) and learned ``state`` read from ``folder``. A value no fit
+        accepts (threshold=-5 in an edited file) is refused here, naming the
+        folder, not used."""
+        params = decoded(params)
+        if not isinstance(params, dict):
+            raise StateError(f"{folder}: malformed (field 'params')")
+        made = cls(**cls.loaded_params(params, str(folder)))
         try:
             made.validate_params()
         except ValueError as exc:

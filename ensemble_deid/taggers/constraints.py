@@ -7,7 +7,7 @@ constraint passing accepts the value:
         "c1": [Interval(float, 0, None)],                  # a number >= 0, not NaN
         "max_iterations": [Interval(int, 1, MAX_COUNT)],
         "sequence": [Options("document", "sentence")],
-        "features": [None, dict],                          # None, or any dict
+        "features": [None, FEATURES],                      # None, or feature settings within bounds
         "label_map": [None, Check(resolvable, "a label map file or shipped name")],
     }
 
@@ -16,10 +16,14 @@ any fold runs, so a bad value is one error naming the tagger, the parameter
 and the value instead of a traceback mid-run (and an empty cache entry).
 
 A value that passes must also be one the run can live with: no number is
-infinite or NaN, and every count and size is bounded (``MAX_COUNT``,
-``MAX_SIZE``, ``SEED``), so that ``epochs=10**20`` or ``hidden_size=10**20``
-is refused here instead of running for ever or exhausting memory later. The
-tagger contract checks that every integer parameter declares such a bound.
+infinite or NaN, and every number is bounded on both sides by a range that
+means something (``MAX_COUNT``, ``MAX_SIZE``, ``SEED``, ``MAX_RATE``,
+``MAX_PENALTY``, ``MAX_COST``, ...), so that ``epochs=10**20`` or
+``c1=1e308`` is refused here instead of running for ever, exhausting memory
+or overflowing the library's own number types later (Vowpal Wabbit's weights
+and rates are 32-bit floats, CRFsuite's doubles, counts C ints). The
+contract test (tests/test_params.py) checks that every numeric parameter of
+every tagger and meta-learner declares finite bounds.
 """
 from __future__ import annotations
 
@@ -39,6 +43,15 @@ MAX_COUNT = 1_000_000  # epochs, iterations, passes, patience, lengths, threshol
 MAX_SIZE = 10_000  # a layer, embedding or feature dimension (word vectors have <= 1,000)
 MAX_BUCKETS = 1 << 22  # hashed feature buckets: each holds a weight per tag (4M x 43 tags: 720 MB)
 MAX_SEED = 2**32 - 1  # numpy, torch and Vowpal Wabbit take seeds in [0, 2**32)
+# Real-valued settings, each far above any useful value and far below what a
+# 32-bit float holds (3.4e38: Vowpal Wabbit's learning rate and weights).
+MAX_RATE = 10.0  # learning rates: SGD, Adam and VW's -l all diverge long before 10
+MAX_PENALTY = 1e4  # regularisation strengths and decays (c1, c2, l2, weight decay, lr decay)
+MAX_COST = 1e6  # SVM/MIRA C, misclassification costs and class weights (1e6: no regularisation left)
+MAX_NORM = 1e4  # gradient-norm clipping
+MAX_TOLERANCE = 1.0  # stopping tolerances (relative changes)
+MAX_SECONDS = 30 * 86_400.0  # a time limit: 30 days
+MAX_CPU_COST = 1e9  # CPU seconds per million tokens (the slowest member measured: ~1e4)
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,23 @@ class Check:
 SEED = Interval(int, 0, MAX_SEED)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else the count)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+# Threads of one process: more than the machine's CPUs only makes it slower,
+# and an absurd count exhausts memory in the thread library (libgomp).
+# Bounded by this machine's CPUs, as a device is by this machine's devices:
+# both are the loading machine's settings, never a bundle's (Tagger.machine_params).
+THREADS = Interval(int, 1, usable_cpus())
+
+
 def existing_file(value: Any) -> bool:
     """Whether ``value`` names a readable regular file (an embeddings file...)."""
     import os
@@ -141,6 +171,36 @@ def device_usable(value: Any) -> bool:
     return torch.cuda.is_available() and index < torch.cuda.device_count()
 
 
+# The feature set's settings (``features=``, passed to FeatureExtractor): a
+# window of 50 words each side is already far past any context the features use.
+MAX_WINDOW = 50
+_FEATURE_SETTINGS = {"window": [Interval(int, 0, MAX_WINDOW)], "ngrams": [Interval(int, 1, MAX_WINDOW)],
+                     "shapes": [bool], "orthography": [bool], "sentence": [bool], "sections": [bool],
+                     "regexes": [bool], "conjunctions": [bool]}
+
+
+def feature_settings_usable(value: Any) -> bool:
+    """Whether ``value`` is a table of FeatureExtractor settings, each within
+    its bounds (affix lengths 1..50, at most 50 of them)."""
+    if not isinstance(value, dict):
+        return False
+    for key, setting in value.items():
+        if key == "affixes":
+            if not (isinstance(setting, (list, tuple)) and len(setting) <= MAX_WINDOW
+                    and all(Interval(int, 1, MAX_WINDOW).accepts(k) for k in setting)):
+                return False
+        elif key == "gazetteers":
+            if not (isinstance(setting, bool) or type(setting).__name__ == "Gazetteers"):
+                return False
+        elif key not in _FEATURE_SETTINGS or not accepts(_FEATURE_SETTINGS[key], setting):
+            return False
+    return True
+
+
+FEATURES = Check(feature_settings_usable, f"a table of feature settings (window in [0, {MAX_WINDOW}], ngrams in "
+                                          f"[1, {MAX_WINDOW}], affixes: up to {MAX_WINDOW} lengths in [1, "
+                                          f"{MAX_WINDOW}], true/false for shapes, orthography, sentence, sections, "
+                                          f"gazetteers, regexes, conjunctions)")
 DEVICE = Check(device_usable, "'auto', 'cpu', or a device this machine has ('cuda', 'cuda:N', 'mps')")
 EXISTING_FILE = Check(existing_file, "an existing, readable file")
 
@@ -202,4 +262,5 @@ def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[
         if allowed is None or allowed == "no_validation":
             continue
         if not accepts(allowed, value):
-            raise InvalidParameter(f"{owner}: invalid value {name}={value!r}; expected {describe(allowed)}")
+            shown = repr(value) if len(repr(value)) <= 200 else repr(value)[:200] + "..."  # a bundle's value can be huge
+            raise InvalidParameter(f"{owner}: invalid value {name}={shown}; expected {describe(allowed)}")

@@ -43,9 +43,10 @@ from .feature_hash import HASH_SPACE, hash_rows
 from .features import FEATURES_VERSION, FeatureExtractor, vw_escape
 from .prediction import DocumentPrediction
 from .base import Tagger, TaggerUnavailable
+from ..errors import EnsembleDeidError
 from ..files import FileWriteError, reason
 from .crfsuite_file import check_crfsuite_model
-from .state import register_state_class
+from .state import bytes_file_name, register_state_class
 
 LINEAR_VERSION = "1"
 # Adapter versions: bump the first part when a tagger's output changes; the
@@ -688,14 +689,18 @@ class VowpalModel:
     through VW's own text parser, as they do from a data file. Not safe for
     two threads at once: a lock keeps calls apart."""
 
-    def __init__(self, model: bytes, args: Sequence[str] = ()):
+    def __init__(self, model: bytes, args: Sequence[str] = (), where: str = "Vowpal Wabbit model"):
         import threading
 
         Workspace = _vw()
         with vw_model_file("read back") as path:  # VW reads the whole model at start; the file is removed after
-            with open(path, "wb") as fh:
+            with open(path, "wb") as fh:  # a failed write here is the disk's (vw_model_file says so)
                 fh.write(model)
-            self._vw = Workspace(arg_list=["-i", path, "-t", "--quiet"] + list(args))
+            try:
+                self._vw = Workspace(arg_list=["-i", path, "-t", "--quiet"] + list(args))
+            except RuntimeError:  # written whole, refused by VW: the model itself (VW's words may quote it)
+                raise VowpalModelError(f"{where}: not a model Vowpal Wabbit can read (the file is damaged or was "
+                                       f"edited): refit it") from None
         self._label_type = self._vw.get_label_type()  # what parse asks the workspace for each example otherwise
         self._lock = threading.Lock()
 
@@ -726,17 +731,37 @@ class VowpalModel:
         return out
 
 
+class VowpalModelError(EnsembleDeidError, ValueError):
+    """A saved Vowpal Wabbit model that VW refuses to read (damaged, edited):
+    not a full disk, which is a ``FileWriteError``."""
+
+
 class KeepsVowpalModel:
     """A learner that keeps its fitted VW model loaded (``VowpalModel``) from
     one batch to the next: once per process, again when the model bytes (a
     refit, a load) or the options change. Never pickled: a live VW workspace
-    is loaded again where it is needed."""
+    is loaded again where it is needed. A loaded (saved) model is read into
+    VW when it is loaded, with the options prediction uses
+    (``vw_predict_args``), so a damaged file is refused then, naming it."""
+
+    vw_model_field: str = "model_"  # the attribute holding the model bytes
+    vw_predict_args: tuple[str, ...] = ()
 
     def loaded_vw_model(self, model: bytes, args: Sequence[str] = ()) -> VowpalModel:
         kept = self.__dict__.get("_vw_model")
         if kept is None or kept[0] is not model or kept[1] != tuple(args):
-            kept = self.__dict__["_vw_model"] = (model, tuple(args), VowpalModel(model, args))
+            where = f"{self.name}: its Vowpal Wabbit model {bytes_file_name(self.vw_model_field)}"
+            kept = self.__dict__["_vw_model"] = (model, tuple(args), VowpalModel(model, args, where))
         return kept[2]
+
+    def _restore_state(self, state: dict[str, Any]) -> None:
+        super()._restore_state(state)
+        model = getattr(self, self.vw_model_field, None)
+        if not isinstance(model, bytes):
+            from .state import StateError
+
+            raise StateError(f"{self.name}: saved state lacks its Vowpal Wabbit model (field {self.vw_model_field!r})")
+        self.loaded_vw_model(model, self.vw_predict_args)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -814,9 +839,9 @@ class VowpalTagger(KeepsVowpalModel, LinearTagger):
     random_state: int = 0
     _fitted_caches = ("_vw_model",)
 
-    def vw_model(self, args: Sequence[str] = ()) -> VowpalModel:
+    def vw_model(self) -> VowpalModel:
         """The fitted model loaded in VW, once per process (again after a refit)."""
-        return self.loaded_vw_model(self.model_, args)
+        return self.loaded_vw_model(self.model_, self.vw_predict_args)
 
     def _vw_features(self) -> tuple[dict[str, Any], int, int]:
         """Extractor overrides (n-grams left to VW), VW's n-gram order and the

@@ -60,6 +60,12 @@ class NamedBlob(bytes):
         return blob
 
 
+def bytes_file_name(field: str) -> str:
+    """The file a bytes field of the state is saved in (``model_`` ->
+    ``model_.bin``; a second field of the same name gets a number)."""
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in field) + ".bin"
+
+
 class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
@@ -83,8 +89,8 @@ class _Encoder:
             self.arrays[name] = value
             return {"__array__": name}
         if isinstance(value, (bytes, bytearray)):
-            stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in where)
-            name = f"{stem}.bin" if f"{stem}.bin" not in self.blobs else f"{stem}-{len(self.blobs)}.bin"
+            name = bytes_file_name(where)
+            name = name if name not in self.blobs else f"{name[:-4]}-{len(self.blobs)}.bin"
             if isinstance(value, NamedBlob) and value.filename not in self.blobs:
                 name = value.filename
             self.blobs[name] = bytes(value)

@@ -88,7 +88,48 @@ def compile_group_pattern(pattern: str) -> re.Pattern:
     if regex.groups < 1:
         raise ParameterError(r"no capture group: its first group (...) must give the patient, e.g. '^(\d{3})-\d{2}$'",
                              "--group-pattern")
+    problem = _constant_group(pattern)
+    if problem:
+        raise ParameterError(f"'{printable(pattern)}': its first group {problem}, so it would make every note "
+                             r"one patient; the group must capture the part of the id that names the patient, "
+                             r"e.g. '^(\d{3})-\d{2}$'", "--group-pattern")
     return regex
+
+
+def _constant_group(pattern: str) -> str:
+    r"""Why the first group of ``pattern`` cannot tell patients apart ("" when
+    it can): it can match the empty string (``()``, ``(\d*)``), or it
+    matches one fixed text whatever the id (``(-)``). Read from the parsed
+    pattern (its width and its items), before any id is seen."""
+    from re import _constants as c, _parser
+
+    def group(node):
+        """The items of group 1, wherever it is nested (a branch, a repeat, another group)."""
+        if isinstance(node, _parser.SubPattern):
+            for op, arg in node:
+                if op is c.SUBPATTERN and arg[0] == 1:
+                    return arg[3]
+                found = group(arg)
+                if found is not None:
+                    return found
+        elif isinstance(node, (list, tuple)):
+            for part in node:
+                found = group(part)
+                if found is not None:
+                    return found
+        return None
+
+    try:
+        items = group(_parser.parse(pattern))
+    except Exception:  # noqa: BLE001 - re.compile accepted it; a parser detail must not refuse it
+        return ""
+    if items is None:
+        return ""
+    if items.getwidth()[0] == 0:
+        return "can match an empty text"
+    if all(op in (c.LITERAL, c.AT) for op, _ in items):
+        return "matches one fixed text"
+    return ""
 
 
 def group_ids(ids: Sequence[str], group_pattern: str | None) -> dict[str, str]:
@@ -106,7 +147,11 @@ def group_ids(ids: Sequence[str], group_pattern: str | None) -> dict[str, str]:
         with _time_limit(GROUP_PATTERN_SECONDS):
             for doc_id in ids:
                 match = regex.search(doc_id)
-                groups[doc_id] = match.group(1) if match and match.group(1) is not None else doc_id
+                group = match.group(1) if match else None
+                if group == "":  # one shared empty group would make every such note one patient
+                    raise ParameterError(f"'{printable(group_pattern)}': its first group matched an empty text "
+                                         f"in a document id (the id is not shown: ids can hold PHI)", "--group-pattern")
+                groups[doc_id] = group if group is not None else doc_id
     except _Expired:
         raise ParameterError(f"ran over {GROUP_PATTERN_SECONDS:.0f} s on {len(ids)} document ids (it backtracks "
                              "catastrophically, e.g. nested repeats like (a+)+): simplify it", "--group-pattern") from None

@@ -23,7 +23,9 @@ from ...corpus.document import Document
 from ...errors import printable
 from ..prediction import DocumentPrediction
 from ..base import Tagger
-from ..constraints import DEVICE, EXISTING_FILE, MAX_BUCKETS, MAX_COUNT, MAX_SIZE, Interval, Options
+from ..constraints import (
+    DEVICE, EXISTING_FILE, MAX_BUCKETS, MAX_COUNT, MAX_NORM, MAX_PENALTY, MAX_RATE, MAX_SIZE, THREADS, Interval, Options,
+)
 from .vocab import Vocab
 
 log = logging.getLogger("ensemble_deid.taggers.neural")
@@ -130,10 +132,10 @@ class NeuralTagger(Tagger):
     # Checked before any fold runs (Tagger.validate_params; _check_params follows).
     _parameter_constraints: ClassVar[dict[str, list]] = {
         "epochs": [Interval(int, 1, MAX_COUNT)], "patience": [Interval(int, 0, MAX_COUNT)],
-        "batch_size": [Interval(int, 1, MAX_COUNT)], "lr": [Interval(float, 0, None, closed="neither")],
-        "optimizer": [str], "lr_decay": [Interval(float, 0, None)], "anneal": [Interval(float, 0, 1, closed="right")],
+        "batch_size": [Interval(int, 1, MAX_COUNT)], "lr": [Interval(float, 0, MAX_RATE, closed="right")],
+        "optimizer": [str], "lr_decay": [Interval(float, 0, MAX_PENALTY)], "anneal": [Interval(float, 0, 1, closed="right")],
         "anneal_patience": [Interval(int, 0, MAX_COUNT)], "ema_decay": [Interval(float, 0, 1, closed="left")],
-        "clip": [Interval(float, 0, None)], "dropout": [Interval(float, 0, 1, closed="left")],
+        "clip": [Interval(float, 0, MAX_NORM)], "dropout": [Interval(float, 0, 1, closed="left")],
         "output_dropout": [bool], "bio_constraints": [bool], "char_dim": [Interval(int, 1, MAX_SIZE)],
         "char_lstm_dim": [Interval(int, 1, MAX_SIZE)], "word_dim": [Interval(int, 1, MAX_SIZE)],
         "word_lstm_dim": [Interval(int, 1, MAX_SIZE)], "shape_dim": [Interval(int, 0, MAX_SIZE)],
@@ -141,11 +143,14 @@ class NeuralTagger(Tagger):
         "context": [Options(*CONTEXTS)], "max_length": [Interval(int, 0, MAX_COUNT)],
         "device": [DEVICE],
         "validation_fraction": [Interval(float, 0, 1, closed="left")], "refit": [bool],
-        "num_threads": [None, Interval(int, 1, MAX_COUNT)], "verbose": [bool],
-        "linear_buckets": [Interval(int, 0, MAX_BUCKETS)], "linear_decay": [Interval(float, 0, None)],
+        "num_threads": [None, THREADS], "verbose": [bool],
+        "linear_buckets": [Interval(int, 0, MAX_BUCKETS)], "linear_decay": [Interval(float, 0, MAX_PENALTY)],
         "bio_decode": [bool],
     }
     _fitted_caches = ("_model",)
+    # Only fit reads the vectors file (the checkpoint holds the embeddings learned from it).
+    fit_only_params: ClassVar[tuple[str, ...]] = ("embeddings_path",)
+    machine_params: ClassVar[tuple[str, ...]] = ("num_threads", "device")
 
     def __init__(
         self,
@@ -496,7 +501,7 @@ class NeuralTagger(Tagger):
                 "tagger": self.name,
                 "class": f"{type(self).__module__}:{type(self).__qualname__}",
                 "version": self.version,
-                "params": self.get_params(),
+                "params": self.saved_params(),
                 "tags": list(self.tags_),
                 "words": pack_vocab(self.words_),
                 "chars": pack_vocab(self.chars_),
@@ -510,11 +515,14 @@ class NeuralTagger(Tagger):
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "NeuralTagger":
+    def load(cls, path: str | Path, vet=None) -> "NeuralTagger":
         """A fitted tagger from ``save``'s checkpoint. Called on the base
-        class, the registry name stored in the checkpoint picks the adapter."""
+        class, the registry name stored in the checkpoint picks the adapter.
+        ``vet``: as :meth:`Tagger.load`'s (sees the parameters before any
+        check); the thread count and device are this machine's."""
         import torch
 
+        check_checkpoint_sizes(Path(path))  # before torch unpacks anything
         try:
             ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001 - pickle, zip and torch errors alike: a file we did not write
@@ -548,7 +556,9 @@ class NeuralTagger(Tagger):
         if unknown:
             raise ValueError(f"{path}: checkpoint field 'params' names {len(unknown)} parameter(s) "
                              f"{target.name!r} does not have, e.g. {printable(str(unknown[0]))!r}")
-        tagger = target(**ckpt["params"])
+        if vet is not None:
+            vet(target, ckpt["params"])
+        tagger = target(**target.loaded_params(ckpt["params"], str(path)))
         tagger.validate_params()  # InvalidParameter (a ValueError): a value no fit accepts
         tagger.tags_ = list(ckpt["tags"])
         tagger.words_ = unpack_vocab(ckpt["words"], f"{path}: checkpoint field 'words'")
@@ -563,16 +573,44 @@ class NeuralTagger(Tagger):
         return tagger
 
 
+def check_checkpoint_sizes(path: Path) -> None:
+    """Refuse a checkpoint whose zip entries would unpack to more than the
+    file holds, reading only its central directory: ``torch.save`` stores
+    every entry uncompressed, so an entry that is compressed (a 200 MB tensor
+    from a few hundred kilobytes) was not written by it and is refused before
+    torch decompresses it. A file that is no zip is left to torch's own
+    refusal (the legacy format is not weights-only loadable)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return
+    size = path.stat().st_size
+    if sum(i.file_size for i in infos) > size:
+        raise ValueError(f"{path}: its entries declare {sum(i.file_size for i in infos):,} bytes unpacked, more than "
+                         f"the file's {size:,} (a compressed or damaged checkpoint: torch.save stores entries "
+                         f"uncompressed)")
+    for info in infos:
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ValueError(f"{path}: entry {printable(info.filename)[:80]!r} is compressed (torch.save stores "
+                             f"entries uncompressed): not a checkpoint ensemble-deid wrote")
+
+
 @contextmanager
 def torch_threads(n: int | None):
-    """torch's CPU threads set to ``n`` for the block (None: left as they are)."""
+    """torch's CPU threads set to ``n`` for the block, at most this machine's
+    CPUs (None: left as they are)."""
     if not n:
         yield
         return
     import torch
 
+    from ..constraints import usable_cpus
+
     before = torch.get_num_threads()
-    torch.set_num_threads(int(n))
+    torch.set_num_threads(min(int(n), usable_cpus()))
     try:
         yield
     finally:

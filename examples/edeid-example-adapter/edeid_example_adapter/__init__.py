@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from ensemble_deid.taggers import OUTSIDE, DocumentPrediction, Interval, Tagger, gold_tags
+from ensemble_deid.taggers import MAX_COUNT, OUTSIDE, DocumentPrediction, Interval, Tagger, gold_tags
 
 __all__ = ["LexiconTagger"]
 __version__ = "0.1.0"
@@ -36,7 +36,7 @@ class LexiconTagger(Tagger):
     # The values each parameter accepts: checked before any fold runs, so a
     # bad value is one error naming tagger, parameter and value.
     _parameter_constraints = {
-        "min_count": [Interval(int, 1, None)], "min_share": [Interval(float, 0, 1)],
+        "min_count": [Interval(int, 1, MAX_COUNT)], "min_share": [Interval(float, 0, 1)],
         "lowercase": [bool], "bridge": [bool],
     }
 
