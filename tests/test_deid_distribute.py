@@ -234,7 +234,7 @@ def test_local_workers_share_the_cores_between_their_threads(bundle):
     model = Deidentifier.load(bundle / "model")
     share = max(1, (os.cpu_count() or 1) // 2)
     with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
-        pool._engine.prepare(model)
+        pool._engine.prepare(model, 2)
         assert pool._engine.pool.submit(torch.get_num_threads).result() == share
         assert pool._engine.pool.submit(os.getenv, "OMP_NUM_THREADS").result() == str(share)
 

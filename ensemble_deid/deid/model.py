@@ -164,6 +164,7 @@ class Deidentifier:
         self.method = method
         self.manifest = dict(manifest or {})
         self._shared = share_features(self.members)
+        self.source: Path | None = None
         from .shareable import masker
 
         self._mask = masker(self.manifest)  # a shareable bundle's members see rare words only as shapes
@@ -183,6 +184,7 @@ class Deidentifier:
 
         manifest, members, method = read_bundle(path, allow_external, trusted)
         model = cls(members, method, manifest)
+        model.source = Path(path)  # where it was loaded from: a run never writes its outputs there
         model._probe(path)
         return model
 
@@ -222,6 +224,29 @@ class Deidentifier:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(self.manifest.get("labels", ()))
+
+    @property
+    def categories(self) -> frozenset[str] | None:
+        """The upper-case categories of the model's labels (None: not recorded)."""
+        labels = self.manifest.get("labels")
+        if not labels or not all(isinstance(lab, str) for lab in labels):
+            return None
+        return frozenset(lab.split(":", 1)[0].upper() for lab in labels)
+
+    def repoint(self, point: Mapping[str, float] | None) -> "Deidentifier":
+        """Move the ensemble to another operating point without retraining
+        (``{"*": t, CATEGORY: t}``; None: the method's own rule). A
+        ParameterError names a key that is none of the model's categories,
+        or a threshold that is not a finite number inside the range of the
+        method's scores: it would keep no span (every note released as it
+        is) or every one."""
+        from ..errors import ParameterError
+
+        if self.method is None:
+            raise ParameterError("the bundle holds a single tagger, no ensemble: there is no operating point to "
+                                 "move", "--operating-point")
+        self.method.repoint(point, self.categories)
+        return self
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         """BIO predictions on the common tokens, one per document."""
@@ -263,6 +288,15 @@ class Deidentifier:
         """Predicted PHI spans per document id."""
         documents = _documents(documents)
         return {d.id: p.spans(d) for d, p in zip(documents, self.predict(documents))}
+
+    def tag(self, documents: Sequence[Document]) -> tuple[dict[str, list[Annotation]], int]:
+        """``spans`` and how many spans the members found in all, before the
+        ensemble decided (a run that tags nothing tells a model that finds
+        nothing from an ensemble that keeps nothing)."""
+        documents = _documents(documents)
+        predicted, outputs = self.predict_with_members(documents)
+        found = sum(len(p.spans(d)) for preds in outputs.values() for d in documents for p in (preds[d.id],))
+        return {d.id: p.spans(d) for d, p in zip(documents, predicted)}, found
 
     def deidentify(self, text: str, mode: str = "tag", surrogates=None, doc_id: str = "note") -> str:
         """One note's text with its predicted PHI replaced (see ``redact``)."""
