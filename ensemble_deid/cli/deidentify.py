@@ -179,14 +179,21 @@ def score_report(input_dir, out, labels) -> str:
     from ..evaluation import evaluate
     from ..studies.table import render_table
 
+    import dataclasses
+
     gold, predicted = gold_and_predicted(input_dir, out, labels)
     report = evaluate(gold, predicted, criteria="strict,token")
+    # A gold file's element or type name is data (a PHI word in the wrong place): known names and the
+    # model's own are printed, any other as unknown-N.
+    report = dataclasses.replace(report, known_names=frozenset(p for lab in labels for p in str(lab).split(":")))
+    shown = report.shown_names()
     lines = [f"\nscores against the gold annotations of {len(gold)} note(s):"]
     rows = [[name, r.micro.precision, r.micro.recall, r.micro.f1] for name, r in report.results.items()]
     lines.append(render_table(["criterion", "P", "R", "F1"], rows))
     leak = report.leak
     rows = [[cat, rates.chars, rates.leaked_chars, rates.char_rate]
-            for cat, rates in [("all", leak.overall), ("HIPAA", leak.hipaa), *leak.by_category.items()] if rates.chars]
+            for cat, rates in [("all", leak.overall), ("HIPAA", leak.hipaa),
+                               *((shown.get(k, k), v) for k, v in leak.by_category.items())] if rates.chars]
     lines.append("leak rate: gold PHI characters left readable in the de-identified text (not inside a predicted span):")
     lines.append(render_table(["category", "PHI chars", "leaked", "leak rate"], rows))
     return "\n".join(lines)

@@ -60,7 +60,7 @@ SCRATCH = ".scratch"
 # The command-line option behind each recorded setting (named in a mismatch).
 OPTION_NAMES = {"mode": "--mode", "spans": "--spans", "model": "MODEL (the bundle)", "group_pattern": "--group-pattern",
                 "seed": "--seed", "date_order": "--date-order", "locale": "--locale",
-                "operating_point": "--operating-point"}
+                "operating_point": "--operating-point", "rename": "--rename"}
 
 
 class RunMismatch(EnsembleDeidError):
