@@ -155,11 +155,12 @@ def test_an_ensemble_that_keeps_none_of_its_members_spans_is_named(tmp_path):
     method = Voting(threshold=2).fit({k: {p.doc_id: p for p in t.predict(train)} for k, t in members.items()}, train)
     model = Deidentifier(members, method, {"labels": ["DATE:DATE"]})
     notes = _notes(tmp_path / "notes", {f"n{i}.txt": NOTE for i in range(5)})
-    with pytest.raises(NothingTagged, match=r"members found \d+ span\(s\) but its ensemble \(voting\) kept none"):
+    with pytest.raises(NothingTagged, match=r"members found \d+ span\(s\) in 5 of these notes but its ensemble "
+                                            r"\(voting\) kept none"):
         FolderDeidentifier(model, "tag").run(notes, tmp_path / "out")
     assert not list((tmp_path / "out" / "text").iterdir())
     run = FolderDeidentifier(model, "tag", allow_empty=True).run(notes, tmp_path / "out")
-    assert run.processed == 5 and run.spans == 0 and run.member_spans > 0 and run.warnings
+    assert run.processed == 5 and run.spans == 0 and "members found" in run.warnings[0]
 
 
 # --- item 2: --jobs ----------------------------------------------------------------------

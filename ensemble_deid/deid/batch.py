@@ -264,7 +264,6 @@ class FolderRun:
     not_notes: dict[str, int] = field(default_factory=dict)  # files of INPUT not read, per reason (no names)
     spans: int = 0  # PHI spans tagged in the notes of this run
     texts: int = 0  # notes of this run with any text (letters or digits)
-    member_spans: int = 0  # spans the bundle's members found in them (before the ensemble decided)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -282,14 +281,12 @@ class TaggedChunk:
     mapping: dict[str, list] = field(default_factory=dict)
     spans: int = 0
     texts: int = 0
-    member_spans: int = 0
 
     def add(self, other: "TaggedChunk") -> None:
         self.notes += other.notes
         self.tokens += other.tokens
         self.spans += other.spans
         self.texts += other.texts
-        self.member_spans += other.member_spans
         self.mapping.update(other.mapping)
 
     def __repr__(self) -> str:  # never the mapping (PHI) in a log or traceback
@@ -447,7 +444,7 @@ class FolderDeidentifier:
         warning."""
         if summary.spans or not summary.texts:
             return
-        cause = self._empty_cause(summary)
+        cause = self._empty_cause(done)
         if self.allow_empty or summary.texts < EMPTY_RUN_NOTES:
             summary.warnings.append(f"warning: no PHI tagged in any of the {summary.texts} note(s) with text: text/ "
                                     f"holds them as they came in; {cause}")
@@ -458,17 +455,23 @@ class FolderDeidentifier:
                             f"files were removed (they were the notes as they came in, PHI and all). If these notes "
                             f"truly hold no PHI, run again with --allow-empty")
 
-    def _empty_cause(self, summary: FolderRun) -> str:
+    def _empty_cause(self, done: Sequence[Note]) -> str:
+        """Why nothing was tagged: the members of an ensemble are asked
+        again, on one batch of the notes, whether they found anything."""
         method = getattr(self.model, "method", None)
         point = getattr(method, "operating_point_", None) or getattr(method, "operating_point", None)
         if method is None:
             return ("the bundle's tagger found nothing: an empty model, or notes unlike the ones it was trained on "
                     "(another language or note format)")
-        if not summary.member_spans:
+        found = 0
+        if hasattr(self.model, "tag"):
+            found = self.model.tag([read_note(n)[0] for n in done[:self.batch_size]])[1]
+        if not found:
             return ("none of the bundle's members found anything either: an empty model, or notes unlike the ones "
                     "it was trained on (another language or note format)")
         rule = f"at the operating point {point}" if point else "by its own rule"
-        return (f"the bundle's members found {summary.member_spans} span(s) but its ensemble "
+        return (f"the bundle's members found {found} span(s) in {min(len(done), self.batch_size)} of these notes "
+                f"but its ensemble "
                 f"({getattr(method, 'name', 'the method')}) kept none {rule}: a threshold (--operating-point) above "
                 "the scores the members give, or members whose labels never agree")
 
@@ -478,13 +481,8 @@ class FolderDeidentifier:
         docs = [read_note(n)[0] for n in notes]
         for doc, group in zip(docs, groups):
             doc.metadata["group"] = group
+        spans = self.model.spans(docs)
         done = TaggedChunk(notes=len(docs))
-        tag = getattr(self.model, "tag", None)
-        if tag is not None:
-            spans, done.member_spans = tag(docs)
-        else:  # a model without member counts: its own spans stand for them
-            spans = self.model.spans(docs)
-            done.member_spans = sum(map(len, spans.values()))
         for note, doc in zip(notes, docs):
             if self.mapping is not None:
                 self.surrogates.mapping.pop(doc.id, None)
@@ -506,7 +504,6 @@ class FolderDeidentifier:
         summary.processed += done.notes
         summary.spans += done.spans
         summary.texts += done.texts
-        summary.member_spans += done.member_spans
         if progress:
             progress(done.notes)
 
