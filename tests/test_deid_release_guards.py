@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -89,6 +90,30 @@ def test_the_python_api_refuses_the_same_operating_points(fitted_tiny_bundle):
     assert model.method.score_range() == (1.0, 3.0)  # 3 members: 1 to 3 votes
     model.repoint({"*": 3, "DATE": 1})  # inside the range, known categories: accepted
     assert model.method.get_params()["operating_point"] == {"*": 3, "DATE": 1}
+
+
+@pytest.mark.parametrize("point, message", [({"*": 99}, "outside [1, 3]"), ({"*": float("nan")}, "operating_point"),
+                                            ({"Zorvathine": 2}, "not a category")])
+def test_a_bundle_edited_to_an_operating_point_that_decides_nothing_is_refused(fitted_tiny_bundle, tmp_path, point,
+                                                                              message):
+    """The same checks hold for the operating point a bundle stores (its
+    checksums recomputed after the edit: they carry no key)."""
+    import shutil
+
+    from ensemble_deid.deid import BundleError
+
+    from .fuzz_inputs import reseal
+
+    copy = tmp_path / "model"
+    shutil.copytree(fitted_tiny_bundle / "model", copy)
+    state = json.loads((copy / "method" / "state.json").read_text())
+    params = dict(state["header"]["params"]["__dict__"])
+    params["operating_point"] = {"__dict__": [[k, v] for k, v in point.items()]}  # the state files' dict form
+    state["header"]["params"]["__dict__"] = sorted(params.items())
+    (copy / "method" / "state.json").write_text(json.dumps(state))
+    reseal(copy)
+    with pytest.raises(BundleError, match=re.escape(message)):
+        Deidentifier.load(copy)
 
 
 def test_every_scored_method_scores_inside_its_range(fitted_tiny_bundle):

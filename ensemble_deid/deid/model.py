@@ -185,8 +185,26 @@ class Deidentifier:
         manifest, members, method = read_bundle(path, allow_external, trusted)
         model = cls(members, method, manifest)
         model.source = Path(path)  # where it was loaded from: a run never writes its outputs there
+        model._check_operating_point(path)
         model._probe(path)
         return model
+
+    def _check_operating_point(self, path) -> None:
+        """The operating point a bundle stores passes the checks a
+        re-pointing does: an edited bundle whose threshold keeps no span
+        would otherwise release every note as it came in."""
+        from ..ensemble.base import check_point_against
+        from ..errors import ParameterError
+        from .bundle import BundleError
+
+        method = self.method
+        if method is None or not method.scored:
+            return
+        point = getattr(method, "operating_point_", None) or method.get_params().get("operating_point")
+        try:
+            check_point_against(point, method.name, method.score_range(), method.score_meaning, self.categories)
+        except ParameterError as exc:
+            raise BundleError(f"{path}: the bundle's {exc} (the bundle was edited)") from None
 
     def _probe(self, path) -> None:
         """Tag one made-up note: a learned state edited into a shape no fit
