@@ -429,6 +429,21 @@ def _watched(seconds: float, call):
         signal.signal(signal.SIGUSR1, previous)
 
 
+def _invoke_watched(runner: CliRunner, args: list[str], label: str, tracebacks: list[str]):
+    """The command's result, or None with a finding in ``tracebacks`` when
+    it hangs or ends in an exception that is not a CLI exit."""
+    try:
+        result = _watched(DEID_SECONDS, lambda: runner.invoke(main, args))
+    except _Hung:
+        tracebacks.append(f"{label}: still running after {DEID_SECONDS} s")
+        return None
+    exc = result.exception
+    if (exc is not None and not isinstance(exc, SystemExit)) or "Traceback" in result.output:
+        tracebacks.append(f"{label}: {_where(exc) if exc else 'Traceback'}")
+        return None
+    return result
+
+
 def run_deid_fuzz(folders: int, seed: int, budget_s: float | None = None,
                   seeds: tuple[list[Document], tuple[str, ...]] | None = None) -> Findings:
     """``folders`` folders of seed notes with one special file each (cycling
@@ -470,15 +485,10 @@ def run_deid_fuzz(folders: int, seed: int, budget_s: float | None = None,
                 args = ["deidentify", str(bundle), str(folder), "--out", str(root / f"out{k}-{mode}"), "--mode", mode,
                         "--spans", "brat", "--no-progress"]
                 label = f"{folder.name} ({kind}, {mode})"
-                try:
-                    result = _watched(DEID_SECONDS, lambda: runner.invoke(main, args))
-                except _Hung:
-                    findings.tracebacks.append(f"deidentify {label}: still running after {DEID_SECONDS} s")
+                result = _invoke_watched(runner, args, f"deidentify {label}", findings.tracebacks)
+                if result is None:
                     continue
-                exc = result.exception
-                if (exc is not None and not isinstance(exc, SystemExit)) or "Traceback" in result.output:
-                    findings.tracebacks.append(f"deidentify {label}: {_where(exc) if exc else 'Traceback'}")
-                elif result.exit_code == 0:
+                if result.exit_code == 0:
                     findings.documents_loaded += 1
                 elif result.exit_code == 1 and any(name in result.output for name in refusable):
                     findings.problems_reported += 1
@@ -597,17 +607,13 @@ def run_option_fuzz(cases: int, seed: int, budget_s: float | None = None) -> Opt
             findings.cases[kind] = findings.cases.get(kind, 0) + 1
             args = ["deidentify", str(bundle), str(folder), "--out", str(out), "--no-progress", *extra]
             label = f"case {k} ({kind})"
-            try:
-                result = _watched(DEID_SECONDS, lambda: runner.invoke(main, args))
-            except _Hung:
-                findings.tracebacks.append(f"{label}: still running after {DEID_SECONDS} s")
+            result = _invoke_watched(runner, args, label, findings.tracebacks)
+            if result is None:
                 continue
-            exc = result.exception
             findings.exits[result.exit_code] = findings.exits.get(result.exit_code, 0) + 1
             said = result.output + (result.stderr if result.stderr_bytes is not None else "")
-            if (exc is not None and not isinstance(exc, SystemExit)) or "Traceback" in said \
-                    or result.exit_code not in (0, 1, 2):
-                findings.tracebacks.append(f"{label}: {_where(exc) if exc else 'exit ' + str(result.exit_code)}")
+            if result.exit_code not in (0, 1, 2):
+                findings.tracebacks.append(f"{label}: exit {result.exit_code}")
             # A refusal names the file it refuses (a folder named like a note, say); a run that goes
             # through never names one, nor prints a note's PHI.
             for word in PHI if result.exit_code else PHI_WORDS + PHI:
@@ -641,18 +647,14 @@ def main_cli() -> None:
     parser.add_argument("--options", action="store_true",
                         help="fuzz deidentify's options (operating points, --jobs, PHI file names, skipped files)")
     args = parser.parse_args()
-    if args.options:
-        found = run_option_fuzz(args.cases, args.seed)
+    if args.options or args.bundles:
+        found = (run_option_fuzz if args.options else run_bundle_fuzz)(args.cases, args.seed)
+        lines = (found.tracebacks + found.phi_leaks + found.silent_releases if args.options
+                 else found.tracebacks + found.outside_reads + found.programs_run)
         print(found.summary())
-        for line in (found.tracebacks + found.phi_leaks + found.silent_releases)[:50]:
+        for line in lines[:50]:
             print("  " + line)
-        raise SystemExit(1 if found.tracebacks or found.phi_leaks or found.silent_releases else 0)
-    if args.bundles:
-        found = run_bundle_fuzz(args.cases, args.seed)
-        print(found.summary())
-        for line in (found.tracebacks + found.outside_reads + found.programs_run)[:50]:
-            print("  " + line)
-        raise SystemExit(1 if found.tracebacks or found.outside_reads or found.programs_run else 0)
+        raise SystemExit(1 if lines else 0)
     seeds = meddocan_seeds(args.meddocan) if args.meddocan else None
     runs = [run_fuzz(args.cases, args.seed, seeds=seeds)]
     if args.deidentify:
