@@ -27,7 +27,7 @@ import re
 import secrets
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from ..errors import EnsembleDeidError, printable
 from ..files import read_json, write_private_json
@@ -161,6 +161,3 @@ def phi_like_warning(ids: Sequence[str]) -> str | None:
     return (f"warning: {flagged} of {len(ids)} note name(s) look as if they hold PHI ({why}); text/ keeps each "
             "note's file name: pass --rename hash (or index) to write them under neutral names")
 
-
-def renamed(names: Mapping[str, str], doc_id: str) -> str:
-    return names.get(doc_id, doc_id)
