@@ -167,6 +167,28 @@ def test_a_run_that_tags_nothing_fails_naming_the_cause(rules_bundle, tmp_path):
     assert empty.exit_code == 0 and "no PHI tagged" not in empty.output  # nothing to find: no warning
 
 
+@pytest.mark.parametrize("spans", ["xml", "brat"])
+def test_a_resume_counts_the_notes_done_before(rules_bundle, tmp_path, spans):
+    """A run over six clean notes allowed to tag nothing, then a resume of
+    one note without --allow-empty (as after a kill): the folder holds six
+    untouched notes, so the resume fails too, not 'success, 5 already done'."""
+    notes = _notes(tmp_path / "notes", {f"n{i}.txt": CLEAN for i in range(6)})
+    out = tmp_path / "out"
+    args = ("deidentify", rules_bundle, notes, "--out", out, "--no-progress", "--spans", spans)
+    assert _run(*args, "--allow-empty").exit_code == 0
+    (out / "text" / "n3.txt").unlink()
+    res = _run(*args)
+    assert res.exit_code == 1 and "no PHI tagged in any of the 6 note(s)" in res.output
+    assert not list((out / "text").iterdir())
+    # A folder with spans resumes as ever.
+    tagged = _notes(tmp_path / "tagged", {"a.txt": NOTE, **{f"n{i}.txt": CLEAN for i in range(6)}})
+    assert _run("deidentify", rules_bundle, tagged, "--out", tmp_path / "o2", "--no-progress", "--spans",
+                spans).exit_code == 0
+    (tmp_path / "o2" / "text" / "n3.txt").unlink()
+    again = _run("deidentify", rules_bundle, tagged, "--out", tmp_path / "o2", "--no-progress", "--spans", spans)
+    assert again.exit_code == 0 and "1 note(s) de-identified, 6 already done" in again.output
+
+
 def test_an_ensemble_that_keeps_none_of_its_members_spans_is_named(tmp_path):
     """Voting at 2 votes over the rule tagger and a CRF that never tags
     (trained on notes without annotations): the members find dates, the

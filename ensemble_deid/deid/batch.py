@@ -50,7 +50,7 @@ from ..corpus.document import Annotation, Document
 from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
 from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
-from ..files import os_error, private_dir, read_json, temp_files, write_private, write_private_json
+from ..files import os_error, private_dir, read_json, read_utf8, temp_files, write_private, write_private_json
 from .redact import MODES, redact
 
 SPAN_FORMATS = ("xml", "brat")
@@ -415,7 +415,7 @@ class FolderDeidentifier:
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
             summary.seconds = time.perf_counter() - t0
-            self._check_tagged(out, todo, summary)
+            self._check_tagged(out, notes, todo, summary)
         return summary
 
     def _named(self, out: Path, notes: list[Note], summary: FolderRun) -> list[Note]:
@@ -436,24 +436,48 @@ class FolderDeidentifier:
         names = assign_names(out, self.rename, [n.doc_id for n in notes])
         return [replace(n, out_name=names[n.doc_id]) for n in notes]
 
-    def _check_tagged(self, out: Path, done: Sequence[Note], summary: FolderRun) -> None:
-        """A run whose notes got no PHI span at all leaves them readable in
+    def _check_tagged(self, out: Path, notes: Sequence[Note], done: Sequence[Note], summary: FolderRun) -> None:
+        """A folder whose notes got no PHI span at all holds them readable in
         ``text/`` as they came in: over :data:`EMPTY_RUN_NOTES` notes with
         text or more, their text files are removed and the run is an error
         naming the likely cause (unless ``allow_empty``); over fewer, a
-        warning."""
-        if summary.spans or not summary.texts:
+        warning. The notes an earlier run did count too (read back from
+        their spans files only when this run tagged nothing, until one span
+        is found): a resume of a killed run, or of one that was allowed to
+        tag nothing, cannot report success over a folder of untouched notes."""
+        if summary.spans:
             return
-        cause = self._empty_cause(done)
-        if self.allow_empty or summary.texts < EMPTY_RUN_NOTES:
-            summary.warnings.append(f"warning: no PHI tagged in any of the {summary.texts} note(s) with text: text/ "
+        texts = summary.texts
+        fresh = set(map(id, done))
+        for note in notes:
+            if id(note) not in fresh:
+                found, has_text = self._tagged_before(out, note)
+                if found:
+                    return
+                texts += has_text
+        if not texts:
+            return
+        cause = self._empty_cause(notes)
+        if self.allow_empty or texts < EMPTY_RUN_NOTES:
+            summary.warnings.append(f"warning: no PHI tagged in any of the {texts} note(s) with text: text/ "
                                     f"holds them as they came in; {cause}")
             return
-        for note in done:
+        for note in notes:
             self.outputs(out, note.output_id)["text"].unlink(missing_ok=True)
-        raise NothingTagged(f"no PHI tagged in any of the {summary.texts} note(s) with text: {cause}. Their text/ "
+        raise NothingTagged(f"no PHI tagged in any of the {texts} note(s) with text: {cause}. Their text/ "
                             f"files were removed (they were the notes as they came in, PHI and all). If these notes "
                             f"truly hold no PHI, run again with --allow-empty")
+
+    def _tagged_before(self, out: Path, note: Note) -> tuple[bool, bool]:
+        """(whether a note done by an earlier run has a span, whether it has text)."""
+        paths = self.outputs(out, note.output_id)
+        if "brat" in paths:
+            found = any(line.startswith("T") for line in read_utf8(paths["brat"], CorpusError).splitlines())
+        else:
+            pred, _ = read_i2b2_xml(paths["xml"])
+            found = pred is None or bool(pred.annotations)  # unreadable: not this check's to judge
+        doc, _ = read_note(note)
+        return found, doc is not None and any(c.isalnum() for c in doc.text)
 
     def _empty_cause(self, done: Sequence[Note]) -> str:
         """Why nothing was tagged: the members of an ensemble are asked
