@@ -201,8 +201,14 @@ class Deidentifier:
         if method is None or not method.scored:
             return
         point = getattr(method, "operating_point_", None) or method.get_params().get("operating_point")
+        if not point:
+            return
         try:
-            check_point_against(point, method.name, method.score_range(), method.score_meaning, self.categories)
+            score_range = method.score_range()
+        except Exception as exc:  # noqa: BLE001 - a learned state edited out of shape
+            raise BundleError(f"{path}: the method's state is damaged or was edited ({type(exc).__name__})") from None
+        try:
+            check_point_against(point, method.name, score_range, method.score_meaning, self.categories)
         except ParameterError as exc:
             raise BundleError(f"{path}: the bundle's {exc} (the bundle was edited)") from None
 
