@@ -4,7 +4,8 @@ i2b2 XML, streamed in batches.
 Per note, under the output folder (folders 0700, files 0600, each written
 atomically):
 
-- ``text/<id>.txt``: the de-identified text (``tag``, ``mask`` or ``surrogate``);
+- ``text/<id>.txt``: the de-identified text (``tag``, ``mask`` or ``surrogate``;
+  ``<id>`` a neutral name with ``rename``, see :mod:`.names`);
 - ``spans/<id>.xml``: the predicted spans as i2b2 XML (with the original text,
   as the i2b2 scorer reads it) and/or ``spans/<id>.ann``: BRAT standoff whose
   offsets refer to the input note's text.
@@ -18,8 +19,8 @@ already written is lost. Nothing here prints note text.
 
 A resume must produce what one uninterrupted run would have, so the folder
 keeps ``run.json``: the options that change the outputs (mode, span formats,
-the bundle's checksum, patient grouping, and in surrogate mode the seed's
-hash, date order and locale). A run whose options differ is refused, naming
+the bundle's checksum, patient grouping, renaming, and in surrogate mode a
+salted digest of the seed, date order and locale). A run whose options differ is refused, naming
 the option. A seed drawn at random (no ``--seed``) is kept in ``run.json``
 and reused by the resume, so a patient keeps the same surrogates; the folder
 already holds PHI (``spans/*.xml`` carry the original text), so the seed
@@ -29,6 +30,10 @@ One run at a time holds ``.lock``; under it, whatever an earlier, killed run
 left (its half-written ``.*.tmp`` files, holding PHI, and its ``.scratch/``
 temp folders, where ``tempfile`` points during the run) is removed and
 counted before any work.
+
+A run never reports success over a folder of notes released as they came
+in: one that tags no span in any of its notes (with those an earlier run
+did) is an error naming the likely cause, unless ``allow_empty``.
 """
 from __future__ import annotations
 
