@@ -429,6 +429,21 @@ def _watched(seconds: float, call):
         signal.signal(signal.SIGUSR1, previous)
 
 
+def _invoke_watched(runner: CliRunner, args: list[str], label: str, tracebacks: list[str]):
+    """The command's result, or None with a finding in ``tracebacks`` when
+    it hangs or ends in an exception that is not a CLI exit."""
+    try:
+        result = _watched(DEID_SECONDS, lambda: runner.invoke(main, args))
+    except _Hung:
+        tracebacks.append(f"{label}: still running after {DEID_SECONDS} s")
+        return None
+    exc = result.exception
+    if (exc is not None and not isinstance(exc, SystemExit)) or "Traceback" in result.output:
+        tracebacks.append(f"{label}: {_where(exc) if exc else 'Traceback'}")
+        return None
+    return result
+
+
 def run_deid_fuzz(folders: int, seed: int, budget_s: float | None = None,
                   seeds: tuple[list[Document], tuple[str, ...]] | None = None) -> Findings:
     """``folders`` folders of seed notes with one special file each (cycling
@@ -470,15 +485,10 @@ def run_deid_fuzz(folders: int, seed: int, budget_s: float | None = None,
                 args = ["deidentify", str(bundle), str(folder), "--out", str(root / f"out{k}-{mode}"), "--mode", mode,
                         "--spans", "brat", "--no-progress"]
                 label = f"{folder.name} ({kind}, {mode})"
-                try:
-                    result = _watched(DEID_SECONDS, lambda: runner.invoke(main, args))
-                except _Hung:
-                    findings.tracebacks.append(f"deidentify {label}: still running after {DEID_SECONDS} s")
+                result = _invoke_watched(runner, args, f"deidentify {label}", findings.tracebacks)
+                if result is None:
                     continue
-                exc = result.exception
-                if (exc is not None and not isinstance(exc, SystemExit)) or "Traceback" in result.output:
-                    findings.tracebacks.append(f"deidentify {label}: {_where(exc) if exc else 'Traceback'}")
-                elif result.exit_code == 0:
+                if result.exit_code == 0:
                     findings.documents_loaded += 1
                 elif result.exit_code == 1 and any(name in result.output for name in refusable):
                     findings.problems_reported += 1
@@ -493,6 +503,139 @@ def run_deid_fuzz(folders: int, seed: int, budget_s: float | None = None,
     return findings
 
 
+# --- deidentify's options (issue 52) --------------------------------------------------------
+#
+# Operating points (random JSON: NaN, infinities, huge, nested, unknown keys, values in and out of the
+# scores' range), --jobs far above the notes, note names made of PHI (with and without --rename) and
+# notes under extensions and in folders the scan skips. A finding is a traceback, a PHI word of a file
+# name in the output, or a silent release: a run that exits 0 with every note's text/ file equal to
+# the note, without a warning that nothing was tagged.
+
+OPTION_KINDS = ("operating-point", "jobs", "names", "extensions")
+_POINT_VALUES = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1e300", "-1e300", "1e-300", "0", "1", "2", "3",
+                 "2.5", "-0.8", "99", '"2"', "[1]", '{"*": 1}', "true", "null", "123456789012345678901234567890"]
+_POINT_KEYS = ['"*"', '"DATE"', '"NAME"', '"LOCATION"', '"date"', '"NAMEX"', '"Fecha"', '""', '"*"']
+
+
+@dataclass
+class OptionFindings:
+    cases: dict = field(default_factory=dict)  # kind -> cases run
+    exits: dict = field(default_factory=dict)  # exit code -> runs
+    tracebacks: list[str] = field(default_factory=list)
+    phi_leaks: list[str] = field(default_factory=list)
+    silent_releases: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.cases.items()))
+        return (f"deidentify options: {sum(self.cases.values())} cases ({kinds}); exits {dict(sorted(self.exits.items()))}; "
+                f"{len(self.tracebacks)} tracebacks, {len(self.phi_leaks)} PHI leaks, "
+                f"{len(self.silent_releases)} silent releases; {self.seconds:.1f} s")
+
+
+def random_operating_point(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.08:
+        depth = rng.choice([10, 1000, 100_000])
+        return "[" * depth + "]" * depth if rng.random() < 0.5 else '{"*": ' * depth + "1" + "}" * depth
+    if roll < 0.12:
+        return rng.choice(["{*: 1}", "{", "", "NaN", "[]", '"x"', "1"])
+    if roll < 0.4:  # the whole output's threshold alone: the shape that released every note
+        return '{"*": ' + rng.choice(_POINT_VALUES) + "}"
+    items = [f"{rng.choice(_POINT_KEYS)}: {rng.choice(_POINT_VALUES)}" for _ in range(rng.randint(0, 3))]
+    return "{" + ", ".join(items) + "}"
+
+
+def _phi_name(rng: random.Random) -> str:
+    parts = [rng.choice(PHI_WORDS), rng.choice(PHI_WORDS), rng.choice(["MRN", "dob", ""]),
+             str(rng.randrange(10 ** 5, 10 ** 8)), rng.choice(["2019-04-03", "03.04.2019", ""])]
+    return "_".join(p for p in parts if p)
+
+
+def _option_bundle(root: Path, docs: list[Document]) -> Path:
+    """A voting bundle (threshold 1) over the rule tagger and a CRF fitted on the seed notes."""
+    from ensemble_deid.deid import Deidentifier
+    from ensemble_deid.ensemble.voting import Voting
+    from ensemble_deid.taggers.registry import make_tagger
+
+    members = {"rules": make_tagger("rules").fit([]), "crf": make_tagger("crf", max_iterations=20).fit(docs)}
+    method = Voting(threshold=1).fit({k: {p.doc_id: p for p in t.predict(docs)} for k, t in members.items()}, docs)
+    labels = sorted({f"{a.category}:{a.type}" for d in docs for a in d.annotations} | {"DATE:DATE"})
+    path = root / "bundle"
+    Deidentifier(members, method, {"labels": labels}).save(path)
+    return path
+
+
+def run_option_fuzz(cases: int, seed: int, budget_s: float | None = None) -> OptionFindings:
+    rng = random.Random(seed)
+    docs = seed_documents()
+    findings = OptionFindings()
+    start = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="edeid-fuzz-options-"))
+    runner = CliRunner()
+    try:
+        bundle = _option_bundle(root, docs)
+        for k in range(cases):
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                break
+            kind = OPTION_KINDS[k % len(OPTION_KINDS)]
+            folder, out = root / f"in{k}", root / f"out{k}"
+            folder.mkdir()
+            extra: list[str] = []
+            names, texts = [], {}
+            for i, doc in enumerate(rng.sample(docs, rng.randint(1, len(docs)))):
+                stem = _phi_name(rng) + f"_{i}" if kind in ("names", "extensions") else f"n{i}"
+                names.append(stem)
+                (folder / f"{stem}.txt").write_bytes(doc.text.encode("utf-8"))
+                texts[stem] = doc.text
+            if kind == "operating-point":
+                extra = ["--operating-point", random_operating_point(rng)]
+            elif kind == "jobs":
+                extra = ["--jobs", str(rng.choice([1, 2, 3, 7, 64, 1000])), "--batch-size", str(rng.randint(1, 3))]
+            elif kind == "names":
+                rename = rng.choice([None, "hash", "index"])
+                extra = ["--rename", rename] if rename else []
+            else:
+                for _ in range(rng.randint(1, 4)):
+                    target = folder / f"{_phi_name(rng)}{rng.choice(['.TXT', '.text', '.Xml', '.md', '.ANN', '', '.Quintanilla'])}"
+                    if rng.random() < 0.2:
+                        target.mkdir(exist_ok=True)
+                        (target / "inner.txt").write_bytes(docs[0].text.encode("utf-8"))
+                    elif not target.exists():
+                        data = docs[0].text.encode("utf-8")
+                        target.write_bytes(to_i2b2_xml(docs[0]).encode("utf-8") if target.suffix == ".Xml" else data)
+            findings.cases[kind] = findings.cases.get(kind, 0) + 1
+            args = ["deidentify", str(bundle), str(folder), "--out", str(out), "--no-progress", *extra]
+            label = f"case {k} ({kind})"
+            result = _invoke_watched(runner, args, label, findings.tracebacks)
+            if result is None:
+                continue
+            findings.exits[result.exit_code] = findings.exits.get(result.exit_code, 0) + 1
+            said = result.output + (result.stderr if result.stderr_bytes is not None else "")
+            if result.exit_code not in (0, 1, 2):
+                findings.tracebacks.append(f"{label}: exit {result.exit_code}")
+            # A refusal names the file it refuses (a folder named like a note, say); a run that goes
+            # through never names one, nor prints a note's PHI.
+            for word in PHI if result.exit_code else PHI_WORDS + PHI:
+                if word.lower() in said.lower():
+                    findings.phi_leaks.append(f"{label}: {word!r} in the output")
+            if kind in ("names", "extensions") and result.exit_code == 0 and "--rename" in extra:
+                for path in (out / "text").iterdir():
+                    if any(w.lower() in path.name.lower() for w in PHI_WORDS):
+                        findings.phi_leaks.append(f"{label}: a PHI word in the name of an output")
+            if result.exit_code == 0 and (out / "text").is_dir():
+                released = [p for p in (out / "text").iterdir() if p.suffix == ".txt"]
+                untouched = [p for p in released if p.read_bytes().decode("utf-8") in texts.values()]
+                if released and len(untouched) == len(released) and "no PHI tagged" not in said:
+                    findings.silent_releases.append(f"{label}: every note released as it came in, exit 0, no warning")
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    findings.seconds = time.perf_counter() - start
+    return findings
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
@@ -501,13 +644,17 @@ def main_cli() -> None:
     parser.add_argument("--deidentify", type=int, default=0, metavar="N",
                         help="also run deidentify on N folders with special files (FIFOs, device links, loops, long names)")
     parser.add_argument("--bundles", action="store_true", help="fuzz tampered model bundles instead of corpus files")
+    parser.add_argument("--options", action="store_true",
+                        help="fuzz deidentify's options (operating points, --jobs, PHI file names, skipped files)")
     args = parser.parse_args()
-    if args.bundles:
-        found = run_bundle_fuzz(args.cases, args.seed)
+    if args.options or args.bundles:
+        found = (run_option_fuzz if args.options else run_bundle_fuzz)(args.cases, args.seed)
+        lines = (found.tracebacks + found.phi_leaks + found.silent_releases if args.options
+                 else found.tracebacks + found.outside_reads + found.probes + found.programs_run)
         print(found.summary())
-        for line in (found.tracebacks + found.outside_reads + found.probes + found.programs_run)[:50]:
+        for line in lines[:50]:
             print("  " + line)
-        raise SystemExit(1 if found.tracebacks or found.outside_reads or found.probes or found.programs_run else 0)
+        raise SystemExit(1 if lines else 0)
     seeds = meddocan_seeds(args.meddocan) if args.meddocan else None
     runs = [run_fuzz(args.cases, args.seed, seeds=seeds)]
     if args.deidentify:
@@ -656,11 +803,27 @@ _MACHINE_AND_FILE_PARAMS = ["num_threads", "threads", "device", "embeddings_path
                             "config", "model_path"]
 
 
+def _within(copy: Path, path: Path) -> bool:
+    """Whether ``path`` is strictly inside ``copy`` once links and '..' are
+    resolved. An edit writes or deletes only there: an earlier edit may have
+    pointed a member at '//etc' or linked a file to /etc/hostname, and this
+    harness runs as root (a member folder '//etc' joined to the copy is /etc)."""
+    root, resolved = copy.resolve(), path.resolve()
+    return resolved != root and root in resolved.parents
+
+
+def _member_folder(copy: Path, entry: dict) -> Path | None:
+    """A manifest entry's folder in ``copy``, or None where it leads out of it or is a link."""
+    folder = copy / str(entry.get("folder"))
+    return folder if _within(copy, folder) and not folder.is_symlink() else None
+
+
 def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool:
-    """One edit of the bundle ``copy``; returns whether to reseal it."""
+    """One edit of the bundle ``copy``; returns whether to reseal it. Writes
+    and deletes only inside ``copy`` (see :func:`_within`)."""
     import json
 
-    files = sorted(p for p in copy.rglob("*") if p.is_file())
+    files = sorted(p for p in copy.rglob("*") if p.is_file() and not p.is_symlink() and _within(copy, p))
     manifest_path = copy / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     states = [p for p in files if p.name == "state.json"]
@@ -697,7 +860,10 @@ def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool
         params = {"physionet-deid": {"deid_pl": str(script / "deid.pl")}, "mist": {"mist_home": str(script)},
                   "precomputed": {"test_dir": str(outside)}}[name]
         entry = rng.choice(manifest["members"])
-        state = copy / entry["folder"] / "state.json"
+        folder = _member_folder(copy, entry)
+        if folder is None:
+            return True
+        state = folder / "state.json"
         body = json.loads(state.read_text(encoding="utf-8"))
         body["header"].update(name=name, params={"__dict__": [[k, v] for k, v in params.items()]})
         state.write_text(json.dumps(body), encoding="utf-8")
@@ -766,7 +932,9 @@ def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool
         import zipfile
 
         entry = rng.choice(manifest["members"])
-        folder = copy / str(entry.get("folder"))
+        folder = _member_folder(copy, entry)
+        if folder is None:
+            return True
         if folder.is_dir():
             shutil.rmtree(folder)
         buf = io.BytesIO()
@@ -785,8 +953,8 @@ def _tamper(copy: Path, rng: random.Random, outside: Path, marker: Path) -> bool
         entry["version"] = tagger_class("lstm-l").version
     else:  # a torch pickle in place of a member folder
         entry = rng.choice(manifest["members"])
-        folder = copy / entry["folder"]
-        if folder.is_dir():
+        folder = _member_folder(copy, entry)
+        if folder is not None and folder.is_dir():
             shutil.rmtree(folder)
             folder.write_bytes(b"\x80\x04\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94"
                                b"\x8c\x04true\x94\x85\x94R\x94.")

@@ -253,19 +253,25 @@ def test_deidentify_prints_the_objective_and_can_be_repointed(tiny_bundle, tmp_p
         (notes / xml.name).write_bytes(xml.read_bytes())
     plain = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "a", "--no-progress")
     assert "chosen for objective f1; operating point the method’s own rule" in plain.stderr
-    # Re-pointed without retraining: no span gets 99 votes, so nothing is tagged.
-    none = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "b", "--no-progress",
-                "--operating-point", '{"*": 99}')
-    assert "operating point {'*': 99} (re-pointed; fitted for the method’s own rule)" in none.stderr
-    assert all("<PHI" not in p.read_text() and "TYPE=" not in p.read_text()
-               for p in (tmp_path / "b" / "spans").glob("*.xml"))
-    assert any("TYPE=" in p.read_text() for p in (tmp_path / "a" / "spans").glob("*.xml"))
+    # Re-pointed without retraining: unanimity of the 3 members keeps fewer spans than the fitted 2 votes.
+    strict = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "b", "--no-progress",
+                  "--operating-point", '{"*": 3}')
+    assert "operating point {'*': 3} (re-pointed; fitted for the method’s own rule)" in strict.stderr
+
+    def tagged(folder):
+        return sum(p.read_text().count("TYPE=") for p in (tmp_path / folder / "spans").glob("*.xml"))
+
+    assert 0 < tagged("a") and tagged("b") < tagged("a")
+    # 99 votes: no span can get them (3 members); the run would release every note as it is: refused.
+    none = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "n", "--no-progress",
+                "--operating-point", '{"*": 99}', ok=False)
+    assert none.exit_code == 2 and "outside [1, 3]" in none.output and not (tmp_path / "n").exists()
     bad = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "c", "--operating-point", "{*: 1}",
                ok=False)
     assert bad.exit_code == 2 and "is not JSON" in bad.output
     # A resume into the plain run's folder at another operating point would mix two taggings.
     mixed = _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "a", "--no-progress",
-                 "--operating-point", '{"*": 99}', ok=False)
+                 "--operating-point", '{"*": 3}', ok=False)
     assert mixed.exit_code != 0 and "--operating-point" in mixed.output and "Traceback" not in mixed.output
 
 

@@ -4,6 +4,7 @@ outputs byte-identical to the sequential run, a worker or the client killed
 mid-run loses nothing, every file owner-only, bad addresses refused first."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -55,8 +56,13 @@ OPTIONS = ("--batch-size", "2", "--spans", "xml", "--spans", "brat", "--mode", "
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name not in (".lock",)}
+    """Every output, and run.json's options but the seed's salted digest (a salt per folder, issue 52)."""
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+             if p.is_file() and p.name not in (".lock", "run.json")}
+    record = json.loads((folder / "run.json").read_text())
+    record["options"]["seed"] = sorted(record["options"]["seed"])
+    files["run.json"] = json.dumps(record, sort_keys=True).encode()
+    return files
 
 
 def _same_as_sequential(bundle: Path, out: Path) -> None:
@@ -234,7 +240,7 @@ def test_local_workers_share_the_cores_between_their_threads(bundle):
     model = Deidentifier.load(bundle / "model")
     share = max(1, (os.cpu_count() or 1) // 2)
     with Distributor(BundleRef(str(bundle / "model"), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
-        pool._engine.prepare(model)
+        pool._engine.prepare(model, 2)
         assert pool._engine.pool.submit(torch.get_num_threads).result() == share
         assert pool._engine.pool.submit(os.getenv, "OMP_NUM_THREADS").result() == str(share)
 

@@ -98,3 +98,31 @@ def test_fuzz_deidentify_special_files():
     assert findings.cases == len(SPECIALS), findings.summary()
     assert findings.tracebacks == [] and findings.phi_leaks == [], findings.tracebacks + findings.phi_leaks
     assert findings.documents_loaded > 0 and findings.problems_reported > 0, findings.summary()
+
+
+def _assert_options_clean(findings, at_least):
+    assert sum(findings.cases.values()) >= at_least, findings.summary()
+    assert findings.tracebacks == [] and findings.phi_leaks == [], findings.summary()
+    assert findings.silent_releases == [], findings.silent_releases
+    # Both outcomes are reached: runs that go through and options refused.
+    assert findings.exits.get(0) and findings.exits.get(2), findings.summary()
+
+
+def test_fuzz_deidentify_options_default_run():
+    """Issue 52: random operating points (NaN, infinities, huge, nested,
+    unknown keys), --jobs up to 1000 on a few notes, PHI file names with and
+    without --rename, and files the scan skips: no traceback, no file name's
+    PHI word printed by a run that goes through, no silent release (exit 0,
+    every note released as it came in, no warning). By hand: ``python -m
+    tests.fuzz_inputs --options --cases 400 --seed 5252``."""
+    from .fuzz_inputs import run_option_fuzz
+
+    _assert_options_clean(run_option_fuzz(40, seed=52, budget_s=120), at_least=20)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [5252, 525252])
+def test_fuzz_deidentify_options_four_hundred(seed):
+    from .fuzz_inputs import run_option_fuzz
+
+    _assert_options_clean(run_option_fuzz(400, seed=seed), at_least=400)

@@ -47,11 +47,17 @@ from .common import connect_timeout_option, fail_on_error
 @click.option("--scheduler", default=None, metavar="ADDR", help="--backend dask: the scheduler, e.g. tcp://HOST:8786.")
 @click.option("--address", default=None, metavar="ADDR", help="--backend ray: the cluster's head, e.g. HOST:6379.")
 @connect_timeout_option
+@click.option("--rename", type=click.Choice(["hash", "index"]), default=None,
+              help="Write the outputs under neutral names instead of the notes' file names (which often hold PHI): "
+              "hash: note-<keyed hash of the name>, index: note-000001...; the mapping is OUT/names.json "
+              "(owner-only, never in text/). Default: the notes' names, with a warning when they look like PHI.")
+@click.option("--allow-empty", is_flag=True, help="Accept a run that tags no PHI in any of its notes (by default an "
+              "error over 5 notes or more: their text/ would be the notes unchanged).")
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, mark_surrogates,
                group_pattern,
                batch_size, allow_external, trusted, operating_point, jobs, backend, scheduler, address, connect_timeout,
-               no_progress):
+               rename, allow_empty, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume);
@@ -63,7 +69,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
     from ..corpus.formats import compile_group_pattern
     from ..deid import Deidentifier, Surrogator
-    from ..deid.batch import FolderDeidentifier, scan_notes
+    from ..deid.batch import FolderDeidentifier, check_locations, scan_folder, skipped_summary
 
     if save_mapping and mode != "surrogate":
         raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
@@ -85,6 +91,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     if backend == "ray" and not address:
         raise click.BadParameter("--backend ray needs --address HOST:PORT", param_hint="--address")
     with fail_on_error():  # options that need no model are checked before it is loaded
+        check_locations(input_dir, out, save_mapping, model)
         if group_pattern is not None:
             compile_group_pattern(group_pattern)
         surrogates = None
@@ -93,10 +100,9 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
         if operating_point is not None:
             try:
-                deid.method.repoint(point)
-            except (AttributeError, ValueError) as exc:
-                raise click.BadParameter(str(exc) if deid.method is not None else "the bundle holds no ensemble",
-                                         param_hint="--operating-point")
+                deid.repoint(point)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--operating-point")
         click.echo(selection_line(deid, operating_point is not None), err=True)
         from ..deid.bundle import training_text_notice
 
@@ -104,8 +110,8 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         if notice:
             click.echo(notice, err=True)
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping,
-                                    mark_surrogates)
-        total = len(scan_notes(input_dir))
+                                    mark_surrogates, rename=rename, allow_empty=allow_empty)
+        total = len(scan_folder(input_dir)[0])
         from ..progress import progress_bar
 
         executor = contextlib.nullcontext()
@@ -116,12 +122,19 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
             ref = BundleRef(str(Path(model).resolve()), deid.manifest.get("manifest_sha256"), programs,
                             tuple(trusted) or None, UNSET if operating_point is None else point)
-            executor = Distributor(ref, backend, jobs, scheduler or address, connect_timeout=connect_timeout)
+            executor = Distributor(ref, backend, jobs, scheduler or address, connect_timeout=connect_timeout,
+                                   notice=lambda line: click.echo(line, err=True))
         with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
                                             file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update, executor=pool)
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
+    if run.not_notes:
+        click.echo(f"warning: {sum(run.not_notes.values())} file(s) in INPUT not read as notes "
+                   f"({skipped_summary(run.not_notes)}); notes are *.txt (BRAT with a .ann) or *.xml, directly in "
+                   "INPUT", err=True)
+    for line in run.warnings:
+        click.echo(line, err=True)
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "
                f"{run.seconds:.1f} s ({run.tokens_per_second:,.0f} tokens/s); outputs in {out}")
     if run.clinical_values:
@@ -139,14 +152,16 @@ def _operating_point(text):
 
     if text is None:
         return None
+    shown = text if len(text) <= 60 else text[:60] + "..."
     try:
         point = json.loads(text)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not JSON (e.g. '{{\"*\": -0.8}}')", param_hint="--operating-point")
-    from ..ensemble.base import check_operating_point
-
-    if not check_operating_point(point):
-        raise click.BadParameter(f"{text!r}: expected null or an object of thresholds such as "
+        raise click.BadParameter(f"{shown!r} is not JSON (e.g. '{{\"*\": -0.8}}')", param_hint="--operating-point")
+    except RecursionError:
+        raise click.BadParameter("nested too deeply: expected null or an object of thresholds such as "
+                                 "'{\"*\": -0.8}'", param_hint="--operating-point") from None
+    if not (point is None or isinstance(point, dict)):  # the thresholds themselves: checked against the model
+        raise click.BadParameter(f"{shown!r}: expected null or an object of thresholds such as "
                                  "'{\"*\": -0.8, \"NAME\": -1.2}'", param_hint="--operating-point")
     return point
 
@@ -176,14 +191,21 @@ def score_report(input_dir, out, labels) -> str:
     from ..evaluation import evaluate
     from ..studies.table import render_table
 
+    import dataclasses
+
     gold, predicted = gold_and_predicted(input_dir, out, labels)
     report = evaluate(gold, predicted, criteria="strict,token")
+    # A gold file's element or type name is data (a PHI word in the wrong place): known names and the
+    # model's own are printed, any other as unknown-N.
+    report = dataclasses.replace(report, known_names=frozenset(p for lab in labels for p in str(lab).split(":")))
+    shown = report.shown_names()
     lines = [f"\nscores against the gold annotations of {len(gold)} note(s):"]
     rows = [[name, r.micro.precision, r.micro.recall, r.micro.f1] for name, r in report.results.items()]
     lines.append(render_table(["criterion", "P", "R", "F1"], rows))
     leak = report.leak
     rows = [[cat, rates.chars, rates.leaked_chars, rates.char_rate]
-            for cat, rates in [("all", leak.overall), ("HIPAA", leak.hipaa), *leak.by_category.items()] if rates.chars]
+            for cat, rates in [("all", leak.overall), ("HIPAA", leak.hipaa),
+                               *((shown.get(k, k), v) for k, v in leak.by_category.items())] if rates.chars]
     lines.append("leak rate: gold PHI characters left readable in the de-identified text (not inside a predicted span):")
     lines.append(render_table(["category", "PHI chars", "leaked", "leak rate"], rows))
     return "\n".join(lines)

@@ -19,12 +19,15 @@ from .common import fail_on_error, workspace_of
               "by strict F1, or the best member when there is no ensemble).")
 @click.option("--include-text", is_flag=True, help="Put the note text in the page (it then holds PHI: it is written "
               "owner-only and says so in a banner). Without it the page holds offsets, labels and counts only.")
+@click.option("--document-ids", is_flag=True, help="Name the documents by their ids (file names, which often hold a "
+              "patient's name or record number); by default they are doc-1, doc-2... in the page unless "
+              "--include-text.")
 @click.option("--folds", "k", type=click.IntRange(min=2), default=10, help="Folds of the cached cross-validation.")
 @click.option("--seed", type=int, default=0, help="Seed of the cached fold assignment.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="The HTML file to write (owner-only; missing folders are created owner-only).")
 @click.pass_context
-def report(ctx, corpus_name, members, ensembles, split, rank_by, include_text, k, seed, output):
+def report(ctx, corpus_name, members, ensembles, split, rank_by, include_text, document_ids, k, seed, output):
     """Write one self-contained HTML page (no network, no external files) for
     a corpus split: strict scores and leak rates per system and per category,
     the category confusion matrix, the members' agreement and marginal
@@ -40,7 +43,7 @@ def report(ctx, corpus_name, members, ensembles, split, rank_by, include_text, k
         data = cached_report(workspace_of(ctx), corpus_name, members, ensembles, split=split, rank_by=rank_by,
                              folds=k, seed=seed)
         loaded = time.perf_counter()
-        page = build_page(data, include_text=include_text)
+        page = build_page(data, include_text=include_text, include_ids=include_text or document_ids)
         path = write_page(output, page)
     size = path.stat().st_size
     click.echo(f"wrote {path} ({size / 1e6:.1f} MB, {len(data.documents)} documents, {len(data.systems)} systems, "

@@ -4,7 +4,8 @@ i2b2 XML, streamed in batches.
 Per note, under the output folder (folders 0700, files 0600, each written
 atomically):
 
-- ``text/<id>.txt``: the de-identified text (``tag``, ``mask`` or ``surrogate``);
+- ``text/<id>.txt``: the de-identified text (``tag``, ``mask`` or ``surrogate``;
+  ``<id>`` a neutral name with ``rename``, see :mod:`.names`);
 - ``spans/<id>.xml``: the predicted spans as i2b2 XML (with the original text,
   as the i2b2 scorer reads it) and/or ``spans/<id>.ann``: BRAT standoff whose
   offsets refer to the input note's text;
@@ -23,8 +24,8 @@ already written is lost. Nothing here prints note text.
 
 A resume must produce what one uninterrupted run would have, so the folder
 keeps ``run.json``: the options that change the outputs (mode, span formats,
-the bundle's checksum, patient grouping, and in surrogate mode the seed's
-hash, date order and locale). A run whose options differ is refused, naming
+the bundle's checksum, patient grouping, renaming, and in surrogate mode a
+salted digest of the seed, date order and locale). A run whose options differ is refused, naming
 the option. A seed drawn at random (no ``--seed``) is kept in ``run.json``
 and reused by the resume, so a patient keeps the same surrogates; the folder
 already holds PHI (``spans/*.xml`` carry the original text), so the seed
@@ -34,13 +35,20 @@ One run at a time holds ``.lock``; under it, whatever an earlier, killed run
 left (its half-written ``.*.tmp`` files, holding PHI, and its ``.scratch/``
 temp folders, where ``tempfile`` points during the run) is removed and
 counted before any work.
+
+A run never reports success over a folder of notes released as they came
+in: one that tags no span in any of its notes (with those an earlier run
+did) is an error naming the likely cause, unless ``allow_empty``.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
+from collections import Counter
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -52,7 +60,7 @@ from ..corpus.document import Annotation, Document
 from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
 from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
-from ..files import os_error, private_dir, read_json, temp_files, write_private, write_private_json
+from ..files import os_error, private_dir, read_json, read_utf8, temp_files, write_private, write_private_json
 from .redact import MODES, marked, redact_spans
 
 SPAN_FORMATS = ("xml", "brat")
@@ -62,7 +70,7 @@ SCRATCH = ".scratch"
 # The command-line option behind each recorded setting (named in a mismatch).
 OPTION_NAMES = {"mode": "--mode", "spans": "--spans", "model": "MODEL (the bundle)", "group_pattern": "--group-pattern",
                 "seed": "--seed", "date_order": "--date-order", "locale": "--locale",
-                "operating_point": "--operating-point"}
+                "operating_point": "--operating-point", "rename": "--rename"}
 
 
 class RunMismatch(EnsembleDeidError):
@@ -76,6 +84,11 @@ class Note:
     path: Path
     doc_id: str
     fmt: str  # "xml", "brat" (a .txt with its .ann) or "txt"
+    out_name: str | None = None  # the name its outputs get (--rename); None: its id
+
+    @property
+    def output_id(self) -> str:
+        return self.out_name if self.out_name is not None else self.doc_id
 
     @property
     def has_gold(self) -> bool:
@@ -83,19 +96,49 @@ class Note:
 
 
 def scan_notes(folder: str | Path) -> list[Note]:
-    """The notes of ``folder`` in name order: ``*.xml`` and ``*.txt`` (BRAT
-    when a ``.ann`` sits beside it). Duplicate ids are an error, and so is a
-    symbolic link among them that leads out of the folder: its target would
-    be read and written, de-identified, among the outputs meant for release
-    (a link planted in an export folder could copy any file the user can
-    read). Links within the folder are read."""
+    """The notes of ``folder`` in name order (see :func:`scan_folder`)."""
+    return scan_folder(folder)[0]
+
+
+# Extensions a skip report may name (any other is shown as "another extension": an extension is part of a
+# file name, and a name can carry PHI).
+_SHOWN_SUFFIXES = frozenset(".text .rtf .doc .docx .odt .pdf .csv .tsv .json .md .html .htm .log .dat .bak .tmp .zip "
+                            ".gz .tar .bz2 .xz .7z .ann .xmi .conll .bio .jsonl .yaml .yml .ini .cfg .py .sh".split())
+
+
+def scan_folder(folder: str | Path) -> tuple[list[Note], dict[str, int]]:
+    """The notes of ``folder`` in name order, and what was not read as a
+    note (a count per reason, never a name: a name can carry PHI). Notes are
+    ``*.xml`` and ``*.txt``, the extension in any case (``.TXT``, ``.Xml``):
+    BRAT when a ``.ann`` sits beside it. Subfolders are not searched.
+    Duplicate ids are an error, and so is a symbolic link among them that
+    leads out of the folder: its target would be read and written,
+    de-identified, among the outputs meant for release (a link planted in an
+    export folder could copy any file the user can read). Links within the
+    folder are read."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CorpusError(f"{printable(folder)}: not a folder of notes")
-    notes = [Note(p, p.stem, "xml") for p in sorted(folder.glob("*.xml"))]
-    notes += [Note(p, p.stem, "brat" if p.with_suffix(".ann").exists() else "txt") for p in sorted(folder.glob("*.txt"))]
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        raise CorpusError(f"{printable(folder)}: cannot list the notes ({exc.strerror})") from None
+    names = {e.name for e in entries}
+    # A BRAT note's annotations: its name with ".ann" (the reader's rule), beside a .txt of any case.
+    companions = {Path(n).with_suffix(".ann").name for n in names if Path(n).suffix.lower() == ".txt"}
+    notes, skipped = [], Counter()
+    for entry in entries:
+        path = Path(entry.path)
+        suffix = path.suffix.lower()
+        if suffix == ".xml":
+            notes.append(Note(path, path.stem, "xml"))
+        elif suffix == ".txt":
+            notes.append(Note(path, path.stem, "brat" if path.with_suffix(".ann").name in names else "txt"))
+        elif entry.name not in companions:
+            skipped[_skip_reason(entry, suffix)] += 1
     if not notes:
-        raise CorpusError(f"{printable(folder)}: no .txt or .xml notes found")
+        raise CorpusError(f"{printable(folder)}: no .txt or .xml notes found"
+                          + (f" ({skipped_summary(skipped)})" if skipped else ""))
     seen: dict[str, Path] = {}
     problems = []
     root = os.path.realpath(folder)
@@ -110,7 +153,28 @@ def scan_notes(folder: str | Path) -> list[Note]:
                                                           "copy the file into the folder"))
     if problems:
         raise CorpusError(problems)
-    return sorted(notes, key=lambda n: n.doc_id)
+    return sorted(notes, key=lambda n: n.doc_id), dict(skipped)
+
+
+def _skip_reason(entry: os.DirEntry, suffix: str) -> str:
+    try:
+        is_dir = entry.is_dir()
+    except OSError:
+        is_dir = False
+    if is_dir:
+        return "subfolder (not searched)"
+    if entry.name.startswith("."):
+        return "hidden file"
+    if suffix == ".ann":
+        return ".ann without a .txt of its name"
+    if not suffix:
+        return "no extension"
+    return f"extension {suffix}" if suffix in _SHOWN_SUFFIXES else "another extension"
+
+
+def skipped_summary(skipped: dict[str, int]) -> str:
+    """``"2 extension .text, 1 subfolder (not searched)"``: what a scan did not read."""
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def read_note(note: Note) -> tuple[Document | None, list[Problem]]:
@@ -128,6 +192,43 @@ def read_note(note: Note) -> tuple[Document | None, list[Problem]]:
     except UnicodeDecodeError as exc:
         return None, [Problem(ERROR, str(note.path), f"not valid UTF-8 (bad byte at offset {exc.start})")]
     return Document(note.doc_id, text, (), {"source": str(note.path), "format": "txt"}), []
+
+
+def check_locations(input_dir: str | Path, out: str | Path, mapping: str | Path | None = None,
+                    model: str | Path | None = None) -> None:
+    """A ParameterError, before any work, for outputs that would land where
+    they do harm (paths compared with links resolved): the surrogate mapping
+    (PHI) inside ``OUT/text``, the folder to share; OUT inside the bundle
+    (the notes would travel with it, and it would no longer load); OUT equal
+    to or inside INPUT, or INPUT inside OUT's ``text/`` or ``spans/`` (notes
+    and outputs mixed: a later run would read outputs as notes, or write
+    over the notes)."""
+    from ..errors import ParameterError
+
+    def real(path) -> Path:
+        return Path(os.path.realpath(path))
+
+    def within(path: Path, folder: Path) -> bool:
+        return path == folder or folder in path.parents
+
+    out_r, input_r = real(out), real(input_dir)
+    if mapping is not None and within(real(mapping), out_r / "text"):
+        raise ParameterError(f"{printable(mapping)}: inside {printable(Path(out) / 'text')}, the folder of notes to "
+                             "share: the mapping holds every original PHI string; write it elsewhere (e.g. "
+                             f"{printable(Path(out) / 'mapping.json')})", "--save-mapping")
+    if model is not None and within(out_r, real(model)):
+        raise ParameterError(f"{printable(out)}: the output folder is the bundle {printable(model)} or inside it: the "
+                             "de-identified notes would travel with the bundle (and it would no longer load); use "
+                             "a folder outside it", "--out")
+    if mapping is not None and model is not None and within(real(mapping), real(model)):
+        raise ParameterError(f"{printable(mapping)}: inside the bundle {printable(model)}; write it elsewhere",
+                             "--save-mapping")
+    if within(out_r, input_r):
+        raise ParameterError(f"{printable(out)}: the output folder is the notes' folder or inside it; outputs and "
+                             "notes would mix: use a folder outside INPUT", "--out")
+    if any(within(input_r, out_r / sub) for sub in ("text", "spans")):
+        raise ParameterError(f"{printable(input_dir)}: the notes are inside the output folder's text/ or spans/, "
+                             "where the outputs are written; use another --out folder", "--out")
 
 
 def check_notes(notes: Sequence[Note], span_formats: Sequence[str] = ()) -> None:
@@ -171,6 +272,10 @@ class FolderRun:
     leftovers_removed: int = 0  # temp files and folders of an interrupted run
     clinical_values: int = 0  # DATE-labelled spans that read as clinical values (kept when no date)
     outputs: dict[str, list[Path]] = field(default_factory=dict)
+    not_notes: dict[str, int] = field(default_factory=dict)  # files of INPUT not read, per reason (no names)
+    spans: int = 0  # PHI spans tagged in the notes of this run
+    texts: int = 0  # notes of this run with any text (letters or digits)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def tokens_per_second(self) -> float:
@@ -185,10 +290,30 @@ class TaggedChunk:
     notes: int = 0
     tokens: int = 0
     mapping: dict[str, list] = field(default_factory=dict)
+    spans: int = 0
+    texts: int = 0
     clinical_values: int = 0
 
+    def add(self, other: "TaggedChunk") -> None:
+        self.notes += other.notes
+        self.tokens += other.tokens
+        self.spans += other.spans
+        self.texts += other.texts
+        self.clinical_values += other.clinical_values
+        self.mapping.update(other.mapping)
+
     def __repr__(self) -> str:  # never the mapping (PHI) in a log or traceback
-        return f"TaggedChunk(notes={self.notes}, tokens={self.tokens}, clinical_values={self.clinical_values})"
+        return (f"TaggedChunk(notes={self.notes}, tokens={self.tokens}, spans={self.spans}, "
+                f"clinical_values={self.clinical_values})")
+
+
+# A run over at least this many notes with text that tags nothing at all is an error (its text/ would be the
+# notes unchanged), unless asked for (allow_empty); over fewer, a warning.
+EMPTY_RUN_NOTES = 5
+
+
+class NothingTagged(EnsembleDeidError):
+    """A run tagged no PHI in any of its notes (their text/ files are removed)."""
 
 
 class FolderDeidentifier:
@@ -198,11 +323,19 @@ class FolderDeidentifier:
     surrogate mapping (PHI; owner-only). It is checked before any work and
     rewritten after every batch, and a note counts as done only once its
     mapping is in it, so a failed or killed run loses none of it.
-    ``mark``: in surrogate mode, also write ``marked/`` (see the module docstring)."""
+    ``mark``: in surrogate mode, also write ``marked/`` (see the module docstring).
+    ``rename``: ``"hash"`` or ``"index"``: outputs under neutral names
+    (:mod:`.names`); None: under the notes' own names. ``allow_empty``: a
+    run that tags nothing in any of its notes is not an error (see
+    :data:`EMPTY_RUN_NOTES`)."""
 
     def __init__(self, model, mode: str = "tag", span_formats: Sequence[str] = ("xml",), surrogates=None,
                  group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None,
-                 mark: bool = False):
+                 mark: bool = False, rename: str | None = None, allow_empty: bool = False):
+        from .names import SCHEMES
+
+        if rename is not None and rename not in SCHEMES:
+            raise ValueError(f"rename must be one of {', '.join(SCHEMES)} or None, not {rename!r}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         bad = sorted(set(span_formats) - set(SPAN_FORMATS))
@@ -226,22 +359,26 @@ class FolderDeidentifier:
         self.group_pattern = group_pattern
         self.batch_size = int(batch_size)
         self.mapping = Path(mapping) if mapping is not None else None
+        self.rename = rename
+        self.allow_empty = bool(allow_empty)
+        self._seed_salt: str | None = None  # of the seed's hash in run.json (drawn once per output folder)
 
-    def outputs(self, out: Path, doc_id: str) -> dict[str, Path]:
-        paths = {"text": out / "text" / f"{doc_id}.txt"}
+    def outputs(self, out: Path, name: str) -> dict[str, Path]:
+        """A note's output files; ``name``: its output name (``Note.output_id``)."""
+        paths = {"text": out / "text" / f"{name}.txt"}
         if "xml" in self.span_formats:
-            paths["xml"] = out / "spans" / f"{doc_id}.xml"
+            paths["xml"] = out / "spans" / f"{name}.xml"
         if "brat" in self.span_formats:
-            paths["brat"] = out / "spans" / f"{doc_id}.ann"
+            paths["brat"] = out / "spans" / f"{name}.ann"
         if self.mark:
-            paths["marked"] = out / "marked" / f"{doc_id}.txt"  # not review/: that is the review queue's folder
-            paths["marked_spans"] = out / "marked" / f"{doc_id}.json"
+            paths["marked"] = out / "marked" / f"{name}.txt"  # not review/: that is the review queue's folder
+            paths["marked_spans"] = out / "marked" / f"{name}.json"
         return paths
 
-    def is_complete(self, out: Path, doc_id: str, mapped: Sequence[str] | dict = ()) -> bool:
-        if self.mapping is not None and doc_id not in mapped:
+    def is_complete(self, out: Path, note: Note, mapped: Sequence[str] | dict = ()) -> bool:
+        if self.mapping is not None and note.doc_id not in mapped:
             return False
-        return all(p.exists() for p in self.outputs(out, doc_id).values())
+        return all(p.exists() for p in self.outputs(out, note.output_id).values())
 
     def options(self) -> dict:
         """The settings that change the outputs (recorded in ``run.json``)."""
@@ -252,30 +389,36 @@ class FolderDeidentifier:
         if getattr(method, "scored", False):  # a re-pointed bundle (--operating-point) tags differently
             point = getattr(method, "operating_point_", getattr(method, "operating_point", None))
             opts["operating_point"] = dict(point) if point else None
+        if self.rename is not None:
+            opts["rename"] = self.rename
         if self.mode == "surrogate":
             s = self.surrogates
-            opts.update(seed=_seed_hash(s.seed), date_order=s.date_order, locale=s.locale)
+            if self._seed_salt is None:
+                self._seed_salt = secrets.token_hex(16)
+            opts.update(seed=seed_digest(s.seed, self._seed_salt), date_order=s.date_order, locale=s.locale)
         return opts
 
     def run(self, input_dir: str | Path, out: str | Path,
             progress: Callable[[int], None] | None = None, executor=None) -> FolderRun:
         """``executor``: spreads chunks of notes over processes or a cluster
         (:mod:`.distribute`); None: tagged here, batch after batch."""
-        notes = scan_notes(input_dir)
+        check_locations(input_dir, out, self.mapping, getattr(self.model, "source", None))
+        notes, not_notes = scan_folder(input_dir)
         check_notes(notes, self.span_formats)  # before any output: one clear error, nothing half done
         groups = group_ids([n.doc_id for n in notes], self.group_pattern)  # a bad or runaway pattern: now
         out = Path(out)
         existed = out.is_dir()
         private_dir(out)  # a new folder owner-only; an existing one (a shared 1777 one) left as it is
-        summary = FolderRun(notes=len(notes), has_gold=any(n.has_gold for n in notes))
+        summary = FolderRun(notes=len(notes), has_gold=any(n.has_gold for n in notes), not_notes=not_notes)
         with _locked(out):
             self._check_record(out, existed)
             summary.leftovers_removed = _remove_leftovers(out, self.mapping)
+            notes = self._named(out, notes, summary)
             for sub in ("text", "spans", "marked") if self.mark else ("text", "spans"):
                 private_dir(out / sub)
             mapped = self._open_mapping()  # a mapping that cannot be written fails now, not after the work
             write_private_json(out / RUN_RECORD, self._record())
-            todo = [n for n in notes if not self.is_complete(out, n.doc_id, mapped)]
+            todo = [n for n in notes if not self.is_complete(out, n, mapped)]
             summary.skipped = len(notes) - len(todo)
             if progress:
                 progress(summary.skipped)
@@ -292,7 +435,89 @@ class FolderDeidentifier:
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
             summary.seconds = time.perf_counter() - t0
+            self._check_tagged(out, notes, todo, summary)
         return summary
+
+    def _named(self, out: Path, notes: list[Note], summary: FolderRun) -> list[Note]:
+        """The notes with the names their outputs get: neutral ones with
+        ``rename`` (the folder's mapping kept and extended), else their own
+        (a warning when they look as if they hold PHI)."""
+        if self.rename is None:
+            from .names import phi_like_warning
+
+            warning = phi_like_warning([n.doc_id for n in notes])
+            if warning:
+                summary.warnings.append(warning)
+            return notes
+        from dataclasses import replace
+
+        from .names import assign_names
+
+        names = assign_names(out, self.rename, [n.doc_id for n in notes])
+        return [replace(n, out_name=names[n.doc_id]) for n in notes]
+
+    def _check_tagged(self, out: Path, notes: Sequence[Note], done: Sequence[Note], summary: FolderRun) -> None:
+        """A folder whose notes got no PHI span at all holds them readable in
+        ``text/`` as they came in: over :data:`EMPTY_RUN_NOTES` notes with
+        text or more, their text files are removed and the run is an error
+        naming the likely cause (unless ``allow_empty``); over fewer, a
+        warning. The notes an earlier run did count too (read back from
+        their spans files only when this run tagged nothing, until one span
+        is found): a resume of a killed run, or of one that was allowed to
+        tag nothing, cannot report success over a folder of untouched notes."""
+        if summary.spans:
+            return
+        texts = summary.texts
+        fresh = set(map(id, done))
+        for note in notes:
+            if id(note) not in fresh:
+                found, has_text = self._tagged_before(out, note)
+                if found:
+                    return
+                texts += has_text
+        if not texts:
+            return
+        cause = self._empty_cause(notes)
+        if self.allow_empty or texts < EMPTY_RUN_NOTES:
+            summary.warnings.append(f"warning: no PHI tagged in any of the {texts} note(s) with text: text/ "
+                                    f"holds them as they came in; {cause}")
+            return
+        for note in notes:
+            self.outputs(out, note.output_id)["text"].unlink(missing_ok=True)
+        raise NothingTagged(f"no PHI tagged in any of the {texts} note(s) with text: {cause}. Their text/ "
+                            f"files were removed (they were the notes as they came in, PHI and all). If these notes "
+                            f"truly hold no PHI, run again with --allow-empty")
+
+    def _tagged_before(self, out: Path, note: Note) -> tuple[bool, bool]:
+        """(whether a note done by an earlier run has a span, whether it has text)."""
+        paths = self.outputs(out, note.output_id)
+        if "brat" in paths:
+            found = any(line.startswith("T") for line in read_utf8(paths["brat"], CorpusError).splitlines())
+        else:
+            pred, _ = read_i2b2_xml(paths["xml"])
+            found = pred is None or bool(pred.annotations)  # unreadable: not this check's to judge
+        doc, _ = read_note(note)
+        return found, doc is not None and any(c.isalnum() for c in doc.text)
+
+    def _empty_cause(self, done: Sequence[Note]) -> str:
+        """Why nothing was tagged: the members of an ensemble are asked
+        again, on one batch of the notes, whether they found anything."""
+        method = getattr(self.model, "method", None)
+        point = getattr(method, "operating_point_", None) or getattr(method, "operating_point", None)
+        if method is None:
+            return ("the bundle's tagger found nothing: an empty model, or notes unlike the ones it was trained on "
+                    "(another language or note format)")
+        found = 0
+        if hasattr(self.model, "tag"):
+            found = self.model.tag([read_note(n)[0] for n in done[:self.batch_size]])[1]
+        if not found:
+            return ("none of the bundle's members found anything either: an empty model, or notes unlike the ones "
+                    "it was trained on (another language or note format)")
+        rule = f"at the operating point {point}" if point else "by its own rule"
+        return (f"the bundle's members found {found} span(s) in {min(len(done), self.batch_size)} of these notes "
+                f"but its ensemble "
+                f"({getattr(method, 'name', 'the method')}) kept none {rule}: a threshold (--operating-point) above "
+                "the scores the members give, or members whose labels never agree")
 
     def tag_notes(self, out: Path, notes: Sequence[Note], groups: Sequence[str]) -> "TaggedChunk":
         """Tag and write a few notes (one batch); what a worker of a
@@ -303,11 +528,13 @@ class FolderDeidentifier:
         spans = self.model.spans(docs)
         done = TaggedChunk(notes=len(docs))
         clinical_before = self.surrogates.clinical_values if self.surrogates is not None else 0
-        for doc in docs:
+        for note, doc in zip(notes, docs):
             if self.mapping is not None:
                 self.surrogates.mapping.pop(doc.id, None)
-            self._write(out, doc, spans[doc.id])
+            self._write(out, note.output_id, doc, spans[doc.id])
             done.tokens += len(doc.tokens)
+            done.spans += len(spans[doc.id])
+            done.texts += any(c.isalnum() for c in doc.text)
         if self.surrogates is not None:
             done.clinical_values = self.surrogates.clinical_values - clinical_before
         if self.mapping is not None:
@@ -323,6 +550,8 @@ class FolderDeidentifier:
         summary.tokens += done.tokens
         summary.clinical_values += done.clinical_values
         summary.processed += done.notes
+        summary.spans += done.spans
+        summary.texts += done.texts
         if progress:
             progress(done.notes)
 
@@ -347,10 +576,18 @@ class FolderDeidentifier:
             raise RunMismatch(f"{printable(path)}: not a run record of this version; use a new --out folder")
         drawn = record.get("drawn_seed")
         s = self.surrogates
+        stored = record["options"].get("seed")
+        before = dict(record["options"])
+        if isinstance(stored, dict) and isinstance(stored.get("salt"), str) \
+                and re.fullmatch(r"[0-9a-f]{32}", stored["salt"]):
+            self._seed_salt = stored["salt"]  # the same salt: the same digest for the same seed
+        elif isinstance(stored, str) and self.mode == "surrogate":  # a record of the unsalted hash (before issue 52)
+            legacy = _legacy_seed(stored, drawn, s)
+            before["seed"] = seed_digest(legacy, self._salt()) if legacy is not None else stored
         if self.mode == "surrogate" and not s.seed_given and isinstance(drawn, int) \
-                and record["options"].get("seed") == _seed_hash(drawn):
+                and before.get("seed") == seed_digest(drawn, self._salt()):
             s.seed = drawn
-        before, now = record["options"], self.options()
+        now = self.options()
         changed = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
         if changed:
             if "mode" in changed:
@@ -359,6 +596,11 @@ class FolderDeidentifier:
             hint = " (that run used --seed; pass the same one)" if "seed" in changed and drawn is None else ""
             raise RunMismatch(f"{printable(out)}: holds a run made with another {what}{hint}; resuming would mix "
                               f"the two: use the same options, or a new --out folder")
+
+    def _salt(self) -> str:
+        if self._seed_salt is None:
+            self._seed_salt = secrets.token_hex(16)
+        return self._seed_salt
 
     # -- the mapping ------------------------------------------------------------------
     def _open_mapping(self) -> dict:
@@ -375,8 +617,8 @@ class FolderDeidentifier:
         write_private(self.mapping, _mapping_json(mapped))
         return mapped
 
-    def _write(self, out: Path, doc: Document, spans: list[Annotation]) -> None:
-        paths = self.outputs(out, doc.id)
+    def _write(self, out: Path, name: str, doc: Document, spans: list[Annotation]) -> None:
+        paths = self.outputs(out, name)
         # Spans first, text last: a note counts as done only when all exist.
         if "xml" in paths:
             write_private(paths["xml"], to_i2b2_xml(doc.with_annotations(spans)).encode("utf-8"))
@@ -390,8 +632,31 @@ class FolderDeidentifier:
         write_private(paths["text"], text.encode("utf-8"))
 
 
-def _seed_hash(seed: int) -> str:
-    return hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest()
+# The seed's digest in run.json: a resume with another --seed is refused, yet the file does not give the
+# seed away. Salted (a salt per output folder: no table of digests serves two folders) and slow (PBKDF2: a
+# guess costs what this many SHA-256 rounds cost), so a seed drawn at random (63 bits) is out of reach; a
+# small hand-picked seed (--seed 42) is not, whatever the hash: brute force then needs only the salt.
+SEED_ROUNDS = 200_000
+
+
+def seed_digest(seed: int, salt: str) -> dict:
+    return {"salt": salt, "pbkdf2_sha256": _pbkdf2(seed, salt), "rounds": SEED_ROUNDS}
+
+
+@functools.lru_cache(maxsize=8)  # a run compares and records it: computed once
+def _pbkdf2(seed: int, salt: str) -> str:
+    return hashlib.pbkdf2_hmac("sha256", f"ensemble-deid surrogate seed {seed}".encode(), bytes.fromhex(salt),
+                               SEED_ROUNDS).hex()
+
+
+def _legacy_seed(stored: str, drawn, surrogates) -> int | None:
+    """The seed an unsalted digest of an older run.json stands for, when it
+    is this run's (or the recorded drawn one); None: another seed."""
+    for seed in (surrogates.seed if surrogates.seed_given else None, drawn):
+        if isinstance(seed, int) and stored == hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest():
+            return seed
+    return None
+
 
 
 def _mapping_json(mapped: dict) -> bytes:
@@ -442,10 +707,13 @@ if hasattr(os, "register_at_fork"):
 
 
 def _remove_leftovers(out: Path, mapping: Path | None) -> int:
-    """Remove (under the lock) what a killed run left: half-written temp
-    files (PHI) beside the outputs and the mapping, and its scratch folders."""
-    leftovers = temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "marked")
-    if mapping is not None:
+    """Remove (under the lock) what a killed run left: every atomic
+    writer's half-written temp file (PHI) in OUT (``run.json``,
+    ``names.json``), beside the outputs and beside the mapping, and its
+    scratch folders."""
+    # OUT itself too: run.json and names.json are written atomically there, beside the notes' folders.
+    leftovers = temp_files(out) + temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "marked")
+    if mapping is not None and mapping.parent.resolve() != out.resolve():
         leftovers += temp_files(mapping.parent, mapping.name)
     for path in leftovers:
         path.unlink(missing_ok=True)
@@ -518,13 +786,17 @@ def gold_and_predicted(input_dir: str | Path, out: str | Path,
     tool predicted for them (read back from ``spans/<id>.xml`` or ``.ann``,
     so notes skipped on resume count too). ``labels`` (``CATEGORY:TYPE``, the
     model's label scheme) give BRAT types their category."""
+    from .names import output_names
+
     out = Path(out)
+    names = output_names(out)  # --rename: the outputs' neutral names
     gold, predicted = [], {}
     for note in scan_notes(input_dir):
         if not note.has_gold:
             continue
         doc, _ = read_note(note)
-        xml, ann = out / "spans" / f"{note.doc_id}.xml", out / "spans" / f"{note.doc_id}.ann"
+        name = names.get(note.doc_id, note.doc_id)
+        xml, ann = out / "spans" / f"{name}.xml", out / "spans" / f"{name}.ann"
         if xml.exists():
             pred, problems = read_i2b2_xml(xml, doc_id=doc.id)
         else:

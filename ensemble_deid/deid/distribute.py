@@ -70,7 +70,7 @@ class BundleRef:
             raise WorkerError(f"{printable(self.path)}: a worker found another bundle there than the client loaded "
                               "(every worker must see the same bundle at the same path)")
         if self.operating_point != UNSET:
-            model.method.repoint(self.operating_point)
+            model.repoint(self.operating_point)
         return model
 
 
@@ -125,11 +125,7 @@ def tag_chunk(recipe: WorkerRecipe, out: str, notes: Sequence, groups: Sequence[
         try:
             for batch, batch_groups in zip(_batches(list(notes), recipe.batch_size),
                                            _batches(list(groups), recipe.batch_size)):
-                done = runner.tag_notes(out_path, batch, batch_groups)
-                total.notes += done.notes
-                total.tokens += done.tokens
-                total.clinical_values += done.clinical_values
-                total.mapping.update(done.mapping)
+                total.add(runner.tag_notes(out_path, batch, batch_groups))
         finally:
             tempfile.tempdir = saved
             shutil.rmtree(own, ignore_errors=True)
@@ -149,7 +145,8 @@ class Distributor:
     ``connect_timeout`` seconds to answer."""
 
     def __init__(self, bundle: BundleRef, backend: str = "local", jobs: int = 2, address: str | None = None,
-                 batches: int = 1, window: int | None = None, connect_timeout: float = CONNECT_TIMEOUT):
+                 batches: int = 1, window: int | None = None, connect_timeout: float = CONNECT_TIMEOUT,
+                 notice=None):
         if backend not in BACKENDS:
             raise ParameterError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}", "--backend")
         if backend != "local" and not address:
@@ -164,6 +161,7 @@ class Distributor:
         self.batches = max(1, int(batches))  # batches per chunk
         self.window = window
         self.connect_timeout = connect_timeout
+        self.notice = notice  # called with a line when fewer local workers start than --jobs asked for
         self._engine: _Engine | None = None
 
     def __enter__(self) -> "Distributor":
@@ -185,7 +183,8 @@ class Distributor:
         engine = self._engine
         if engine is None:
             raise RuntimeError("use the Distributor in a with block")
-        engine.prepare(runner.model)
+        chunks = list(chunks)  # the notes to do, already in memory: how many chunks bounds the workers worth starting
+        engine.prepare(runner.model, len(chunks))
         window = self.window or 2 * engine.workers
         pending: list = []
         try:
@@ -208,8 +207,9 @@ def _no_mapping(surrogates):
 class _Engine:
     workers = 1
 
-    def prepare(self, model) -> None:
-        """Before the first chunk: ``model`` is the client's loaded bundle."""
+    def prepare(self, model, chunks: int) -> None:
+        """Before the first chunk: ``model`` is the client's loaded bundle,
+        ``chunks`` how many chunks there are."""
 
     def submit(self, recipe, out, notes, groups): ...
     def wait_first(self, pending: list) -> tuple[list, list]: ...
@@ -221,12 +221,24 @@ class _Engine:
 class _Local(_Engine):
     def __init__(self, d: Distributor):
         self.bundle = d.bundle
+        self.jobs = d.jobs
         self.workers = d.jobs
+        self.notice = d.notice
         self.pool = None  # started by the first chunk, from the client's loaded model (``prepare``)
 
-    def prepare(self, model) -> None:
+    def prepare(self, model, chunks: int) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+
+        # More processes than chunks would sit idle, more than cores would only share them: each one a
+        # copy of the model's working memory (--jobs 1000 on 6 notes once started hundreds).
+        cpus = usable_cpus()
+        self.workers = max(1, min(self.jobs, chunks, cpus))
+        if self.workers < self.jobs and self.notice is not None:
+            limits = [f"{cpus} CPU(s)" if cpus < self.jobs else "", f"{chunks} chunk(s) of notes to do"
+                      if chunks < self.jobs else ""]
+            self.notice(f"--jobs {self.jobs}: starting {self.workers} worker process(es), capped by "
+                        f"{' and '.join(x for x in limits if x)}")
 
         if _can_fork(model, self.bundle):
             # The children inherit the client's checked, loaded and probed model: _model finds it.
@@ -299,9 +311,17 @@ def start_local_worker(client: int, threads: int) -> None:
     limit_threads(threads)
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask; else all)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def worker_threads(jobs: int) -> int:
     """Threads each of ``jobs`` local workers may run: its share of the cores."""
-    return max(1, (os.cpu_count() or 1) // max(1, jobs))
+    return max(1, usable_cpus() // max(1, jobs))
 
 
 class _Dask(_Engine):

@@ -164,6 +164,7 @@ class Deidentifier:
         self.method = method
         self.manifest = dict(manifest or {})
         self._shared = share_features(self.members)
+        self.source: Path | None = None
         from .shareable import masker
 
         self._mask = masker(self.manifest)  # a shareable bundle's members see rare words only as shapes
@@ -183,8 +184,33 @@ class Deidentifier:
 
         manifest, members, method = read_bundle(path, allow_external, trusted)
         model = cls(members, method, manifest)
+        model.source = Path(path)  # where it was loaded from: a run never writes its outputs there
+        model._check_operating_point(path)
         model._probe(path)
         return model
+
+    def _check_operating_point(self, path) -> None:
+        """The operating point a bundle stores passes the checks a
+        re-pointing does: an edited bundle whose threshold keeps no span
+        would otherwise release every note as it came in."""
+        from ..ensemble.base import check_point_against
+        from ..errors import ParameterError
+        from .bundle import BundleError
+
+        method = self.method
+        if method is None or not method.scored:
+            return
+        point = getattr(method, "operating_point_", None) or method.get_params().get("operating_point")
+        if not point:
+            return
+        try:
+            score_range = method.score_range()
+        except Exception as exc:  # noqa: BLE001 - a learned state edited out of shape
+            raise BundleError(f"{path}: the method's state is damaged or was edited ({type(exc).__name__})") from None
+        try:
+            check_point_against(point, method.name, score_range, method.score_meaning, self.categories)
+        except ParameterError as exc:
+            raise BundleError(f"{path}: the bundle's {exc} (the bundle was edited)") from None
 
     def _probe(self, path) -> None:
         """Tag one made-up note: a learned state edited into a shape no fit
@@ -222,6 +248,29 @@ class Deidentifier:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(self.manifest.get("labels", ()))
+
+    @property
+    def categories(self) -> frozenset[str] | None:
+        """The upper-case categories of the model's labels (None: not recorded)."""
+        labels = self.manifest.get("labels")
+        if not labels or not all(isinstance(lab, str) for lab in labels):
+            return None
+        return frozenset(lab.split(":", 1)[0].upper() for lab in labels)
+
+    def repoint(self, point: Mapping[str, float] | None) -> "Deidentifier":
+        """Move the ensemble to another operating point without retraining
+        (``{"*": t, CATEGORY: t}``; None: the method's own rule). A
+        ParameterError names a key that is none of the model's categories,
+        or a threshold that is not a finite number inside the range of the
+        method's scores: it would keep no span (every note released as it
+        is) or every one."""
+        from ..errors import ParameterError
+
+        if self.method is None:
+            raise ParameterError("the bundle holds a single tagger, no ensemble: there is no operating point to "
+                                 "move", "--operating-point")
+        self.method.repoint(point, self.categories)
+        return self
 
     def predict(self, documents: Sequence[Document]) -> list[DocumentPrediction]:
         """BIO predictions on the common tokens, one per document."""
@@ -263,6 +312,15 @@ class Deidentifier:
         """Predicted PHI spans per document id."""
         documents = _documents(documents)
         return {d.id: p.spans(d) for d, p in zip(documents, self.predict(documents))}
+
+    def tag(self, documents: Sequence[Document]) -> tuple[dict[str, list[Annotation]], int]:
+        """``spans`` and how many spans the members found in all, before the
+        ensemble decided (a run that tags nothing tells a model that finds
+        nothing from an ensemble that keeps nothing)."""
+        documents = _documents(documents)
+        predicted, outputs = self.predict_with_members(documents)
+        found = sum(len(p.spans(d)) for preds in outputs.values() for d in documents for p in (preds[d.id],))
+        return {d.id: p.spans(d) for d, p in zip(documents, predicted)}, found
 
     def deidentify(self, text: str, mode: str = "tag", surrogates=None, doc_id: str = "note") -> str:
         """One note's text with its predicted PHI replaced (see ``redact``)."""

@@ -71,9 +71,59 @@ def metric_value(tp: int, fp: int, fn: int, metric: str = "f1") -> float:
 
 
 def check_operating_point(point) -> bool:
-    """Whether ``point`` is None or {"*" or CATEGORY: number}."""
+    """Whether ``point`` is None or {"*" or CATEGORY: finite number} (NaN or
+    an infinity keeps no span, or every one: never a decision threshold)."""
     return point is None or (isinstance(point, dict) and all(
-        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in point.items()))
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)
+        for k, v in point.items()))
+
+
+def _finite(value) -> bool:
+    import math
+
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def check_point_against(point, name: str, score_range: tuple[float, float], what: str,
+                        categories=None) -> None:
+    """A ParameterError (option ``--operating-point``) naming the first key
+    of ``point`` that is not ``"*"`` or one of ``categories`` (None: any; a
+    close name suggested), or whose value is not a finite number inside
+    ``score_range``, the scores ``name``'s decisions compare against the
+    thresholds (``what`` they are): outside it a threshold keeps every span
+    or none, which is never a decision (all the PHI left in the notes)."""
+    from ..errors import ParameterError, did_you_mean, printable
+
+    option = "--operating-point"
+    if point is None:
+        return
+    if not isinstance(point, dict):
+        raise ParameterError(f"operating point: expected null or an object of thresholds such as "
+                             f"{{\"*\": {score_range[1]:g}}}, not a {type(point).__name__}", option)
+    low, high = score_range
+    known = sorted(categories) if categories is not None else None
+    for key, value in point.items():
+        if not isinstance(key, str):
+            raise ParameterError("operating point: every key is \"*\" or a category name", option)
+        shown = printable(key)[:40]
+        if known is not None and key != "*" and key not in known:
+            raise ParameterError(f"operating point: {shown!r} is not a category of this model"
+                                 f"{did_you_mean(key.upper() if key.upper() in known else key, known)}; its "
+                                 f"categories: {', '.join(known) or 'none'} (or \"*\": all)", option)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParameterError(f"operating point {shown!r}: the threshold must be a number, not "
+                                 f"{'a ' + type(value).__name__ if not isinstance(value, bool) else 'true/false'}",
+                                 option)
+        if not _finite(value):
+            raise ParameterError(f"operating point {shown!r}: {value!r:.30} is not a finite number (such a "
+                                 "threshold keeps no span, or every one)", option)
+        if not low <= float(value) <= high:
+            raise ParameterError(f"operating point {shown!r}: {float(value):g} is outside [{low:g}, {high:g}], the "
+                                 f"range of {name}'s scores ({what}): it would keep "
+                                 f"{'no span' if value > high else 'every candidate span'}", option)
 
 
 OPERATING_POINT = Check(check_operating_point, 'None or a dict {"*": threshold, CATEGORY: threshold}')
@@ -249,11 +299,24 @@ class MetaLearner:
         """Decision thresholds worth trying, given the scores seen out of fold."""
         return []
 
-    def repoint(self, point: Mapping[str, float] | None) -> "MetaLearner":
+    def score_range(self) -> tuple[float, float]:
+        """(lowest, highest) score the fitted learner can give a candidate
+        (what ``_scores`` compares against an operating point's thresholds).
+        A method that does not say: any finite number (a run that then tags
+        nothing is still caught by ``deidentify``)."""
+        return -float("inf"), float("inf")
+
+    score_meaning: ClassVar[str] = "its decision score"
+
+    def repoint(self, point: Mapping[str, float] | None, categories=None) -> "MetaLearner":
         """Move a fitted learner to another operating point of its score
-        (``{"*": t, CATEGORY: t}``; None: its own rule) without refitting."""
+        (``{"*": t, CATEGORY: t}``; None: its own rule) without refitting.
+        Refused (ParameterError): a threshold that is not a finite number
+        inside :meth:`score_range`, and with ``categories`` (the model's
+        upper-case categories) a key that is none of them."""
         if not self.scored:
             raise ValueError(f"ensemble method {self.name!r} has no score to move along: it cannot be re-pointed")
+        check_point_against(point, self.name, self.score_range(), self.score_meaning, categories)
         if not check_operating_point(point):
             raise ValueError(f"operating point {point!r}: expected {OPERATING_POINT}")
         self.set_params(operating_point=dict(point) if point else None)

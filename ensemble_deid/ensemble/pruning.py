@@ -374,6 +374,12 @@ class PrunedVoting(SpanMetaLearner):
                                                 self.overlap))
 
     # The score: votes of the kept members.
+    score_meaning = "the votes of the kept members: 0 to their number"
+
+    def score_range(self) -> tuple[float, float]:
+        self.check_fitted()
+        return 0.0, float(len(self.subset_columns_))
+
     def _scores(self, table: CandidateTable) -> np.ndarray:
         return table.votes[:, self.subset_columns_].sum(axis=1).astype(np.float64)
 

@@ -228,6 +228,24 @@ class StackedSVM(SpanMetaLearner):
         return self._select(table, self._scores(table), [self.operating_point])[0]
 
     # The score: the SVM's decision value.
+    score_meaning = "the SVM's decision value, bounded by its weights and the features' ranges"
+
+    def score_range(self) -> tuple[float, float]:
+        """The decision value's bounds over every design row: its features
+        are each in [0, 1] but the three log counts (the span's repetitions
+        in the note, its length), which a note's size bounds."""
+        from ..corpus.formats.source import MAX_NOTE_BYTES
+
+        self.check_fitted()
+        if self.svm_ is None:
+            return float(self.constant_), float(self.constant_)
+        w = np.asarray(self.svm_.coef_, dtype=np.float64).ravel()
+        top = np.ones_like(w)
+        m = len(self.member_names_)
+        top[4 * m + 4:4 * m + 7] = np.log1p(float(MAX_NOTE_BYTES) * max(m, 1))  # record_span, record_text, tokens
+        b = float(np.asarray(self.svm_.intercept_).ravel()[0])
+        return b + float(np.minimum(w, 0) @ top), b + float(np.maximum(w, 0) @ top)
+
     def _scores(self, table: CandidateTable) -> np.ndarray:
         return self.decision_function(table)
 

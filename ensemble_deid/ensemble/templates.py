@@ -193,6 +193,15 @@ class DecisionTemplates(SpanMetaLearner):
             score = d_false - d_true
         return np.where(np.isnan(score), -np.inf, score)
 
+    score_meaning = ("the distance to the False template minus the distance to the True one: at most twice the "
+                     "number of members either way")
+
+    def score_range(self) -> tuple[float, float]:
+        # A profile and a template hold two entries in [0, 1] per member: a city-block distance is at most 2m.
+        self.check_fitted()
+        m = float(len(self.member_names_))
+        return -2 * m, 2 * m
+
     def _select(self, table, scores, points):
         return self._trusted(table, select_kept_by_votes(table, self._keep(table, scores, points, scores > 0),
                                                          self.member_rank_, self.overlap))

@@ -105,6 +105,11 @@ class TokenMetaLearner(MetaLearner):
             out.append((phi, best, own))
         return out
 
+    score_meaning = "the probability that a token is PHI"
+
+    def score_range(self) -> tuple[float, float]:
+        return 0.0, 1.0
+
     def _select(self, table, scores, points):
         """A token is tagged with its most likely PHI tag when P(not O) >= the
         threshold of that tag's category (or ``"*"``), else O; tokens of

@@ -180,6 +180,12 @@ class Voting(SpanMetaLearner):
         return self._trusted(table, vote_select(table, int(self.threshold), self.member_rank_, overlap=self.overlap))
 
     # The score: a candidate's votes.
+    score_meaning = "the votes a span gets: 1 to the number of members"
+
+    def score_range(self) -> tuple[float, float]:
+        self.check_fitted()
+        return 1.0, float(len(self.member_names_))
+
     def _scores(self, table: CandidateTable) -> np.ndarray:
         return table.vote_count.astype(np.float64)
 

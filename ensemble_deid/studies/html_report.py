@@ -348,9 +348,14 @@ def _categories(data: ReportData) -> list[str]:
 
 # -- the page ----------------------------------------------------------------
 
-def page_data(data: ReportData, include_text: bool) -> dict:
+def page_data(data: ReportData, include_text: bool, include_ids: bool | None = None) -> dict:
     """The JSON the script reads: labels, systems, and per document the spans
-    of every lane (gold first), their error kinds and the strict counts."""
+    of every lane (gold first), their error kinds and the strict counts.
+    Documents are named by position (``doc-1``...) unless ``include_ids``
+    (default: with the text): a document id is a file name, which often
+    holds a patient's name or record number."""
+    if include_ids is None:
+        include_ids = include_text
     label_index = {lab: i for i, lab in enumerate(data.labels)}
     names = list(data.systems)
     counts = {n: data.reports[n]["strict"].documents for n in names}
@@ -359,7 +364,7 @@ def page_data(data: ReportData, include_text: bool) -> dict:
         lanes = [[[a.start, a.end, label_index[a.label]] for a in doc.annotations]]
         lanes += [[[a.start, a.end, label_index[a.label]] for a in data.systems[n][doc.id]] for n in names]
         entry = {
-            "id": doc.id, "n": len(doc.text), "lanes": lanes,
+            "id": doc.id if include_ids else f"doc-{d_i + 1}", "n": len(doc.text), "lanes": lanes,
             "gk": [list(data.overlaps[n][doc.id].gold_kinds) for n in names],
             "sk": [list(data.overlaps[n][doc.id].system_kinds) for n in names],
             "c": [[int(counts[n].tp[d_i]), int(counts[n].fp[d_i]), int(counts[n].fn[d_i])] for n in names],
@@ -388,9 +393,11 @@ def default_sections(data: ReportData) -> list[Section]:
                         members_section(data)) if s is not None]
 
 
-def build_page(data: ReportData, include_text: bool = False, extra_sections: Sequence[Section] = ()) -> str:
+def build_page(data: ReportData, include_text: bool = False, extra_sections: Sequence[Section] = (),
+               include_ids: bool | None = None) -> str:
     """The whole page as one string. ``extra_sections`` come after the
-    default figures and before the documents."""
+    default figures and before the documents. ``include_ids``: the
+    documents' own ids (default: only with the text; see ``page_data``)."""
     sections = [*default_sections(data), *extra_sections, documents_section(data, include_text)]
     ids = [s.id for s in sections]
     if len(set(ids)) != len(ids):
@@ -409,7 +416,7 @@ def build_page(data: ReportData, include_text: bool = False, extra_sections: Seq
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(data.title)}</title><style>{_CSS}</style></head>
 <body>{banner}<h1>{escape(data.title)}</h1><nav>{nav}</nav>{body}
-<script type="application/json" id="report-data">{_script_json(page_data(data, include_text))}</script>
+<script type="application/json" id="report-data">{_script_json(page_data(data, include_text, include_ids))}</script>
 <script>{_JS}</script></body></html>
 """
 
