@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import SuggestingChoice, fail_on_error, left_default, objective_option, workspace_of
+from .common import SuggestingChoice, fail_on_error, fill, left_default, objective_option, short_names, workspace_of
 from .front import check_plot_path, cost_options, find_point, front_report
 
 METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
@@ -181,20 +181,6 @@ def report(corpus, engine, runs, result, method, learner, diagnostics):
     click.echo(leak_report(corpus, runs, result["test"], shown=shown))
     if diagnostics:
         click.echo(diagnostics_report(runs, corpus, shown=shown))
-
-
-def fill(text: str, width: int, indent: str = "  ") -> str:
-    """``text`` folded to ``width`` at spaces (never inside a spec or a label), later lines indented."""
-    import textwrap
-
-    return textwrap.fill(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
-
-
-def short_names(labels, shown: set[str]) -> dict[str, str]:
-    """Member label -> the alias the tables use, where their legend (``shown``) says it, else the label."""
-    from ..studies.report import aliases
-
-    return {full: alias if f"{alias} = {full}" in shown else full for full, alias in zip(labels, aliases(labels))}
 
 
 def selection_table(cv_results, objective: str, best_params) -> str:

@@ -9,7 +9,6 @@ this work is not lost and that the same command resumes from it.
 """
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import click
@@ -72,7 +71,9 @@ def notes_message(out: Path, finished: int, total: int) -> str:
 
 def stop(message: str) -> None:
     """Say ``message`` on stderr, fitted to 80 columns, and exit with 130."""
-    click.echo(textwrap.fill(message, 80, break_on_hyphens=False, break_long_words=False), err=True)
+    from .common import fill
+
+    click.echo(fill(message, 80, indent=""), err=True)
     raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
