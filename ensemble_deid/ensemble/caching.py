@@ -35,6 +35,10 @@ ENSEMBLE_PREFIX = "ensemble."
 _ENSEMBLE_SPEC = re.compile(r"ensemble\.([A-Za-z0-9_\-]+)(?::hash=([0-9a-f]{4,16}))?")
 
 
+class EnsembleNotCached(EnsembleDeidError):
+    """No cached entry of the ensemble named (its ``ensemble`` run has not been made)."""
+
+
 @dataclass
 class MemberRun:
     """A member's cached predictions: out-of-fold on the training set, and on the test split."""
@@ -86,14 +90,14 @@ def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: st
             found.append((EntryKey(tagger, manifest["version"], manifest["param_hash"], train_fingerprint),
                           ensemble_summary(manifest, entry_dir), manifest.get("members")))
     if not found:
-        raise EnsembleDeidError(f"member {text!r}: no cached ensemble of that name for this training set "
+        raise EnsembleNotCached(f"ensemble {text!r}: no cached ensemble of that name for this training set "
                                 "(run 'ensemble' first)")
     if len(found) > 1 and members is not None:
         same = [f for f in found if isinstance(f[2], list) and sorted(map(str, f[2])) == sorted(members)]
         found = same if len(same) == 1 else found
     if len(found) > 1:
         candidates = "; ".join(f"hash={e.param_hash}: {summary}" for e, summary, _ in sorted(found, key=lambda f: f[0].param_hash))
-        raise EnsembleDeidError(f"member {text!r} is ambiguous: name one with :hash=<prefix>. Cached: {candidates}")
+        raise EnsembleDeidError(f"ensemble {text!r} is ambiguous: name one with :hash=<prefix>. Cached: {candidates}")
     return found[0][0]
 
 
@@ -152,11 +156,11 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
-                         members: Sequence[str] | None = None) -> MemberRun:
-    """A cached ensemble's predictions: out-of-fold on the training set and on
-    the test split, or (``oof=False``) the test split only, so that ``--no-oof``
-    ensembles can be compared too (``members``: see ``find_ensemble_entry``)."""
+def locate_ensemble(engine: CrossValidation, text: str, oof: bool = True,
+                    members: Sequence[str] | None = None) -> tuple[EntryKey, list[PartKey]]:
+    """The cached entry ``text`` names and the parts ``load_ensemble_member``
+    reads, checked (nothing read): an EnsembleDeidError when there is no such
+    entry or a part is missing or corrupt."""
     entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint, members)
     parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)] if oof else []
     parts.append(PartKey.predict(entry, engine.target_fingerprints["test"]))
@@ -166,10 +170,19 @@ def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
             raise EnsembleDeidError(f"system {text!r}: its cached test predictions are missing or corrupt; "
                                     "rerun 'ensemble'")
         raise EnsembleDeidError(
-            f"member {text!r}: {len(missing)} cached part(s) missing or corrupt for these folds "
+            f"ensemble {text!r}: {len(missing)} cached part(s) missing or corrupt for these folds "
             f"(e.g. {missing[0].kind}-{missing[0].scope}/{missing[0].name}); rerun 'ensemble' with the "
             "same --folds and --seed, without --no-oof"
         )
+    return entry, parts
+
+
+def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
+                         members: Sequence[str] | None = None) -> MemberRun:
+    """A cached ensemble's predictions: out-of-fold on the training set and on
+    the test split, or (``oof=False``) the test split only, so that ``--no-oof``
+    ensembles can be compared too (``members``: see ``find_ensemble_entry``)."""
+    entry, parts = locate_ensemble(engine, text, oof, members)
     run = MemberRun(text, entry, {}, {})
     for part in parts:
         preds, record = engine.cache.read_part(part)
