@@ -33,6 +33,22 @@ found is used: ``compare`` moved its p-values into a second table of tests,
 (``compare``, ``run_all.py``) makes every quoted figure agree with the
 tables. ``tests/test_docs_tables.py`` runs the check, and fails on a
 duration typed by hand outside such a block.
+
+A figure or cell marker is a sentence long: inside prose it made lines of
+200-300 characters (issue 53 item 9). Such a marker can instead be defined
+once under a short name, in a comment of its own (its own lines, so
+invisible, and it may fold over several lines),
+
+    <!-- quick: figure from benchmarks/results/commands.json quick -->
+    <!-- fea-gain: cell from benchmarks/results/meddocan-compare.md
+         "lstm-crf-fea:epochs=12,validation_fraction=0" "ΔF1 vs ref" points -->
+
+and the sentence holds ``<!-- quick -->...<!--end-->``, filled as the
+long form is (the end marker without spaces: a 69-character timing then
+still fits a line of 80). The white space around the old value (a line
+break after the name, so that the figure starts a line of its own: a line
+must not begin with the marker, or Markdown ends the paragraph there) is
+kept.
 """
 from __future__ import annotations
 
@@ -51,6 +67,9 @@ NTH = re.compile(r", table (\d+) -->")
 CELL = re.compile(r'(<!-- cell from (benchmarks/results/[\w.\-]+\.md) ("[^"]+" "[^"]+"(?: or "[^"]+" "[^"]+")*)'
                   r'( points)? -->)(.*?)(<!-- end of cell -->)', re.S)
 FIGURE = re.compile(r"(<!-- figure from (benchmarks/results/[\w.\-]+\.json) ([\w.\-]+) -->)(.*?)(<!-- end of figure -->)", re.S)
+# The short form: a name defined on lines of its own, then <!-- NAME -->...<!--end--> in the prose.
+DEFINE = re.compile(r"^<!-- ([A-Za-z][\w\-]*): ((?:cell|figure) from .*?) -->[ \t]*$", re.S | re.M)
+REFERENCE = re.compile(r"<!-- ([A-Za-z][\w\-]*) -->(\s*)(.*?)(\s*)<!--end-->", re.S)
 
 
 def first_table(path: Path, nth: int = 1) -> str:
@@ -161,7 +180,25 @@ def synced(text: str) -> str:
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs cell) does not exist")
         return m.group(1) + table_cell_of(source, m.group(3), bool(m.group(4))) + m.group(6)
 
-    return CELL.sub(cell, FIGURE.sub(figure, BLOCK.sub(fill, text)))
+    def long_form(text: str) -> str:
+        return CELL.sub(cell, FIGURE.sub(figure, text))
+
+    defined: dict[str, str] = {}
+    for m in DEFINE.finditer(text):
+        marker = " ".join(m.group(2).split())
+        if defined.setdefault(m.group(1), marker) != marker:
+            raise SystemExit(f"sync_docs: <!-- {m.group(1)}: ... --> is defined twice, differently")
+
+    def reference(m: re.Match) -> str:
+        marker = defined.get(m.group(1))
+        if marker is None:
+            raise SystemExit(f"sync_docs: <!-- {m.group(1)} --> has no definition <!-- {m.group(1)}: cell|figure "
+                             "from ... --> on a line of its own")
+        start, end = f"<!-- {marker} -->", f"<!-- end of {marker.split(' ', 1)[0]} -->"
+        value = long_form(start + m.group(3) + end)[len(start):-len(end)]
+        return f"<!-- {m.group(1)} -->{m.group(2)}{value}{m.group(4)}<!--end-->"
+
+    return REFERENCE.sub(reference, long_form(BLOCK.sub(fill, text)))
 
 
 def documents() -> list[Path]:

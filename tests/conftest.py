@@ -2,14 +2,17 @@
 folder, and a throwaway workspace."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-# MEDDOCAN lives in the shared folder beside the repository: ../shared/corpora/meddocan
-MEDDOCAN_DIR = REPO_ROOT.parent / "shared" / "corpora" / "meddocan"
+# MEDDOCAN lives in the shared folder beside the repository (../shared/corpora/meddocan);
+# MEDDOCAN_DIR points elsewhere (a clone that is not beside shared/), as for the benchmarks.
+MEDDOCAN_DIR = Path(os.environ.get("MEDDOCAN_DIR") or REPO_ROOT.parent / "shared" / "corpora" / "meddocan")
+MEDDOCAN_MISSING = "MEDDOCAN not found"  # the start of the skip reason, found again by the summary
 BROKEN_DIR = TESTS_DIR / "data" / "broken"
 
 
@@ -34,11 +37,26 @@ def meddocan_dir() -> Path:
     needed = [MEDDOCAN_DIR / "train" / "xml", MEDDOCAN_DIR / "dev" / "xml", MEDDOCAN_DIR / "dev" / "brat"]
     missing = [str(p) for p in needed if not p.is_dir()]
     if missing:
-        pytest.skip(
-            "MEDDOCAN not found beside the repository (expected ../shared/corpora/meddocan "
-            f"relative to the repo root; missing {', '.join(missing)})"
-        )
+        pytest.skip(f"{MEDDOCAN_MISSING} at {MEDDOCAN_DIR} (missing {', '.join(missing)}); "
+                    "set MEDDOCAN_DIR to the folder holding train/ and dev/")
     return MEDDOCAN_DIR
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say in the summary, not only among the skips, that the real-data
+    tests did not run and how to run them: a clone that is not beside
+    shared/ otherwise passes without its MEDDOCAN tests unnoticed."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if MEDDOCAN_MISSING in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        import textwrap
+
+        terminalreporter.write_sep("=", "real-data tests skipped", yellow=True)
+        for line in textwrap.wrap(
+                f"{len(skipped)} MEDDOCAN test(s) skipped: no corpus at {MEDDOCAN_DIR}. Clone the repository beside "
+                "shared/ (../shared/corpora/meddocan) or set MEDDOCAN_DIR to the folder holding train/xml, dev/xml "
+                "and dev/brat.", 80, break_on_hyphens=False, break_long_words=False):
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -56,3 +56,46 @@ def test_ls_of_the_published_meddocan_cache_fits_80_columns(tmp_path, monkeypatc
     assert max(len(line) for line in out.splitlines()) <= 80, out
     # the folded label still reads whole once the lines are joined
     assert "rules:label_map=i2b2-to-meddocan" in "".join(line.split("  ")[0].strip() for line in out.splitlines())
+
+
+# --- what ran, not the method's defaults; specs a user can copy (issue 53 item 5) -----------
+
+def test_ls_and_the_ambiguous_message_show_the_objective_and_the_chosen_parameters(tiny_registered, workspace):
+    import json
+
+    for objective in ("f1", "binary-token:recall>=0.9"):
+        _run("ensemble", "--corpus", tiny_registered, "--method", "voting", "--members", MEMBERS, "--folds", "3",
+             "--grid", "threshold=1|2", "--objective", objective, "--no-diagnostics", "--no-progress")
+    chosen = {}
+    for record in Path(workspace, "cached_predictions").rglob("ensemble.voting/*/*/predict-*/all.json"):
+        selection = json.loads(record.read_text())["selection"]
+        chosen[selection["objective"]] = selection["best_params"]
+    assert set(chosen) == {"f1", "binary-token:recall>=0.9"}
+    out = _run("cache", "ls", "--wide")
+    lines = [line for line in out.splitlines() if "ensemble.voting" in line]
+    assert len(lines) == 2
+    for objective, best in chosen.items():
+        line = next(x for x in lines if f"objective {objective};" in x)
+        said = ", ".join(f"{k}={v}" for k, v in sorted(best.items()) if k != "operating_point")
+        assert f"chosen {said}" in line, line
+    # the method's defaults (objective=f1 of a recall run, threshold=2) are no longer shown as its parameters
+    assert not any("params " in x for x in lines)
+    ambiguous = CliRunner().invoke(main, ["compare", "memorize", "ensemble.voting", "--corpus", tiny_registered,
+                                          "--folds", "3"])
+    assert ambiguous.exit_code != 0 and "ambiguous" in ambiguous.output
+    flat = " ".join(ambiguous.output.split())
+    assert "objective f1; chosen threshold=" in flat and "objective binary-token:recall>=0.9; chosen threshold=" in flat
+
+
+def test_ls_names_published_parts_by_the_spec_that_reaches_them(tmp_path, monkeypatch):
+    # The published MEDDOCAN neural parts were made at epochs=12/16, validation_fraction=0, the
+    # defaults of their day: listed as 'lstm-crf-fea', a copied name trained a new model.
+    published = Path(__file__).resolve().parent.parent / "cached_predictions" / "meddocan"
+    monkeypatch.setenv("ENSEMBLE_DEID_PUBLISHED", str(published))
+    out = _run("--workspace", str(tmp_path), "cache", "ls", "--wide")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()[2:] if line.startswith("|")]
+    specs = {row[0]: row[2] for row in rows}  # spec -> parameter hash
+    assert "lstm-crf-fea:epochs=12,validation_fraction=0" in specs and "lstm-l:epochs=16,validation_fraction=0" in specs
+    assert "crf" in specs and "rules:label_map=i2b2-to-meddocan" in specs  # defaults: the plain name
+    for spec, param_hash in specs.items():
+        assert TaggerSpec.parse(spec).make().param_hash() == param_hash, spec

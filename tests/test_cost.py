@@ -280,7 +280,8 @@ def test_a_budget_no_subset_fits_is_refused_naming_the_option_and_the_cheapest(c
 def test_ensemble_takes_the_budget_and_shows_costs(costed):
     out = _run("ensemble", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--budget", "17", "--front", "--no-progress", "--no-diagnostics").output
-    kept = re.search(r"pruned voting: threshold \d, members (.*); cost ([\d.]+) within the budget of 17", out)
+    kept = re.search(r"pruned voting: threshold \d, members (.*); cost ([\d.]+) within the budget of 17",
+                     " ".join(out.split()))  # prose folded to 80 columns
     assert kept and float(kept.group(2)) <= 17
     row = terminal_row(out, "ensemble.voting-pruned")
     assert float(row[7]) == pytest.approx(float(kept.group(2)), abs=0.05)
@@ -322,7 +323,8 @@ def test_fit_within_a_budget_saves_the_ensemble_commands_choice(costed, tmp_path
     budget and their summed cost in the manifest."""
     out = _run("ensemble", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--budget", "17", "--no-progress", "--no-diagnostics").output
-    kept = re.search(r"pruned voting: threshold \d, members (.*); cost ([\d.]+) within the budget of 17", out)
+    kept = re.search(r"pruned voting: threshold \d, members (.*); cost ([\d.]+) within the budget of 17",
+                     " ".join(out.split()))  # prose folded to 80 columns
     chosen = kept.group(1).split(", ")
     res = _run("fit", "--corpus", costed, "--method", "voting-pruned", "--members", MEMBERS, "--folds", "3",
                "--budget", "17", "--out", tmp_path / "model", "--no-progress")

@@ -143,3 +143,12 @@ def test_cv_refuses_an_unreachable_dask_scheduler_within_the_connect_timeout(tin
     assert time.monotonic() - start < 20
     assert result.exit_code == 2 and f"cannot reach a Dask scheduler at {address} within 5 s" in result.output
     assert not [p for p in (workspace / "cached_predictions").rglob("*") if p.is_file()]
+
+
+def test_cv_says_each_alias_once(tiny_registered, monkeypatch):
+    # issue 53 item 9: the same "aliases:" block followed every table
+    monkeypatch.setenv("COLUMNS", "40")  # too narrow for the specs: every table by aliases
+    taggers = "memorize:max_len=1,memorize:max_len=2"
+    out = _run("cv", "--corpus", tiny_registered, "--taggers", taggers, "--folds", "5", "--no-progress").output
+    assert out.count("aliases:") == 1 and out.index("aliases:") < out.index("peak")
+    assert terminal_row(out, "memorize#2", under="peak")[0] == "memorize#2"

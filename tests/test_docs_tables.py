@@ -90,7 +90,8 @@ DURATION = re.compile(r"(?<![\w.])(?:\d[\d,.]*\s?(?:CPU )?(?:s|secs?|seconds?|mi
 CLAIM = re.compile(r"\b(?:took|takes?|taking|about|measured|idle|wall|fits? in|on (?:two|2) (?:CPU )?cores"
                    r"|make (?:quick|demo)|six methods)\b|\btime:|~", re.I)
 # sync_docs blocks, and the begin/end blocks a benchmark rewrites itself (common.replace_between_markers)
-GENERATED = re.compile(r"<!-- ([\w ]+) from .*?<!-- end of \1 -->|<!-- ([\w-]+):begin .*?<!-- \2:end -->", re.S)
+GENERATED = re.compile(r"<!-- ([\w ]+) from .*?<!-- end of \1 -->|<!-- ([\w-]+):begin .*?<!-- \2:end -->"
+                       r"|<!-- [A-Za-z][\w-]* -->.*?<!--end-->", re.S)  # the last: sync_docs' short form
 TIME_CELL = re.compile(r"\|\s*\d[\d,.]*\s?(?:s|min|h)\s*(?=\|)")
 # A table column of durations ("| wall s |", "| seconds |", "| fit CPU s |"), not a rate ("tokens/s",
 # "tokens per CPU s", "CPU s / M tokens"): such a table typed by hand goes stale like a sentence does
@@ -244,3 +245,38 @@ def test_a_marked_block_can_take_a_later_table_of_its_file(sync_docs, tmp_path):
     text = ("<!-- table from benchmarks/results/meddocan-compare.md, table 2 -->\n| old |\n<!-- end of table -->\n")
     out = sync_docs.synced(text)
     assert out.splitlines()[1].startswith("| system ") and "| test " in out.splitlines()[1]
+
+
+# --- short markers (issue 53 item 9: sentence-long markers made README lines of 200-300 characters) ---
+
+def test_a_short_marker_is_filled_from_its_definition_keeping_the_line_breaks(sync_docs, tmp_path, monkeypatch):
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "cmp.md").write_text("| system | F1 | ΔF1 vs ref |\n|---|---:|---:|\n| crf | 0.9602 | -0.0092 |\n",
+                                    encoding="utf-8")
+    monkeypatch.setattr(sync_docs, "ROOT", tmp_path)
+    text = ("The CRF scores <!-- crf-f1 -->0.1<!--end--> and trails by <!-- gap -->\n9.99<!--end--> points.\n\n"
+            "<!-- crf-f1: cell from benchmarks/results/cmp.md \"crf\" \"F1\" -->\n"
+            "<!-- gap: cell from benchmarks/results/cmp.md\n     \"crf\" \"ΔF1 vs ref\" points -->\n")
+    out = sync_docs.synced(text)
+    assert out == text.replace(">0.1<", ">0.9602<").replace("\n9.99<", "\n0.92<")
+    assert sync_docs.synced(out) == out
+    with pytest.raises(SystemExit, match="<!-- nope --> has no definition"):
+        sync_docs.synced("x <!-- nope -->1<!--end-->")
+    with pytest.raises(SystemExit, match="defined twice"):
+        sync_docs.synced("<!-- a: cell from benchmarks/results/cmp.md \"crf\" \"F1\" -->\n\n"
+                         "<!-- a: cell from benchmarks/results/cmp.md \"crf\" \"ΔF1 vs ref\" -->\n")
+
+
+def test_readme_markers_are_short_and_never_begin_a_line(sync_docs):
+    """A generated figure in the README's prose stays within 80 columns of raw
+    text, and no line begins with a marker (Markdown would end the paragraph
+    there and show the rest of the sentence apart)."""
+    readme = (sync_docs.ROOT / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    inline = [line for line in lines if "<!--" in line and not line.startswith("<!-- ")]
+    assert inline and all(len(line) <= 80 for line in inline), [line for line in inline if len(line) > 80]
+    assert not any(re.match(r"<!-- [\w-]+ -->", line) for line in lines)
+    assert "<!-- cell from" not in readme and "<!-- figure from" not in readme  # the short form throughout
+    definitions = [m.group(0) for m in sync_docs.DEFINE.finditer(readme)]
+    assert definitions and all(len(line) <= 80 for d in definitions for line in d.splitlines())

@@ -12,7 +12,7 @@ from ensemble_deid.cli import main
 from ensemble_deid.taggers.registry import entry_points
 
 from .conftest import register_corpus
-from .tables import terminal_row
+from .tables import terminal_cells, terminal_row
 from .tiny_corpus import tiny_corpus
 
 MEMBERS = "memorize,memorize:max_len=1,memorize:max_len=2"
@@ -94,7 +94,8 @@ def test_params_grid_metric_and_nested(tiny):
 def test_prune_prints_the_elimination_path(tiny):
     out = _run("prune", "--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--threshold", "auto",
                "--all-paths", "--no-progress").output
-    assert "tie-break order by out-of-fold F1 (inference cost, CPU s per million tokens): memorize (" in out
+    assert "tie-break order by out-of-fold F1 (inference cost, CPU s per million tokens): memorize (" in \
+        " ".join(out.split())  # prose folded to the terminal's width
     for t in (1, 2, 3):
         assert f"elimination path at t={t}" in out
     assert re.search(r"\| +0 \| \(all members\) +\|", out)
@@ -118,6 +119,14 @@ def test_prune_fits_80_columns_with_long_member_specs(tiny, monkeypatch):
     table = lines[header:lines.index("", header)]
     assert len(table) > 3 and max(len(line) for line in table) <= 80, "\n".join(table)
     assert "memorize:max_len=6" in "".join(x.strip() for x in table)  # folded, not cut
+    # Specs longer than the members column has room for: by their aliases, said once, and every
+    # line within the width, prose too (issue 53 item 9: the published MEDDOCAN specs made the
+    # tie-break line 523 characters long and folded mid-word in the table)
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = _run("prune", "--corpus", "tiny", "--members", long, "--folds", "3", "--no-progress").output
+    assert max(map(len, narrow.splitlines())) <= 60, narrow
+    assert narrow.count("aliases:") == 1 and "memorize#6 = memorize:max_len=6" in narrow
+    assert re.search(r"chosen: t=\d, \d member\(s\): memorize#\d", narrow)
 
 
 def test_ensemble_tables_fit_80_columns_keeping_every_figure(tiny, monkeypatch):
@@ -126,15 +135,22 @@ def test_ensemble_tables_fit_80_columns_keeping_every_figure(tiny, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     out = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
                "--no-progress").output
-    tables = [line for line in out.splitlines() if not line.startswith(("corpus ", "best single member"))]
-    assert max(map(len, tables)) <= 80, out
+    # every line, prose too (issue 53 item 9: the trust line ran to 1,377 characters), and the
+    # aliases said once, under the first table, not after every table
+    assert max(map(len, out.splitlines())) <= 80, out
+    assert out.count("aliases:") == 1
     for label in MEMBERS.split(","):
         assert len(terminal_row(out, label)) == 8 and terminal_row(out, label)[0] == label
+    monkeypatch.setenv("COLUMNS", "64")  # every table by aliases: their legend under the first only
+    aliased = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
+                   "--no-progress").output
+    assert aliased.count("aliases:") == 1 and aliased.index("aliases:") < aliased.index("best single member")
+    assert terminal_row(aliased, "memorize#2", under="entity leak")[0] == "memorize#2"  # the same alias below
     # Narrower than the agreement grid: its columns come in blocks, every value kept.
     monkeypatch.setenv("COLUMNS", "32")
     narrow = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
                   "--no-progress", "--no-oof").output
-    grid = narrow[narrow.index("pairwise agreement"):narrow.index("aliases:", narrow.index("pairwise"))].splitlines()
+    grid = narrow[narrow.index("pairwise agreement"):].splitlines()  # the aliases are said once, above
     assert sum(line.startswith("member ") for line in grid) == 2 and max(map(len, grid[1:])) <= 32
     values = [cell for line in grid if line.startswith("[") for cell in re.findall(r"\d\.\d{4}", line)]
     assert len(values) == 3 * 2  # every (member, other member) pair
@@ -217,5 +233,54 @@ def test_an_unreached_target_is_said(tiny):
     out = _run("ensemble", "--corpus", "tiny", "--method", "voting", "--members", MEMBERS, "--folds", "3",
                "--objective", "recall>=0.95", "--no-progress", "--no-diagnostics", "--no-oof").output
     # the memorize members find well under half of the tiny corpus's spans: 0.95 is out of reach
-    assert "target of recall>=0.95 NOT reached on the out-of-fold data: the closest setting was taken" in out
+    said = " ".join(out.split())  # prose folded to 80 columns
+    assert "target of recall>=0.95 NOT reached on the out-of-fold data: the closest setting was taken" in said
     assert "chosen parameters: {'threshold': 1, 'trust': None}" in out  # the closest: the most recall
+
+
+def test_the_selection_table_shows_each_setting_at_one_operating_point(tiny):
+    """Issue 53 item 7: with a recall objective the last column was headed with the
+    objective but held binary-token precision, at the chosen point for one row and at the
+    learner's own rule (as were every row's counts) for the others."""
+    import json
+
+    out = _run("ensemble", "--corpus", "tiny", "--method", "stacked-svm", "--members", MEMBERS, "--folds", "3",
+               "--grid", "C=0.1|1.0", "--objective", "binary-token:recall>=0.9", "--no-progress", "--no-diagnostics",
+               "--no-oof").output
+    record = next(json.loads(p.read_text())["selection"]
+                  for p in (tiny / "cached_predictions").rglob("ensemble.stacked-svm/*/*/predict-*/all.json"))
+    chosen = record["best_params"]["C"]
+    for res in record["cv_results"]:
+        label = f"C={res['params']['C']}" + (" *" if res["params"]["C"] == chosen else "")
+        cells = terminal_cells(out, label, under="setting ")
+        assert list(cells) == ["setting", "point", "TP", "FP", "FN", "binary-token R", "binary-token P"]
+        # what the objective constrains and what it maximises, of the same point as the counts
+        assert cells["binary-token R"] == f"{res['recall']:.4f}" and cells["binary-token P"] == f"{res['precision']:.4f}"
+        assert [int(cells[k].replace(",", "")) for k in ("TP", "FP", "FN")] == [res["tp"], res["fp"], res["fn"]]
+        assert res["score"] == res["precision"]  # the figure a recall>= target trades (Target.figure)
+        assert cells["point"] == ("own rule" if res["point"] is None else f"{res['point']['*']:.4g}")
+    best = next(r for r in record["cv_results"] if r["params"]["C"] == chosen)
+    assert best["point"] == record["best_params"].get("operating_point")  # the chosen row at the chosen point
+
+
+def test_grid_search_rows_are_counted_at_their_own_best_point():
+    """Each setting's strict counts and criterion figures are those of one
+    point of the held-out sweep: the best one for the objective."""
+    from ensemble_deid.ensemble.objective import parse_objective
+    from ensemble_deid.ensemble.selection import GridSearch
+    from ensemble_deid.ensemble.stacked_svm import StackedSVM
+
+    from .test_ensemble_fixtures import random_case
+
+    docs, members = random_case(7, n_docs=12, n_members=3)
+    search = GridSearch(StackedSVM(), {"C": [0.1, 1.0]}, folds=3, objective="binary-token:recall>=0.8").fit(members, docs)
+    op = search.operating_search_
+    best = next(r for r in search.cv_results_ if r.params == {"C": search.best_params_["C"]})
+    assert best.point == search.best_params_.get("operating_point")
+    counts = op.counts[op.points.index(best.point)]
+    tp, n_sys, _, n_gold = counts.overall["strict"]
+    assert (best.tp, best.fp, best.fn) == (tp, n_sys - tp, n_gold - tp)
+    tp_sys, n_sys, tp_gold, n_gold = counts.overall["binary-token"]
+    assert (best.precision, best.recall) == (tp_sys / n_sys, tp_gold / n_gold)
+    assert best.score == parse_objective("binary-token:recall>=0.8").base.figure(
+        parse_objective("binary-token:recall>=0.8").score(counts))

@@ -375,6 +375,39 @@ def test_report_picks_the_cached_ensemble_of_its_members_among_several(tiny_cach
                "--folds", "3", "-o", tmp_path / "x.html", ok=False)  # neither entry has these members
     assert res.exit_code != 0 and "ambiguous" in res.output
 
+def test_report_names_every_missing_ensemble_at_once_before_reading_the_members(tiny_cached, tmp_path,
+                                                                              monkeypatch):
+    """Issue 53 item 6: the docs' recipe failed after 55 s of loading on the first
+    ensemble not cached, called a "member"; the others were found one rerun at a time."""
+    from ensemble_deid.experiment.cache import PredictionCache
+
+    read = []
+    real = PredictionCache.read_part
+    monkeypatch.setattr(PredictionCache, "read_part", lambda self, *a, **k: read.append(1) or real(self, *a, **k))
+    res = _run("report", "--corpus", "tiny", "--members", MEMBERS, "--ensembles",
+               "voting,voting-pruned,stacked-svm,ensemble.decision-templates", "--folds", "3",
+               "-o", tmp_path / "r.html", ok=False)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 1 and read == []  # nothing read: the check comes first
+    assert ("3 of the 4 ensembles named are not cached for this training set: ensemble.voting-pruned, "
+            "ensemble.stacked-svm, ensemble.decision-templates") in said
+    assert f"ensemble-deid ensemble --corpus tiny --method METHOD --members \"{MEMBERS}\"" in said
+    assert "member" not in said.replace("--members", "").replace(MEMBERS, "")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_page_shows_each_ensembles_objective(tiny_cached, tmp_path):
+    _run("ensemble", "--corpus", "tiny", "--method", "stacked-svm", "--members", MEMBERS, "--folds", "3",
+         "--objective", "binary-token:recall>=0.9", "--no-progress", "--no-oof", "--no-diagnostics")
+    out = tmp_path / "r.html"
+    _run("report", "--corpus", "tiny", "--members", MEMBERS, "--ensembles", "voting,stacked-svm", "--folds", "3",
+         "-o", out)
+    page = out.read_text(encoding="utf-8")
+    assert "ensemble.voting (objective f1)" in page
+    assert "ensemble.stacked-svm (objective binary-token:recall&gt;=0.9)" in page
+    assert set(_summary_rows(page)) >= {"ensemble.voting", "ensemble.stacked-svm"}  # the names themselves kept
+
+
 # -- in a real browser ------------------------------------------------------------
 
 VISIBLE_DOCS = "document.querySelectorAll('#doc-table tbody tr').length"

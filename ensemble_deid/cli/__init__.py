@@ -46,9 +46,13 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         from .common import fail_on_error
+        from .interrupt import report_interrupt
 
-        with fail_on_error():  # disk full, a cache root that is a file...: a message, not a traceback
-            return super().invoke(ctx)
+        try:
+            with fail_on_error():  # disk full, a cache root that is a file...: a message, not a traceback
+                return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C: what was kept and how to resume, not click's bare "Aborted!"
+            report_interrupt(ctx)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
@@ -62,5 +66,7 @@ class LazyGroup(click.Group):
 def main(ctx: click.Context, workspace: str) -> None:
     """De-identify clinical notes with ensembles of taggers."""
     from ..corpus.workspace import Workspace
+    from .interrupt import note_start
 
     ctx.obj = Workspace(workspace)
+    note_start(ctx)

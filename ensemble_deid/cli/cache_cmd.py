@@ -87,13 +87,16 @@ def _installed_version(tagger: str) -> str:
 def ls(ctx, wide):
     """List cache entries: tagger, version, parameters, training corpus, parts,
     inference cost (CPU seconds per million tokens, from the prediction times
-    the parts recorded; '-' when none did), where.
+    the parts recorded; '-' when none did), where. A tagger is named by the
+    spec that reaches its entry (copy it into --taggers).
 
-    Ensemble entries also show their members, parameters and date (below the
-    table, or in a last column with --wide). Entries served from published
-    folders are listed with the folder as their source."""
-    from ..experiment.cache import entry_summary
+    Ensemble entries also show their members, the objective, the parameters
+    fixed and those the selection chose, and the date (below the table, or in a last
+    column with --wide). Entries served from published folders are listed with
+    the folder as their source."""
+    from ..ensemble.caching import ensemble_summary
     from ..experiment.cost import format_cost, inference_cost
+    from ..experiment.cv import entry_spec
     from ..studies.table import render_table, terminal_table
 
     ws = workspace_of(ctx)
@@ -106,9 +109,10 @@ def ls(ctx, wide):
         # An ensemble's parts time the meta-learner alone, not its members: no cost of its own.
         cost = None if ensemble else inference_cost(r for r in records if isinstance(r, dict))
         rows.append([
-            m.get("tagger_label", m.get("tagger", "?")), m.get("version", "?"), m.get("param_hash", "?"),
+            m.get("tagger_label", m.get("tagger", "?")) if ensemble else entry_spec(m), m.get("version", "?"),
+            m.get("param_hash", "?"),
             m.get("train_fingerprint", "?"), parts, f"{size / 2**20:.1f}", format_cost(cost), source, path,
-            entry_summary(m, entry_dir) if ensemble else "",
+            ensemble_summary(m, entry_dir) if ensemble else "",
         ])
 
     for entry_dir, manifest in pc.entries():
@@ -129,7 +133,7 @@ def ls(ctx, wide):
     for r in rows:
         r[3] = names.get(r[3], r[3])
     headers = ["tagger", "version", "params", "trained on", "parts", "MB", "cost", "source", "path",
-               "members; params; date"]
+               "members; objective; chosen; date"]
     if wide:
         if not any(r[-1] for r in rows):
             headers, rows = headers[:-1], [r[:-1] for r in rows]

@@ -96,3 +96,17 @@ def connect_timeout_option(f):
         "--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=CONNECT_TIMEOUT, show_default=True,
         metavar="SECONDS", help="--backend dask or ray: seconds the scheduler or head has to answer; past them the run "
         "stops, nothing done (raise it on a slow network).")(f)
+
+
+def fill(text: str, width: int, indent: str = "  ") -> str:
+    """``text`` folded to ``width`` at spaces (never inside a spec or a label), later lines indented."""
+    import textwrap
+
+    return textwrap.fill(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+
+
+def short_names(labels, shown: set[str]) -> dict[str, str]:
+    """Member label -> the alias the tables use, where their legend (``shown``) says it, else the label."""
+    from ..studies.report import aliases
+
+    return {full: alias if f"{alias} = {full}" in shown else full for full, alias in zip(labels, aliases(labels))}

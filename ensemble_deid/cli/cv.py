@@ -46,13 +46,14 @@ def cv(ctx, corpus_name, taggers, k, seed, jobs, backend, scheduler, address, ta
                               keep_models=keep_models, connect_timeout=connect_timeout)
     corpus, runs = done.corpus, done.runs
     click.echo(f"\ncorpus {corpus_name!r}: {k}-fold CV (folds {done.engine.folds.fingerprint}), cache {ws.cache_dir}")
-    click.echo(cv_summary_table(runs, corpus.train, corpus.test, done.others))
+    shown: set[str] = set()  # the aliases of long specs, said under the first table only
+    click.echo(cv_summary_table(runs, corpus.train, corpus.test, done.others, shown=shown))
     for name, documents in done.others.items():
         click.echo(f"\n{name}: strict F1 by category of the models trained on {corpus_name!r}")
-        click.echo(category_table(runs, name, documents))
+        click.echo(category_table(runs, name, documents, shown))
 
 
-def category_table(runs, target: str, documents) -> str:
+def category_table(runs, target: str, documents, shown: set[str] | None = None) -> str:
     """Rows: categories (gold spans in the target); columns: each tagger's strict F1."""
     from ..studies.crosscorpus import category_scores
     from ..studies.report import spec_table
@@ -60,4 +61,5 @@ def category_table(runs, target: str, documents) -> str:
     scores = {label: category_scores(documents, run.targets[target]) for label, run in runs.items()}
     gold = {cat: n for per in scores.values() for cat, (n, _) in per.items()}
     rows = [[cat, gold[cat], *(scores[label].get(cat, (0, 0.0))[1] for label in runs)] for cat in sorted(gold)]
-    return spec_table(["category", "gold", *runs], rows, "l" + "r" * (len(runs) + 1), spec_headers_from=2)
+    return spec_table(["category", "gold", *runs], rows, "l" + "r" * (len(runs) + 1), spec_headers_from=2,
+                      shown=shown)

@@ -124,9 +124,20 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
                             tuple(trusted) or None, UNSET if operating_point is None else point)
             executor = Distributor(ref, backend, jobs, scheduler or address, connect_timeout=connect_timeout,
                                    notice=lambda line: click.echo(line, err=True))
-        with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
-                                            file=sys.stderr) as bar:
-            run = runner.run(input_dir, out, progress=bar.update, executor=pool)
+        finished = [0]  # notes done, skipped ones included: said if Ctrl-C stops the run
+
+        def step(n):
+            finished[0] += n
+            bar.update(n)
+
+        try:
+            with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
+                                                file=sys.stderr) as bar:
+                run = runner.run(input_dir, out, progress=step, executor=pool)
+        except KeyboardInterrupt:
+            from .interrupt import notes_message, stop
+
+            stop(notes_message(out, finished[0], total))
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
     if run.not_notes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import SuggestingChoice, fail_on_error, left_default, objective_option, workspace_of
+from .common import SuggestingChoice, fail_on_error, fill, left_default, objective_option, short_names, workspace_of
 from .front import check_plot_path, cost_options, find_point, front_report
 
 METHOD_NAMES = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
@@ -100,79 +100,127 @@ def method_front(done, show_front: bool, plot, say) -> str:
 
 
 def report(corpus, engine, runs, result, method, learner, diagnostics):
+    """Everything ``ensemble`` prints after the fit, every line within the
+    terminal's width (80 when not a terminal): long member specs by their
+    aliases, said once below the first table (issue 53 item 9)."""
+    import shutil
+
     from ..experiment.cost import format_cost
     from ..studies.report import spec_table
     from ..studies.summary import strict_prf
-    from ..studies.table import terminal_table
 
+    width = shutil.get_terminal_size((80, 24)).columns
+    say = lambda text: click.echo(fill(text, width))  # noqa: E731
     record = result["record"]
     entry = result["entry"]
     label = f"ensemble.{method}"
     rows = member_rows(runs, corpus)
     cv = strict_prf(corpus.train, result["oof"]) if result["oof"] else (None, None, None)
     rows.append([label, *cv, *strict_prf(corpus.test, result["test"]), format_cost(ensemble_cost(runs, record))])
-    click.echo(f"\ncorpus {corpus.name!r}: {engine.k}-fold CV (folds {engine.folds.fingerprint}); "
-               f"{label} cached as {label}:hash={entry.param_hash[:8]} "
-               f"({'computed ' + ' and '.join(result['computed']) if result['computed'] else 'reused'})")
+    click.echo()
+    say(f"corpus {corpus.name!r}: {engine.k}-fold CV (folds {engine.folds.fingerprint}); "
+        f"{label} cached as {label}:hash={entry.param_hash[:8]} "
+        f"({'computed ' + ' and '.join(result['computed']) if result['computed'] else 'reused'})")
     # Fitted to the terminal, long member specs as aliases (the published MEDDOCAN
     # members made this table 112 columns wide: issue 34 item 8).
-    click.echo(spec_table(SCORE_HEADERS, rows, "lrrrrrrr", notes=[
+    shown: set[str] = set()
+    click.echo(spec_table(SCORE_HEADERS, rows, "lrrrrrrr", shown=shown, notes=[
         "cost: inference cost, CPU seconds per million tokens (recorded prediction times; an ensemble: its "
         "members' sum)"]))
+    name = short_names(list(runs), shown)
     best_member = max(rows[:-1], key=lambda r: r[3])
-    click.echo(f"\nbest single member by CV F1: {best_member[0]} (test F1 {best_member[6]:.4f}); "
-               f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
+    click.echo()
+    say(f"best single member by CV F1: {name[best_member[0]]} (test F1 {best_member[6]:.4f}); "
+        f"ensemble test F1 {rows[-1][6]:.4f} ({rows[-1][6] - best_member[6]:+.4f})")
     objective = record.get("objective", record.get("metric", learner.objective))
     if record.get("best_params"):
-        click.echo(f"chosen parameters: {record['best_params']} by {learner.folds}-fold CV on {objective}")
+        say(f"chosen parameters: {record['best_params']} by {learner.folds}-fold CV on {objective}")
     else:
-        click.echo("chosen parameters: (none to choose: no values searched)")
+        say("chosen parameters: (none to choose: no values searched)")
     if record.get("params") is not None:
         from ..ensemble.run import key_params
 
         fixed = set(record.get("fixed", ()))
         # The members' costs are in the table's cost column; None: the method's own rule.
-        click.echo("parameters used: " + (", ".join(
-            f"{k}={v!r}{' (fixed)' if k in fixed else ''}" for k, v in key_params(record["params"]).items()
-            if k != "costs") or "(none)"))
+        say("parameters used: " + (", ".join(
+            f"{k}={v!r}{' (fixed)' if k in fixed else ''}"
+            for k, v in key_params(record["params"]).items() if k != "costs") or "(none)"))
     if record.get("threshold") is not None:
-        click.echo(f"pruned voting: threshold {record['threshold']}, members {', '.join(record.get('subset', []))}"
-                   + (f"; cost {record['cost']:,.1f} within the budget of {record['budget']:g}"
-                      if record.get("budget") is not None else "")
-                   + (f"; per-category thresholds {record['category_thresholds']}"
-                      if record.get("category_thresholds") else "")
-                   + ("" if record.get("reached", True) else
-                      f"; the target of {objective} was NOT reached on the training out-of-fold data: "
-                      "the closest result was kept"))
+        kept = record.get("subset", [])
+        say(f"pruned voting: threshold {record['threshold']}, members {', '.join(name.get(m, m) for m in kept)}"
+            + (f"; cost {record['cost']:,.1f} within the budget of {record['budget']:g}"
+               if record.get("budget") is not None else "")
+            + (f"; per-category thresholds {record['category_thresholds']}"
+               if record.get("category_thresholds") else "")
+            + ("" if record.get("reached", True) else
+               f"; the target of {objective} was NOT reached on the training out-of-fold data: "
+               "the closest result was kept"))
     if record.get("trusted"):
-        from ..ensemble.trust import describe_pairs
+        from ..ensemble.trust import pairs_by_member
 
-        click.echo(f"trusted members at trust {record.get('trust')} (their spans of these labels kept where the "
-                   "ensemble leaves O or tags only part of them): " + describe_pairs(record["trusted"]))
+        say(f"trusted members at trust {record.get('trust')} (their spans of these labels kept where the "
+            "ensemble leaves O or tags only part of them):")
+        for member, labels in pairs_by_member(record["trusted"]):
+            click.echo(fill(f"  {name.get(member, member)}: {', '.join(labels)}", width, indent="    "))
     if record.get("cv_results"):
-        cv_rows = [[", ".join(f"{k}={v}" for k, v in r["params"].items()), r["tp"], r["fp"], r["fn"], r["score"]]
-                   for r in record["cv_results"]]
-        click.echo(terminal_table(["setting", "TP", "FP", "FN", objective], cv_rows, "lrrrr", wrap=(0,)))
+        click.echo(selection_table(record["cv_results"], objective, record.get("best_params") or {}))
     point = record.get("operating_point")
     missed = [k for k, ok in (record.get("targets_reached") or {}).items() if not ok]
     if missed and not point:
-        click.echo(f"target of {objective} NOT reached on the out-of-fold data"
-                   + ("" if missed == ["*"] else f" for {', '.join(missed)}") + ": the closest setting was taken")
+        say(f"target of {objective} NOT reached on the out-of-fold data"
+            + ("" if missed == ["*"] else f" for {', '.join(missed)}") + ": the closest setting was taken")
     if point:
         missed = [k if k != "*" else "the whole output" for k, ok in point["reached"].items() if not ok]
-        click.echo(f"operating point: {point['chosen'] or 'the method’s own rule'} by {learner.folds}-fold CV on "
-                   f"{objective}" + (f"; target NOT reached on the out-of-fold data for {', '.join(missed)}: "
-                                     "the closest point was taken" if missed else ""))
+        say(f"operating point: {_point(point['chosen'])} by {learner.folds}-fold CV on {objective}"
+            + (f"; target NOT reached on the out-of-fold data for {', '.join(missed)}: the closest point was taken"
+               if missed else ""))
     if record.get("nested"):
         n = record["nested"]
-        click.echo(f"nested CV estimate ({objective}): {n['score']:.4f} from {n['fits']} fits in "
-                   f"{n['seconds']} s; choices per outer fold: {n['chosen']}")
-    click.echo(leak_report(corpus, runs, result["test"]))
+        say(f"nested CV estimate ({objective}): {n['score']:.4f} from {n['fits']} fits in "
+            f"{n['seconds']} s; choices per outer fold: {n['chosen']}")
+    click.echo(leak_report(corpus, runs, result["test"], shown=shown))
     if diagnostics:
-        click.echo(diagnostics_report(runs, corpus))
+        click.echo(diagnostics_report(runs, corpus, shown=shown))
 
 
-def leak_report(corpus, runs, ensemble_test, label: str = "ensemble") -> str:
+def selection_table(cv_results, objective: str, best_params) -> str:
+    """The settings the selection compared, each at one operating point (the
+    one where it scores best: the learner's own rule, or a decision threshold),
+    with the precision and recall of the objective's criterion: for a recall
+    objective, the recall it constrains beside the precision it maximises."""
+    from ..ensemble.objective import parse_objective
+    from ..studies.table import terminal_table
+
+    base = parse_objective(objective).base
+    crit = "" if base.criterion == "strict" else f"{base.criterion} "
+    figures = [f"{crit}R", f"{crit}P"] + ([f"{crit}{str(base).rpartition(':')[2].upper()}"] if base.kind == "f" else [])
+    chosen = {k: v for k, v in best_params.items() if k != "operating_point"}
+    rows = []
+    for r in cv_results:
+        values = [r.get("recall"), r.get("precision")] + ([r.get("score")] if base.kind == "f" else [])
+        rows.append([", ".join(f"{k}={v}" for k, v in r["params"].items()) + (" *" if r["params"] == chosen else ""),
+                     _point(r["point"]) if "point" in r else "-", r["tp"], r["fp"], r["fn"],
+                     *("-" if v is None else v for v in values)])
+    what = (f"the highest {crit}P with {crit}R >= {base.bound:g} (or, where none reaches it, the highest {crit}R)"
+            if base.kind == "recall>=" else
+            f"the highest {crit}R with {crit}P >= {base.bound:g} (or, where none reaches it, the highest {crit}P)"
+            if base.kind == "precision>=" else f"the highest {figures[-1] if base.kind == 'f' else figures[0]}")
+    notes = [f"* chosen: {what}, on the pooled held-out folds; each setting at its best operating point ('own "
+             "rule': the method's own decisions); TP, FP, FN: strict spans"]
+    return terminal_table(["setting", "point", "TP", "FP", "FN", *figures], rows, "llrrr" + "r" * len(figures),
+                          wrap=(0,), notes=notes)
+
+
+def _point(point) -> str:
+    """An operating point in a few characters ('own rule': the method's own decisions)."""
+    if not point:
+        return "own rule"
+    if set(point) == {"*"}:
+        return f"{point['*']:.4g}"
+    return ", ".join(f"{k} {v:.4g}" for k, v in point.items())
+
+
+def leak_report(corpus, runs, ensemble_test, label: str = "ensemble", shown: set[str] | None = None) -> str:
     """Leak-first view of the test split, in tables that fit 80 columns: F1
     beside the entity and token leak rates (95% document-bootstrap intervals)
     of the ensemble and every member, and the members' union as the ceiling;
@@ -202,11 +250,11 @@ def leak_report(corpus, runs, ensemble_test, label: str = "ensemble") -> str:
         if OVERALL in union["token"] else "",
     ]
     intro, per_category, note = (textwrap.fill(t, 80) for t in prose)
-    return "\n".join(["", intro, spec_table(headers, rows, "lrrr"), "", per_category,
+    return "\n".join(["", intro, spec_table(headers, rows, "lrrr", shown=shown), "", per_category,
                       terminal_table(cat_headers, cat_rows, "lrr"), note])
 
 
-def diagnostics_report(runs, corpus) -> str:
+def diagnostics_report(runs, corpus, shown: set[str] | None = None) -> str:
     """Oracle, marginal contributions and pairwise agreement on the test split."""
     import shutil
     import textwrap
@@ -224,20 +272,21 @@ def diagnostics_report(runs, corpus) -> str:
     rows = [[c.member, c.f1, c.unique_true, c.unique_false, c.delta] for c in diag.contributions]
     lines.append(textwrap.fill(f"marginal contributions (test; delta = F1 of voting at t={t} with all members minus "
                                "without it):", width))
-    lines.append(spec_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows, "lrrrr"))
+    lines.append(spec_table(["member", "F1", "only it right", "only it wrong", "delta F1"], rows, "lrrrr",
+                            shown=shown))
     jac, dfault = diag.jaccard, diag.double_fault
     lines.append("pairwise agreement (test; upper: span Jaccard, lower: double fault):")
     # Member i's row is "[i] name" (aliases where a spec is longer than 16 characters,
     # as folded cells are), its column "[i]"; twelve members are more columns than 80
     # fit: the columns in blocks, every value kept.
-    shown = aliases(names) if max(map(len, names)) > 16 else list(names)
-    labels = [f"[{i}] {n}" for i, n in enumerate(shown)]
+    aliased = aliases(names) if max(map(len, names)) > 16 else list(names)
+    labels = [f"[{i}] {n}" for i, n in enumerate(aliased)]
     per_block = max(1, (width - max(map(len, labels)) - 2) // 8)
     for first in range(0, len(names), per_block):
         columns = range(first, min(first + per_block, len(names)))
         grid = [[label, *("" if i == j else (jac[i, j] if j > i else dfault[i, j]) for j in columns)]
                 for i, label in enumerate(labels)]
         lines.append(terminal_table(["member", *(f"[{j}]" for j in columns)], grid, "l" + "r" * len(columns)))
-    if shown != list(names):
-        lines += alias_notes(names, width)
+    if aliased != list(names):
+        lines += alias_notes(names, width, shown)
     return "\n".join(lines)

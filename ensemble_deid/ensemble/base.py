@@ -34,12 +34,13 @@ cross-validation for objectives other than plain F1.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from ..corpus.document import Document
-from ..errors import EnsembleDeidError, printable
+from ..errors import EnsembleDeidError, ParameterError, did_you_mean, printable
 from ..taggers.prediction import DocumentPrediction
 from ..taggers.base import NotFittedError, Tagger
 from ..taggers.constraints import SEED, Check, validate_params
@@ -79,8 +80,6 @@ def check_operating_point(point) -> bool:
 
 
 def _finite(value) -> bool:
-    import math
-
     try:
         return math.isfinite(float(value))
     except OverflowError:  # an int too large for a float
@@ -95,8 +94,6 @@ def check_point_against(point, name: str, score_range: tuple[float, float], what
     ``score_range``, the scores ``name``'s decisions compare against the
     thresholds (``what`` they are): outside it a threshold keeps every span
     or none, which is never a decision (all the PHI left in the notes)."""
-    from ..errors import ParameterError, did_you_mean, printable
-
     option = "--operating-point"
     if point is None:
         return

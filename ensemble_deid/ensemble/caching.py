@@ -22,9 +22,10 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..experiment.cache import EntryKey, PartKey, PredictionCache, entry_summary
+from ..experiment.cache import EntryKey, PartKey, PredictionCache
 from ..experiment.cv import CrossValidation, TaggerSpec
 from ..errors import EnsembleDeidError
 from ..taggers.prediction import DocumentPrediction
@@ -32,6 +33,10 @@ from .base import ENSEMBLE_VERSION
 
 ENSEMBLE_PREFIX = "ensemble."
 _ENSEMBLE_SPEC = re.compile(r"ensemble\.([A-Za-z0-9_\-]+)(?::hash=([0-9a-f]{4,16}))?")
+
+
+class EnsembleNotCached(EnsembleDeidError):
+    """No cached entry of the ensemble named (its ``ensemble`` run has not been made)."""
 
 
 @dataclass
@@ -83,24 +88,79 @@ def find_ensemble_entry(cache: PredictionCache, text: str, train_fingerprint: st
         if (manifest and manifest.get("tagger") == tagger and manifest.get("train_fingerprint") == train_fingerprint
                 and str(manifest.get("param_hash", "")).startswith(prefix)):
             found.append((EntryKey(tagger, manifest["version"], manifest["param_hash"], train_fingerprint),
-                          entry_summary(manifest, entry_dir), manifest.get("members")))
+                          ensemble_summary(manifest, entry_dir), manifest.get("members")))
     if not found:
-        raise EnsembleDeidError(f"member {text!r}: no cached ensemble of that name for this training set "
+        raise EnsembleNotCached(f"ensemble {text!r}: no cached ensemble of that name for this training set "
                                 "(run 'ensemble' first)")
     if len(found) > 1 and members is not None:
         same = [f for f in found if isinstance(f[2], list) and sorted(map(str, f[2])) == sorted(members)]
         found = same if len(same) == 1 else found
     if len(found) > 1:
         candidates = "; ".join(f"hash={e.param_hash}: {summary}" for e, summary, _ in sorted(found, key=lambda f: f[0].param_hash))
-        raise EnsembleDeidError(f"member {text!r} is ambiguous: name one with :hash=<prefix>. Cached: {candidates}")
+        raise EnsembleDeidError(f"ensemble {text!r} is ambiguous: name one with :hash=<prefix>. Cached: {candidates}")
     return found[0][0]
 
 
-def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
-                         members: Sequence[str] | None = None) -> MemberRun:
-    """A cached ensemble's predictions: out-of-fold on the training set and on
-    the test split, or (``oof=False``) the test split only, so that ``--no-oof``
-    ensembles can be compared too (``members``: see ``find_ensemble_entry``)."""
+def ensemble_summary(manifest: Mapping[str, Any], entry_dir: Path | None = None) -> str:
+    """What tells two cached ensembles of one method apart, in a line: the
+    members, the objective the selection maximised, the parameters the user fixed, what
+    the selection chose (from the test part's record: the method's defaults
+    in the entry's manifest are not what ran) and the date."""
+    settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
+    params = settings.get("params") if isinstance(settings.get("params"), dict) else {}
+    fields = [f"members {', '.join(map(str, manifest['members']))}"] if manifest.get("members") else []
+    fields.append(f"objective {settings.get('metric', 'f1')}")
+    fixed = [k for k in settings.get("fixed") or () if isinstance(k, str)]
+    if fixed:
+        fields.append("fixed " + ", ".join(f"{k}={_short(params.get(k))}" for k in fixed))
+    made = None
+    if entry_dir is not None:
+        chosen, made = _chosen(entry_dir)
+        if chosen:
+            fields.append(f"chosen {chosen}")
+    if made:
+        fields.append(f"made {made}")
+    return "; ".join(fields)
+
+
+def _chosen(entry_dir: Path) -> tuple[str, str | None]:
+    """(what the selection chose, when) from the newest test part's record of
+    an ensemble entry; ("", None) when it has none that reads."""
+    records = sorted(entry_dir.glob("predict-*/all.json"), key=lambda p: p.stat().st_mtime)
+    record = PredictionCache._read_json(records[-1], strict=False) if records else None
+    selection = (record or {}).get("selection")
+    if not isinstance(selection, dict):
+        return "", None
+    best = dict(selection.get("best_params") or {})
+    point = best.pop("operating_point", None)
+    shown = [f"{k}={_short(v)}" for k, v in sorted(best.items())]
+    if selection.get("threshold") is not None:  # pruned voting: its own search
+        shown.append(f"t={selection['threshold']}")
+    if isinstance(selection.get("subset"), list) and isinstance(selection.get("members"), list):
+        shown.append(f"{len(selection['subset'])} of {len(selection['members'])} members")
+    if selection.get("trusted") and selection.get("trust") is not None:
+        shown.append(f"trust {_short(selection['trust'])}")
+    point = point or selection.get("category_thresholds")
+    if point:
+        shown.append(f"operating point {_short(point)}")
+    made = time.strftime("%Y-%m-%d %H:%M", time.localtime(records[-1].stat().st_mtime))
+    return ", ".join(shown) or "(nothing to choose)", made
+
+
+def _short(value: Any) -> str:
+    """A parameter value in a few characters: floats to 4 significant digits."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def locate_ensemble(engine: CrossValidation, text: str, oof: bool = True,
+                    members: Sequence[str] | None = None) -> tuple[EntryKey, list[PartKey]]:
+    """The cached entry ``text`` names and the parts ``load_ensemble_member``
+    reads, checked (nothing read): an EnsembleDeidError when there is no such
+    entry or a part is missing or corrupt."""
     entry = find_ensemble_entry(engine.cache, text, engine.train_fingerprint, members)
     parts = [PartKey.fold(entry, engine.folds.fingerprint, f) for f in range(engine.k)] if oof else []
     parts.append(PartKey.predict(entry, engine.target_fingerprints["test"]))
@@ -110,10 +170,19 @@ def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
             raise EnsembleDeidError(f"system {text!r}: its cached test predictions are missing or corrupt; "
                                     "rerun 'ensemble'")
         raise EnsembleDeidError(
-            f"member {text!r}: {len(missing)} cached part(s) missing or corrupt for these folds "
+            f"ensemble {text!r}: {len(missing)} cached part(s) missing or corrupt for these folds "
             f"(e.g. {missing[0].kind}-{missing[0].scope}/{missing[0].name}); rerun 'ensemble' with the "
             "same --folds and --seed, without --no-oof"
         )
+    return entry, parts
+
+
+def load_ensemble_member(engine: CrossValidation, text: str, oof: bool = True,
+                         members: Sequence[str] | None = None) -> MemberRun:
+    """A cached ensemble's predictions: out-of-fold on the training set and on
+    the test split, or (``oof=False``) the test split only, so that ``--no-oof``
+    ensembles can be compared too (``members``: see ``find_ensemble_entry``)."""
+    entry, parts = locate_ensemble(engine, text, oof, members)
     run = MemberRun(text, entry, {}, {})
     for part in parts:
         preds, record = engine.cache.read_part(part)

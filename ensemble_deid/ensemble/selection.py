@@ -53,14 +53,26 @@ def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 @dataclass
 class SettingResult:
+    """One setting's pooled held-out result, all of it at one operating point:
+    ``point`` (None: the learner's own rule), where the setting scores best
+    for the objective. ``tp``/``fp``/``fn`` count strict spans; ``precision``
+    and ``recall`` are under the objective's criterion (``criterion``), and
+    ``score`` the figure the objective maximises (``Target.figure``)."""
+
     params: dict[str, Any]
     tp: int = 0
     fp: int = 0
     fn: int = 0
     score: float = 0.0
+    point: dict | None = None
+    criterion: str = "strict"
+    precision: float | None = None
+    recall: float | None = None
 
     def to_dict(self) -> dict:
-        return {"params": self.params, "tp": self.tp, "fp": self.fp, "fn": self.fn, "score": self.score}
+        return {"params": self.params, "tp": self.tp, "fp": self.fp, "fn": self.fn, "score": self.score,
+                "point": self.point, "criterion": self.criterion, "precision": self.precision,
+                "recall": self.recall}
 
 
 def _no_step() -> None:
@@ -85,6 +97,8 @@ def cv_scores(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
             res.fn += fn
     for res in results:
         res.score = metric_value(res.tp, res.fp, res.fn, metric)
+        res.precision = res.tp / (res.tp + res.fp) if res.tp + res.fp else 0.0
+        res.recall = res.tp / (res.tp + res.fn) if res.tp + res.fn else 0.0
     return results
 
 
@@ -133,7 +147,7 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         keys = [objective.score(c) for c in pooled]
         best = best_index(keys)
         for res, c, key in zip(results, pooled, keys):
-            _fill(res, c, base.figure(key))
+            _fill(res, c, base.figure(key), None, base.criterion)
         return results, best, None, {"*": base.is_reached(keys[best])}
 
     def tallies(i, points):
@@ -154,7 +168,9 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         counts = tallies(i, points)
         keys = [objective.score(c) for c in counts]
         j = best_index(keys)
-        _fill(res, counts[0], base.figure(keys[0]))  # the learner's own rule, as without a sweep
+        # The row at its own best point, counts and figures alike (issue 53 item 7: the
+        # counts at the learner's own rule beside the chosen point's figure misled).
+        _fill(res, counts[j], base.figure(keys[j]), points[j], base.criterion)
         if best_key is None or keys[j] > best_key:
             best_key, best, best_points, best_counts = keys[j], i, (points, j), counts
     points, j = best_points
@@ -166,14 +182,17 @@ def cv_choose(estimator: MetaLearner, grid: list[dict], prepared, folds: FoldAss
         chosen, cat_reached = choose_category_points(objective, candidates, chosen,
                                                      lambda pts: tallies(best, pts))
         reached.update(cat_reached)
-    results[best].score = base.figure(best_key)
     search = OperatingPointSearch(points, best_counts, chosen or None, reached)
     return results, best, search, reached
 
 
-def _fill(res: SettingResult, counts, score: float) -> None:
+def _fill(res: SettingResult, counts, score: float, point: dict | None, criterion: str) -> None:
     tp, n_sys, _, n_gold = counts.overall["strict"]
-    res.tp, res.fp, res.fn, res.score = tp, n_sys - tp, n_gold - tp, score
+    res.tp, res.fp, res.fn, res.score, res.point = tp, n_sys - tp, n_gold - tp, score, point
+    tp_sys, n_sys, tp_gold, n_gold = counts.overall[criterion]
+    res.criterion = criterion
+    res.precision = tp_sys / n_sys if n_sys else 0.0
+    res.recall = tp_gold / n_gold if n_gold else 0.0
 
 
 @dataclass

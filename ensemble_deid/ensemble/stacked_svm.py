@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..corpus.formats.source import MAX_NOTE_BYTES
 from .base import OPERATING_POINT
 from .spans import SpanMetaLearner
 from .candidates import CandidateTable, best_voter_rank, build_candidates, resolve_overlaps
@@ -234,8 +235,6 @@ class StackedSVM(SpanMetaLearner):
         """The decision value's bounds over every design row: its features
         are each in [0, 1] but the three log counts (the span's repetitions
         in the note, its length), which a note's size bounds."""
-        from ..corpus.formats.source import MAX_NOTE_BYTES
-
         self.check_fitted()
         if self.svm_ is None:
             return float(self.constant_), float(self.constant_)

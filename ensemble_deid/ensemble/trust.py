@@ -192,13 +192,13 @@ def choose_trust(table: CandidateTable, own: Callable[[CandidateTable], np.ndarr
     return best
 
 
-def describe_pairs(pairs: Sequence[Sequence[str]]) -> str:
-    """Trusted pairs for people: "rules on ID:* and CONTACT:EMAIL; svm on
-    DATE:DATE", a category whose every i2b2 subtype is trusted shown as CAT:*."""
+def pairs_by_member(pairs: Sequence[Sequence[str]]) -> list[tuple[str, list[str]]]:
+    """Trusted pairs grouped by member, in order: [(member, labels)], a
+    category whose every i2b2 subtype is trusted shown as CAT:*."""
     by_member: dict[str, list[str]] = {}
     for member, label in pairs:
         by_member.setdefault(member, []).append(label)
-    parts = []
+    out = []
     for member, labels in by_member.items():
         shown = []
         cats = category_of_labels(labels)
@@ -206,8 +206,15 @@ def describe_pairs(pairs: Sequence[Sequence[str]]) -> str:
             mine = [lab for lab, c in zip(labels, cats) if c == cat]
             every = {f"{cat}:{sub}" for sub in I2B2_SCHEME.get(cat, ())}
             shown += [f"{cat}:*"] if len(every) > 1 and every <= set(mine) else mine
-        parts.append(f"{member} on " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown)))
-    return "; ".join(parts)
+        out.append((member, shown))
+    return out
+
+
+def describe_pairs(pairs: Sequence[Sequence[str]]) -> str:
+    """Trusted pairs for people, in a line: "rules on ID:* and CONTACT:EMAIL;
+    svm on DATE:DATE"."""
+    return "; ".join(f"{member} on " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown))
+                     for member, shown in pairs_by_member(pairs))
 
 
 def trusted_members(method) -> set[str]:

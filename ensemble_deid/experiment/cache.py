@@ -137,21 +137,6 @@ def entry_record(key: EntryKey, description: Mapping[str, Any]) -> dict:
     return record
 
 
-def entry_summary(manifest: Mapping[str, Any], entry_dir: Path | None = None) -> str:
-    """What tells entries of one tagger apart, in a line: the members and
-    parameters of an ensemble, the parameters of a tagger, and the date."""
-    params = manifest.get("params") or {}
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items())) if isinstance(params, dict) else str(params)
-    text = f"params {shown or '-'}"
-    if manifest.get("members"):
-        text = f"members {', '.join(map(str, manifest['members']))}; {text}"
-    try:
-        made = time.strftime("%Y-%m-%d %H:%M", time.localtime((entry_dir / "entry.json").stat().st_mtime)) if entry_dir else None
-    except OSError:
-        made = None
-    return f"{text}; made {made}" if made else text
-
-
 class CacheWriteError(CacheError):
     """A file could not be written (disk full, no permission, missing folder)."""
 

@@ -82,6 +82,35 @@ class TaggerSpec:
         return make_tagger(self.name, **dict(self.params))
 
 
+def entry_spec(manifest: Mapping[str, Any]) -> str:
+    """The spec that names a cached tagger entry today, for a user to copy:
+    the label it was made under while that still gives its parameters, else
+    the tagger with every parameter that differs from today's defaults (the
+    published MEDDOCAN neural parts were made at ``epochs=12,
+    validation_fraction=0`` when those were the defaults: their label alone
+    now names a model ``cv`` would train). The class's signature is enough:
+    no tagger is built, so listing the cache loads no deep-learning library."""
+    import inspect
+
+    from ..taggers.registry import tagger_class
+
+    label, params = str(manifest.get("tagger_label") or manifest.get("tagger", "?")), manifest.get("params")
+    try:
+        spec = TaggerSpec.parse(label)
+        cls = tagger_class(spec.name)
+    except Exception:  # a tagger not installed here, or a label that is no spec: shown as recorded
+        return label
+    if not isinstance(params, dict):
+        return label
+    defaults = {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
+                if p.default is not inspect.Parameter.empty}
+    if {**defaults, **dict(spec.params)} == {**defaults, **params}:  # 0 == 0.0: one model (hashed_params)
+        return label
+    changed = [(k, v) for k, v in sorted(params.items()) if k not in defaults or defaults[k] != v]
+    shown = ",".join(f"{k}={int(v) if isinstance(v, float) and v.is_integer() else v}" for k, v in changed)
+    return f"{spec.name}:{shown}" if shown else spec.name
+
+
 def split_specs(value: str) -> list[str]:
     """The tagger specs of a comma-separated list: a comma starts a new
     tagger unless a key=value follows it, so "crf:c1=0.1,c2=0.2,rules" is

@@ -52,7 +52,9 @@ class ReportData:
     """What the page shows. ``systems``: name -> document id -> spans, in lane
     order; ``ensembles``: which of them are ensembles; ``focus``: the system
     the documents are ranked by (default: the best ensemble by strict F1, or
-    the best system when there is none)."""
+    the best system when there is none); ``shown_names``: a system's name as
+    the page shows it, where it says more than the name (an ensemble's
+    objective: two runs of one method differ by it)."""
 
     title: str
     documents: Sequence[Document]
@@ -60,6 +62,7 @@ class ReportData:
     ensembles: frozenset[str] = frozenset()
     diagnostics: MemberDiagnostics | None = None
     focus: str | None = None
+    shown_names: Mapping[str, str] = field(default_factory=dict)
     reports: dict[str, EvaluationReport] = field(default_factory=dict, init=False)
     overlaps: dict[str, dict[str, DocumentOverlap]] = field(default_factory=dict, init=False)
     confusions: dict[str, Confusion] = field(default_factory=dict, init=False)
@@ -113,7 +116,7 @@ def cached_report(workspace, corpus_name: str, members: str, ensembles: str = ""
 
     if split not in ("test", "train"):
         raise ParameterError(f"split {split!r}: choose test or train", "--split")
-    specs = parse_tagger_specs(members, "--members")
+    specs = known_specs(members, "--members")  # the full check (parse_tagger_specs) loads the taggers' libraries
     if len(specs) < 2:
         raise ParameterError("name at least two members", "--members")
     ensemble_names = [e.strip() if is_ensemble_spec(e) else ENSEMBLE_PREFIX + e.strip()
@@ -125,6 +128,11 @@ def cached_report(workspace, corpus_name: str, members: str, ensembles: str = ""
         raise ParameterError(f"{rank_by!r} is not one of the systems {labels}", "--rank-by")
     corpus = workspace.load(corpus_name)
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(workspace.cache_dir), k=folds, seed=seed)
+    # Every ensemble is looked up before the members are read (tens of seconds on
+    # MEDDOCAN), and all that are missing are named at once (issue 53 item 6).
+    member_labels = [s.label for s in specs]
+    check_ensembles(engine, ensemble_names, member_labels, split == "train", corpus_name, members, folds, seed)
+    specs = parse_tagger_specs(members, "--members")
     pending = engine.pending(specs)
     if pending:
         raise EnsembleDeidError(
@@ -134,16 +142,68 @@ def cached_report(workspace, corpus_name: str, members: str, ensembles: str = ""
     documents = corpus.splits[split]
     oof = {label: run.oof for label, run in runs.items()}
     scored = dict(oof) if split == "train" else {label: run.targets["test"] for label, run in runs.items()}
+    shown = {}
     for name in ensemble_names:
-        member = load_ensemble_member(engine, name, oof=split == "train", members=[s.label for s in specs])
+        member = load_ensemble_member(engine, name, oof=split == "train", members=member_labels)
         scored[name] = member.oof if split == "train" else member.test
+        objective = next((r["selection"].get("objective") for r in member.records
+                          if r.get("kind") == "predict" and isinstance(r.get("selection"), dict)), None)
+        if objective:
+            shown[name] = f"{name} (objective {objective})"
     systems = {label: prediction_spans(documents, scored[label]) for label in labels}
     diagnostics = member_diagnostics(oof, corpus.train, {s.label: scored[s.label] for s in specs}, documents)
     try:
         return ReportData(f"{corpus_name} {split}: {len(specs)} members, {len(ensemble_names)} ensembles",
-                          documents, systems, frozenset(ensemble_names), diagnostics, rank_by)
+                          documents, systems, frozenset(ensemble_names), diagnostics, rank_by, shown)
     except ValueError as exc:  # e.g. a system without predictions for some documents
         raise EnsembleDeidError(str(exc)) from None
+
+
+def known_specs(value: str, option: str):
+    """The tagger specs of ``value``, each naming a known tagger, without
+    loading any (``parse_tagger_specs`` checks parameters and availability,
+    and imports deep-learning libraries to do so: seconds)."""
+    from ..errors import ParameterError
+    from ..experiment.cv import TaggerSpec, split_specs
+    from ..taggers.registry import UnknownTagger, tagger_class
+
+    specs = []
+    for chunk in split_specs(value):
+        try:
+            spec = TaggerSpec.parse(chunk)
+            tagger_class(spec.name)
+        except (ValueError, UnknownTagger) as exc:
+            raise ParameterError(str(exc), option) from None
+        specs.append(spec)
+    return specs
+
+
+def check_ensembles(engine, names: Sequence[str], members: Sequence[str], oof: bool, corpus_name: str,
+                    member_specs: str, folds: int, seed: int) -> None:
+    """Every ensemble in ``names`` is cached with the parts the page needs
+    (fitted on ``members`` where several are), else one error naming them
+    all, the ones never made apart, with the command that makes them."""
+    from ..ensemble.caching import EnsembleNotCached, locate_ensemble
+    from ..errors import EnsembleDeidError
+
+    absent, other = [], []
+    for name in names:
+        try:
+            locate_ensemble(engine, name, oof=oof, members=members)
+        except EnsembleNotCached:
+            absent.append(name)
+        except EnsembleDeidError as exc:  # ambiguous, or parts missing
+            other.append(str(exc))
+    if not absent and not other:
+        return
+    lines = []
+    if absent:
+        lines.append(f"{len(absent)} of the {len(names)} ensembles named are not cached for this training set: "
+                     f"{', '.join(absent)}. Make each first with 'ensemble-deid ensemble --corpus {corpus_name} "
+                     f"--method METHOD --members \"{member_specs}\"' (--folds {folds} --seed {seed}; "
+                     "docs/report.md lists the runs and their times)")
+    lines += other
+    raise EnsembleDeidError("; ".join(lines))
 
 
 def _ordered_labels(documents: Sequence[Document], systems: Mapping[str, Mapping[str, Sequence[Annotation]]]) -> list[str]:
@@ -198,13 +258,17 @@ def _kind_of(data: ReportData, name: str) -> str:
     return "ensemble" if name in data.ensembles else "member"
 
 
+def _shown(data: ReportData, name: str) -> str:
+    return data.shown_names.get(name, name)
+
+
 def summary_section(data: ReportData) -> Section:
     rows = []
     for name in data.systems:
         rep = data.reports[name]
         s, leak = rep["strict"].micro, rep.leak.overall
         rows.append(f'<tr data-sys="{escape(name)}">' + "".join([
-            _cell(name), _cell(_kind_of(data, name)), _cell(s.precision), _cell(s.recall), _cell(s.f1),
+            _cell(name, _shown(data, name)), _cell(_kind_of(data, name)), _cell(s.precision), _cell(s.recall), _cell(s.f1),
             _cell(int(s.tp)), _cell(int(s.fp)), _cell(int(s.fn)),
             _cell(leak.token_rate), _cell(leak.char_rate), *_leak_cells(data.leaks[name], "all")]) + "</tr>")
     n_gold = sum(len(d.annotations) for d in data.documents)
@@ -212,7 +276,7 @@ def summary_section(data: ReportData) -> Section:
             "label) as <code>evaluate</code> and <code>compare</code> print them; leak rates: share of gold PHI "
             "tokens, characters (white space excepted) and entities (one of whose tokens leaks) that no span of the "
             "system covers, with 95% document-bootstrap intervals. Click a header to "
-            f"sort. Documents are ranked by <b>{escape(str(data.focus))}</b>.</p>") + _ceiling_note(data)
+            f"sort. Documents are ranked by <b>{escape(_shown(data, str(data.focus)))}</b>.</p>") + _ceiling_note(data)
     headers = ["system", "kind", "P", "R", "F1", "TP", "FP", "FN", "leaked tokens", "leaked chars",
                "95% CI (tokens)", "leaked entities", "95% CI (entities)"]
     return Section("summary", "Systems", note + _table(headers, rows, attrs=' id="systems"'))
@@ -227,7 +291,7 @@ def categories_section(data: ReportData) -> Section:
             if s.tp + s.fn + s.fp == 0:
                 continue
             rows.append(f'<tr data-cat="{escape(cat)}" data-sys="{escape(name)}">' + "".join([
-                _cell(name), _cell(cat), _cell(int(s.tp + s.fn)), _cell(s.precision), _cell(s.recall), _cell(s.f1),
+                _cell(name, _shown(data, name)), _cell(cat), _cell(int(s.tp + s.fn)), _cell(s.precision), _cell(s.recall), _cell(s.f1),
                 _cell(int(s.fp)), _cell(int(s.fn)),
                 _cell(leak.token_rate if leak else 0.0), _cell(leak.leaked_tokens if leak else 0),
                 *_leak_cells(data.leaks[name], cat)]) + "</tr>")
@@ -268,7 +332,7 @@ def confusion_section(data: ReportData) -> Section:
         tables.append(f'<div class="conf" data-sys="{escape(name)}"{hidden}><table class="matrix">'
                       f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
         selected = " selected" if name == data.focus else ""
-        options.append(f'<option value="{k}"{selected}>{escape(name)}</option>')
+        options.append(f'<option value="{k}"{selected}>{escape(_shown(data, name))}</option>')
     note = ("<p>Gold label (rows) against system label (columns) for every pair of overlapping gold and system "
             "spans; <i>(none)</i> counts spans that overlap nothing (a leak or a false alarm). Shading: share of "
             "the row.</p>")
@@ -315,7 +379,7 @@ def documents_section(data: ReportData, include_text: bool) -> Section:
     kinds = "".join(f'<label><input type="checkbox" class="kind" value="{k}" checked> {escape(KINDS[k])}</label> '
                     for k in range(1, len(KINDS)))
     cats = "".join(f'<option value="{escape(c)}">{escape(c)}</option>' for c in _categories(data))
-    systems = "".join(f'<option value="{k}"{" selected" if n == data.focus else ""}>{escape(n)}</option>'
+    systems = "".join(f'<option value="{k}"{" selected" if n == data.focus else ""}>{escape(_shown(data, n))}</option>'
                       for k, n in enumerate(data.systems))
     what = ("the note with one lane per system under the text" if include_text
             else "offsets, labels and counts only (the page holds no note text)")
@@ -375,7 +439,7 @@ def page_data(data: ReportData, include_text: bool, include_ids: bool | None = N
     return {
         "labels": data.labels, "categories": [lab.split(":", 1)[0] for lab in data.labels],
         "palette": _categories(data), "kinds": list(KINDS),
-        "systems": [{"name": n, "kind": _kind_of(data, n)} for n in names],
+        "systems": [{"name": n, "shown": _shown(data, n), "kind": _kind_of(data, n)} for n in names],
         "focus": names.index(data.focus), "text": include_text, "docs": docs,
     }
 
@@ -538,7 +602,7 @@ function refreshList(){
     body.appendChild(tr);
   });
   document.getElementById('doc-count').textContent = rows.length + ' of ' + D.docs.length +
-    ' documents with errors of the chosen kinds by ' + D.systems[s].name + '.';
+    ' documents with errors of the chosen kinds by ' + D.systems[s].shown + '.';
   if (current >= 0) showDoc(current);
 }
 [focusSel, catSel].concat(kindBoxes).forEach(function(x){ x.addEventListener('change', refreshList); });
@@ -548,7 +612,7 @@ catSel.addEventListener('change', function(){
   });
 });
 
-function laneNames(){ return ['gold'].concat(D.systems.map(function(s){ return s.name; })); }
+function laneNames(){ return ['gold'].concat(D.systems.map(function(s){ return s.shown; })); }
 // The kind of span i of lane l (gold spans: as the focus system gets them wrong).
 function kindOf(d, l, i, s){ return l === 0 ? d.gk[s][i] : d.sk[l - 1][i]; }
 
@@ -671,7 +735,7 @@ function showDoc(i){
   view.textContent = '';
   const e = errors(d, s);
   view.appendChild(el('h3', null, d.id));
-  view.appendChild(el('p', null, d.n + ' characters, ' + d.lanes[0].length + ' gold spans; ' + D.systems[s].name +
+  view.appendChild(el('p', null, d.n + ' characters, ' + d.lanes[0].length + ' gold spans; ' + D.systems[s].shown +
     ': ' + d.c[s][0] + ' correct, ' + d.c[s][1] + ' false positives, ' + d.c[s][2] + ' false negatives (' +
     [1, 2, 3, 4].map(function(k){ return e[k] + ' ' + D.kinds[k]; }).join(', ') + ')'));
   const lanes = view.appendChild(el('p', {'class': 'lanes'}));
@@ -690,11 +754,11 @@ function showDoc(i){
     legend.appendChild(el('span', {'class': 'sw c' + (j %% NCOL)}));
     legend.appendChild(el('span', null, c));
   });
-  legend.appendChild(el('span', null, '. Error kinds of ' + D.systems[s].name + ': red frame leak, stripes false alarm, ' +
+  legend.appendChild(el('span', null, '. Error kinds of ' + D.systems[s].shown + ': red frame leak, stripes false alarm, ' +
     'underline wrong type, pale boundary; yellow text: the lanes disagree; red text: leaked.'));
   if (D.text) view.appendChild(textView(d, s));
   const rt = regionTable(d, s, kinds);
-  view.appendChild(el('p', null, rt[1] + ' span region(s) with errors of the chosen kinds by ' + D.systems[s].name +
+  view.appendChild(el('p', null, rt[1] + ' span region(s) with errors of the chosen kinds by ' + D.systems[s].shown +
     ' (a yellow edge: the lanes disagree).'));
   view.appendChild(rt[0]);
 }

@@ -78,23 +78,30 @@ def legend(labels: Sequence[str]) -> list[str]:
     return lines
 
 
-def alias_notes(labels: Sequence[str], width: int | None = None) -> list[str]:
+def alias_notes(labels: Sequence[str], width: int | None = None, shown: set[str] | None = None) -> list[str]:
     """The legend as footnote lines: "aliases: a = full spec", the others
-    under it; with ``width``, a long spec broken between its parameters."""
+    under it; with ``width``, a long spec broken between its parameters.
+    ``shown``: the legend entries an earlier table of the same output
+    printed, left out here (and those printed here added): one output says
+    each alias once, not after every table (issue 53 item 9)."""
     names = legend(labels)
+    if shown is not None:
+        names = [n for n in names if n not in shown]
+        shown.update(names)
     lines = ["aliases: " + names[0]] + [" " * 9 + n for n in names[1:]] if names else []
     return [_wrap_at_commas(line, width) for line in lines] if width else lines
 
 
 def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None, *,
                title: str = "", notes: Sequence[str] = (), width: int | None = None, wrap: Sequence[int] = (),
-               spec_headers_from: int | None = None) -> str:
+               spec_headers_from: int | None = None, shown: set[str] | None = None) -> str:
     """A terminal table (``terminal_table``) whose first column holds tagger
     specs (or, with ``spec_headers_from``, whose headers from that column on
     do): shown whole where the table fits ``width`` (default: the terminal's),
     else as aliases with their legend first among the notes, as a study's
     tables show them (the published MEDDOCAN specs made ``cv`` and
-    ``ensemble`` tables 140-160 columns wide: issue 34 item 8)."""
+    ``ensemble`` tables 140-160 columns wide: issue 34 item 8); ``shown``:
+    see ``alias_notes``."""
     import shutil
 
     width = width or shutil.get_terminal_size((80, 24)).columns
@@ -102,22 +109,24 @@ def spec_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str
     labels = [str(r[0]) for r in rows] if k is None else list(headers[k:])
     # Whole specs only where the table fits without folding its values: aliases read better than folded cells.
     whole = terminal_table(headers, rows, align, width=10**6, wrap=wrap)
-    shown, legend_lines = fitting_aliases(labels, whole, width)
-    if not legend_lines:
+    names, legend_lines = fitting_aliases(labels, whole, width, shown)
+    if names == list(labels):
         return terminal_table(headers, rows, align, title=title, notes=notes, width=width, wrap=wrap)
     if k is None:
-        rows, wrap = [[alias, *r[1:]] for alias, r in zip(shown, rows)], (0, *wrap)
+        rows, wrap = [[alias, *r[1:]] for alias, r in zip(names, rows)], (0, *wrap)
     else:
-        headers = [*headers[:k], *shown]
+        headers = [*headers[:k], *names]
     return terminal_table(headers, rows, align, title=title, notes=[*legend_lines, *notes], width=width, wrap=wrap)
 
 
-def fitting_aliases(labels: Sequence[str], rendered: str, width: int) -> tuple[list[str], list[str]]:
+def fitting_aliases(labels: Sequence[str], rendered: str, width: int,
+                    shown: set[str] | None = None) -> tuple[list[str], list[str]]:
     """(labels to show, legend lines): the labels themselves where the text
-    ``rendered`` with them fits ``width``, else their aliases and legend."""
+    ``rendered`` with them fits ``width``, else their aliases and legend
+    (less what ``shown`` holds: see ``alias_notes``)."""
     if max(map(len, rendered.splitlines()), default=0) <= width or not legend(labels):
         return list(labels), []
-    return aliases(labels), alias_notes(labels, width)
+    return aliases(labels), alias_notes(labels, width, shown)
 
 
 @dataclass

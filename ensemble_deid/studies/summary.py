@@ -21,13 +21,17 @@ def strict_prf(documents: Sequence[Document], predictions: Mapping[str, Document
 
 
 def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Document],
-                     targets: Mapping[str, Sequence[Document]] | None = None, width: int | None = None) -> str:
+                     targets: Mapping[str, Sequence[Document]] | None = None, width: int | None = None,
+                     shown: set[str] | None = None) -> str:
     """Per tagger, its CV and test scores; then the seconds and memory of
     its parts; then, for every other target (name -> documents, e.g. another
     corpus's test split), the taggers' strict P/R/F1 on it. Three tables
     fitted to the terminal, long specs as aliases: in one, the published
-    MEDDOCAN members made 142 columns (issue 34 item 8)."""
+    MEDDOCAN members made 142 columns (issue 34 item 8), their legend said
+    once (``shown``: see ``report.alias_notes``)."""
     from .report import spec_table
+
+    shown = set() if shown is None else shown
 
     scores, costs = [], []
     for label, run in runs.items():
@@ -38,12 +42,12 @@ def cv_summary_table(runs: Mapping, train: Sequence[Document], test: Sequence[Do
                       f"{run.computed}/{run.computed + run.reused}"])
     note = ("fit s, predict s: spent by this run; \"cached N\": N seconds spent when the cached parts were made, "
             "not now") if any(run.reused for run in runs.values()) else ""
-    tables = [spec_table(["tagger", "CV P", "CV R", "CV F1", "test F1"], scores, "lrrrr", width=width), "",
+    tables = [spec_table(["tagger", "CV P", "CV R", "CV F1", "test F1"], scores, "lrrrr", width=width, shown=shown), "",
               spec_table(["tagger", "fit s", "predict s", "peak MB", "parts computed"], costs, "lrrrr",
-                         notes=[note] if note else (), width=width, wrap=(1, 2))]
+                         notes=[note] if note else (), width=width, wrap=(1, 2), shown=shown)]
     for name, docs in (targets or {}).items():
         scores = [[label, *strict_prf(docs, run.targets[name])] for label, run in runs.items()]
-        tables.append(spec_table(["tagger", "P", "R", "F1"], scores, "lrrr", width=width,
+        tables.append(spec_table(["tagger", "P", "R", "F1"], scores, "lrrr", width=width, shown=shown,
                                  title=f"\n{name}: strict micro scores"))
     return "\n".join(tables)
 
