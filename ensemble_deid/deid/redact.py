@@ -17,6 +17,15 @@ def redact(document: Document, spans: Sequence[Annotation], mode: str = "tag", s
     """``tag``: the label in brackets; ``mask``: every non-space character
     becomes ``*`` (line breaks and lengths kept); ``surrogate``: realistic
     replacements from ``surrogates`` (a :class:`~.surrogate.Surrogator`)."""
+    return "".join(out for _, _, out in pieces(document, spans, mode, surrogates))
+
+
+def pieces(document: Document, spans: Sequence[Annotation], mode: str = "tag",
+           surrogates=None) -> list[tuple[int, int, str]]:
+    """:func:`redact`'s output as ``(start, end, output)`` pieces covering the
+    note in order: the text between spans (output = that text) and each span
+    with its replacement, so a part of the output can be shown beside the
+    part of the note it comes from (the review page)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if mode == "surrogate" and surrogates is None:
@@ -32,13 +41,15 @@ def redact(document: Document, spans: Sequence[Annotation], mode: str = "tag", s
         replacements = surrogates.replace_spans(document, spans)
     out, pos = [], 0
     for i, span in enumerate(spans):
-        out.append(text[pos:span.start])
+        if span.start > pos:
+            out.append((pos, span.start, text[pos:span.start]))
         if mode == "tag":
-            out.append(tag_for(span))
+            out.append((span.start, span.end, tag_for(span)))
         elif mode == "mask":
-            out.append("".join(c if c.isspace() else "*" for c in text[span.start:span.end]))
+            out.append((span.start, span.end, "".join(c if c.isspace() else "*" for c in text[span.start:span.end])))
         else:
-            out.append(replacements[i])
+            out.append((span.start, span.end, replacements[i]))
         pos = span.end
-    out.append(text[pos:])
-    return "".join(out)
+    if pos < len(text) or not out:
+        out.append((pos, len(text), text[pos:]))
+    return out

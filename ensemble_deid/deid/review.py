@@ -4,7 +4,7 @@
 owner-only and outside ``text/``, the folder meant for sharing): one JSON
 object per line, a header first::
 
-    {"queue": 1, "bundle": "<manifest sha256>", "budget": {...}, "items": 2}
+    {"queue": 1, "bundle": "<manifest sha256>", "budget": {...}, "items": 2, "labels": [...]}
     {"item": "0-1", "doc": "note7", "start": 10, "end": 17, "label": "NAME:PATIENT",
      "risk": 0.42, "kind": "dropped-span", "current": "text", "members": ["crf", "memm"]}
 
@@ -14,8 +14,9 @@ offsets in the input note (end exclusive); ``label`` the suggested
 ``CATEGORY:TYPE``; ``risk`` in [0, 1]; ``kind`` why the item is there (see
 ``KINDS``); ``current`` what the released output holds now: ``text`` (the
 span is readable: accepting it masks it) or ``phi`` (masked: rejecting it
-unmasks it); ``members``: the members that proposed the span. Readers
-ignore fields they do not know.
+unmasks it); ``members``: the members that proposed the span. The header's
+optional ``labels`` (the bundle's ``CATEGORY:TYPE`` labels) are the types a
+reviewer may choose. Readers ignore fields they do not know.
 
 The file is read as untrusted input (someone else's tool may have written
 it): every field is typed and range-checked, and every error names the file,
@@ -155,6 +156,10 @@ def _check_header(header: dict, path: Path, n: int) -> None:
         raise ReviewError(f"{_where(path, n, 'bundle')}: expected a SHA-256 (64 lower-case hex digits) or null")
     if not isinstance(header.get("budget", {}), dict):
         raise ReviewError(f"{_where(path, n, 'budget')}: expected an object")
+    labels = header.get("labels", [])
+    if not (isinstance(labels, list) and len(labels) <= 10000
+            and all(isinstance(x, str) and _LABEL.fullmatch(x) for x in labels)):
+        raise ReviewError(f"{_where(path, n, 'labels')}: expected a list of labels CATEGORY:TYPE")
     if not _is_int(header.get("items")) or header["items"] < 0:
         raise ReviewError(f"{_where(path, n, 'items')}: expected a count (an integer >= 0)")
 
@@ -206,3 +211,96 @@ def _check_item(record: dict, path: Path, n: int, seen: set[str], texts: Mapping
             and all(isinstance(m, str) and 0 < len(m) <= MAX_NAME and m.isprintable() for m in members)):
         raise bad("members", f"expected a list of at most {MAX_MEMBERS} member names")
     return ReviewItem(item, doc, start, end, label, float(risk), kind, current, tuple(members))
+
+
+# -- decisions ---------------------------------------------------------------------
+#
+# What a reviewer decided, as the review page downloads it:
+#   {"decisions": 1, "queue": "<sha256 of queue.jsonl>",
+#    "items": {"0-1": {"action": "accept", "start": 10, "end": 17, "label": "NAME:PATIENT"}, ...}}
+# ``accept``: the item's extent is PHI of its label; ``reject``: it is not;
+# ``edit``: PHI with the given extent and label instead. Items left out are
+# undecided: the release keeps what it holds now.
+
+DECISIONS_VERSION = 1
+ACTIONS = ("accept", "reject", "edit")
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    start: int
+    end: int
+    label: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def decisions_json(queue_sha256: str, decisions: Mapping[str, Decision]) -> str:
+    """A decisions file's content (what the page downloads)."""
+    return json.dumps({"decisions": DECISIONS_VERSION, "queue": queue_sha256,
+                       "items": {k: d.to_json() for k, d in sorted(decisions.items(), key=lambda kv: _order(kv[0]))}},
+                      indent=1, sort_keys=True) + "\n"
+
+
+def _order(item: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in item.split("-"))
+
+
+def read_decisions(path: str | Path, queue: Queue, queue_sha256: str,
+                   texts: Mapping[str, str] | None = None) -> dict[str, Decision]:
+    """The decisions at ``path``, checked against ``queue`` (whose file has
+    checksum ``queue_sha256``): made for this queue, every item one of its
+    items, every extent inside the note (``texts``: doc id -> text) and every
+    label a label. Errors name the file, the item and the field."""
+    from ..files import read_json
+
+    path = Path(path)
+    name = printable(path)
+    data = read_json(path, ReviewError, "decisions file")
+    if not isinstance(data, dict) or data.get("decisions") != DECISIONS_VERSION \
+            or isinstance(data.get("decisions"), bool):
+        raise ReviewError(f"{name}: field 'decisions': not a decisions file of version {DECISIONS_VERSION}")
+    if data.get("queue") != queue_sha256:
+        raise ReviewError(f"{name}: field 'queue': made for another review queue (its checksum is not this "
+                          "queue's): decide on the page of this run's queue")
+    items = data.get("items")
+    if not isinstance(items, dict):
+        raise ReviewError(f"{name}: field 'items': expected an object of item id -> decision")
+    by_id = {item.item: item for item in queue.items}
+    labels = queue.header.get("labels")
+    out = {}
+    for key, record in items.items():
+        if not _ITEM_ID.fullmatch(key):
+            raise ReviewError(f"{name}: field 'items': a key that is not an item id '<doc index>-<n>'")
+        if key not in by_id:
+            raise ReviewError(f"{name}: item {key}: not in the review queue")
+        item = by_id[key]
+
+        def bad(field_: str, expected: str) -> ReviewError:
+            return ReviewError(f"{name}: item {key}: field {field_!r}: {expected}")
+
+        if not isinstance(record, dict):
+            raise bad("items", "expected an object")
+        action = record.get("action")
+        if not isinstance(action, str) or action not in ACTIONS:
+            raise bad("action", f"expected one of {', '.join(ACTIONS)}")
+        given = {k: record.get(k, getattr(item, k)) for k in ("start", "end", "label")}
+        if action != "edit":
+            for k, v in given.items():
+                if v != getattr(item, k) or isinstance(v, bool):
+                    raise bad(k, f"differs from the item's (a changed extent or label is action 'edit')")
+        start, end, label = given["start"], given["end"], given["label"]
+        if not _is_int(start) or start < 0:
+            raise bad("start", "expected a character offset (an integer >= 0)")
+        if not _is_int(end) or end <= start:
+            raise bad("end", "expected a character offset after 'start'")
+        if texts is not None and item.doc in texts and end > len(texts[item.doc]):
+            raise bad("end", f"beyond the end of its note ({len(texts[item.doc])} characters)")
+        if not (isinstance(label, str) and _LABEL.fullmatch(label)):
+            raise bad("label", "expected a label CATEGORY:TYPE")
+        if isinstance(labels, list) and action == "edit" and label not in labels and label != item.label:
+            raise bad("label", "not one of the bundle's labels")
+        out[key] = Decision(action, start, end, label)
+    return out
