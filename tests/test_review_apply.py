@@ -254,6 +254,7 @@ def test_the_release_report_has_no_phi_and_no_note_file_name(tiny_bundle, tmp_pa
     notes = _deidentify(tiny_bundle, out)
     report = json.loads((out / "release-report.json").read_text())
     assert report["command"] == "deidentify" and report["review"] is None  # the queue came after the run
+    assert report["run"] == {"notes": len(notes), "input_files_skipped": 0}
     decisions = _decide(out, tmp_path / "d.json", _decisions_for(notes, out))
     _run("review", "apply", out, "--notes", tiny_bundle / "test", "--decisions", decisions)
     report = json.loads((out / "release-report.json").read_text())
@@ -264,7 +265,8 @@ def test_the_release_report_has_no_phi_and_no_note_file_name(tiny_bundle, tmp_pa
         "disagreement": 1, "dropped-span": 1, "lexical": 1, "near-threshold": 1}
     assert report["review"]["decisions"]["decided"] == {"accept": 1, "edit": 1, "reject": 1}
     assert report["review"]["decisions"]["undecided"] == 1 and report["review"]["decisions"]["complete"]
-    assert report["run"] == {"notes_rewritten": 2, "notes_changed_by_review": 2}
+    assert report["run"] == {"notes": len(notes), "input_files_skipped": 0, "notes_rewritten": 2,
+                             "notes_changed_by_review": 2}
     for sub in ("text", "spans"):
         digests = sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in (out / sub).iterdir())
         assert report["outputs"][sub] == {"files": len(notes), "sha256": digests}
@@ -367,3 +369,32 @@ def test_fuzz_decisions_files_give_a_review_error_or_a_valid_decision(tmp_path):
                 assert 0 <= d.start < d.end <= len(note) and d.action in ("accept", "reject", "edit")
             outcomes["ok"] += 1
     assert outcomes["error"] > 150 and outcomes["ok"] > 20
+
+
+def test_expected_leak_from_the_bundles_counts_hand_computed():
+    from ensemble_deid.deid.release import expected_leak
+
+    docs = [{"all": {"token": [10, 1], "entity": [4, 1]}, "NAME": {"token": [4, 1], "entity": [2, 1]}},
+            {"all": {"token": [10, 0], "entity": [5, 0]}, "DATE": {"token": [6, 0], "entity": [3, 0]}}]
+    leak = expected_leak({"oof_leaks": {"documents": docs}}, reps=200)
+    assert leak["available"] and leak["documents"] == 2
+    assert leak["token"]["all"]["rate"] == 0.05 and leak["token"]["all"]["tokens"] == 20
+    assert leak["token"]["NAME"]["rate"] == 0.25 and leak["entity"]["all"]["rate"] == round(1 / 9, 5)
+    low, high = leak["token"]["all"]["ci95"]  # resamples of two documents: 0/20, 1/20 or 2/20
+    assert 0 <= low <= 0.05 <= high <= 0.1
+    assert leak["token"]["DATE"]["ci95"] == [0.0, 0.0]
+    assert not expected_leak({})["available"]
+    for bad in ({"documents": [{"all": {"token": [1, 2]}}]}, {"documents": [{"all": {"token": [True, 0]}}]},
+                {"documents": "x"}, {"documents": [{"all": {"words": [1, 0]}}]}, [1]):
+        assert expected_leak({"oof_leaks": bad}) == {
+            "available": False, "why": "the bundle's out-of-fold leak counts are malformed (not used)"}
+
+
+def test_the_report_counts_the_input_files_not_read_as_notes(tiny_bundle, tmp_path):
+    notes = tmp_path / "notes"
+    shutil.copytree(tiny_bundle / "test", notes)
+    (notes / "scan.pdf").write_bytes(b"%PDF")
+    (notes / "old").mkdir()
+    _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "out", "--no-progress")
+    report = json.loads((tmp_path / "out" / "release-report.json").read_text())
+    assert report["run"] == {"notes": 8, "input_files_skipped": 2}

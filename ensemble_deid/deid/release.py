@@ -138,12 +138,14 @@ def review_summary(out: Path) -> dict | None:
 def release_report(out: str | Path, command: str, bundle: Mapping | None = None, run: Mapping | None = None) -> dict:
     """The report of ``out`` as it is now. ``bundle``: the bundle's manifest
     (deidentify); without it (review apply) the bundle's part of the
-    previous report is kept. ``run``: counts of the command's own work."""
+    previous report is kept. ``run``: counts of the command's own work
+    (added to the previous report's: deidentify's notes stay after an apply)."""
     out = Path(out)
     previous = {}
-    if bundle is None and (out / REPORT_JSON).exists():
+    if (out / REPORT_JSON).exists():
         old = read_json(out / REPORT_JSON, ReviewError, "release report")
         previous = old if isinstance(old, dict) else {}
+    counts = previous.get("run") if isinstance(previous.get("run"), dict) else {}
     record = read_json(out / RUN_RECORD, ReviewError, "run record") if (out / RUN_RECORD).exists() else {}
     options = record.get("options", {}) if isinstance(record, dict) else {}
     return {
@@ -151,19 +153,19 @@ def release_report(out: str | Path, command: str, bundle: Mapping | None = None,
         "bundle": bundle_summary(bundle) if bundle is not None else previous.get("bundle", {}),
         "expected_leak": expected_leak(bundle) if bundle is not None else previous.get("expected_leak", {}),
         "mode": options.get("mode"), "span_formats": options.get("spans"),
-        "run": dict(run or {}), "review": review_summary(out), "spans_released": span_counts(out),
+        "run": {**counts, **dict(run or {})}, "review": review_summary(out), "spans_released": span_counts(out),
         "outputs": output_manifest(out),
         "run_record_sha256": file_sha256(out / RUN_RECORD) if (out / RUN_RECORD).exists() else None,
     }
 
 
 def run_counts(run, input_dir: str | Path) -> dict:
-    """A deidentify run's counts for the report: notes, done now, skipped as
-    already done, and the input folder's other files (not read as notes)."""
+    """A deidentify run's counts for the report, the same for a run and its
+    resume: notes in the input, the input folder's other files (skipped: not
+    read as notes)."""
     notes = {".txt", ".xml", ".ann"}
     other = sum(1 for p in Path(input_dir).iterdir() if not (p.is_file() and p.suffix in notes))
-    return {"notes": run.notes, "de_identified_now": run.processed, "skipped_already_done": run.skipped,
-            "input_files_not_read": other}
+    return {"notes": run.notes, "input_files_skipped": other}
 
 
 def write_release_report(out: str | Path, command: str, bundle: Mapping | None = None,
@@ -171,6 +173,10 @@ def write_release_report(out: str | Path, command: str, bundle: Mapping | None =
     out = Path(out)
     report = release_report(out, command, bundle, run)
     return (write_private_json(out / REPORT_JSON, report), write_private(out / REPORT_MD, render_markdown(report)))
+
+
+def _pairs(mapping) -> str:
+    return ", ".join(f"{k} {v}" for k, v in mapping.items()) if isinstance(mapping, dict) else str(mapping or "")
 
 
 def render_markdown(report: Mapping) -> str:
@@ -205,12 +211,12 @@ def render_markdown(report: Mapping) -> str:
     elif review.get("queue") == "unreadable":
         lines.append("The review queue is unreadable.")
     else:
-        lines += [f"- budget: {review['budget'] or 'none recorded'}",
+        lines += [f"- budget: {_pairs(review['budget']) or 'none recorded'}",
                   f"- queue `{review['queue_sha256']}`: {review['items']} item(s) in {review['notes_with_items']} "
-                  f"note(s); by kind: {review['items_by_kind'] or 'none'}"]
+                  f"note(s); by kind: {_pairs(review['items_by_kind']) or 'none'}"]
         d = review.get("decisions")
         if d:
-            lines.append(f"- decisions `{d.get('decisions_sha256')}`: {d.get('decided')}; undecided "
+            lines.append(f"- decisions `{d.get('decisions_sha256')}`: {_pairs(d.get('decided')) or 'none'}; undecided "
                          f"{d.get('undecided')}; notes changed {d.get('notes_changed')}"
                          + ("" if d.get("complete") else " (apply not finished: run it again)"))
         else:
