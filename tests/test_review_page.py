@@ -70,6 +70,17 @@ def test_review_page_command_writes_it_owner_only_outside_text(tiny_bundle, tmp_
     assert item["out"][0][0] == 0 and item["out"][-1][1] >= len(item["w"]) and "[NAME:PATIENT]" in released
 
 
+def test_deidentify_writes_the_page_of_its_queue(tiny_bundle, tmp_path):
+    out = tmp_path / "out"
+    _deidentify(tiny_bundle, out, "--mode", "surrogate", "--seed", "3")
+    assert not (out / "review" / "review.html").exists()
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", out, "--no-progress", "--mode",
+         "surrogate", "--seed", "3")
+    page = (out / "review" / "review.html").read_text()
+    assert "This page contains note text (PHI)" in page
+    assert stat.S_IMODE((out / "review" / "review.html").stat().st_mode) == 0o600
+
+
 def _key(b: Chromium, key: str, shift: bool = False, times: int = 1) -> None:
     codes = {"ArrowLeft": 37, "ArrowRight": 39, "Enter": 13, "Escape": 27}
     for _ in range(times):
