@@ -341,7 +341,7 @@ def test_fuzz_decisions_files_give_a_review_error_or_a_valid_decision(tmp_path):
               "NAME:DOCTOR", "Smith:Smith", sha, "x" * 3000]
     path = tmp_path / "d.json"
     outcomes = {"ok": 0, "error": 0}
-    for _ in range(500):
+    for _ in range(300):
         data = bytearray(original)
         if rng.random() < 0.4:
             for _ in range(rng.randint(1, 3)):
@@ -368,7 +368,7 @@ def test_fuzz_decisions_files_give_a_review_error_or_a_valid_decision(tmp_path):
             for d in got.values():
                 assert 0 <= d.start < d.end <= len(note) and d.action in ("accept", "reject", "edit")
             outcomes["ok"] += 1
-    assert outcomes["error"] > 150 and outcomes["ok"] > 20
+    assert outcomes["error"] > 90 and outcomes["ok"] > 12
 
 
 def test_expected_leak_from_the_bundles_counts_hand_computed():
@@ -398,3 +398,48 @@ def test_the_report_counts_the_input_files_not_read_as_notes(tiny_bundle, tmp_pa
     _run("deidentify", tiny_bundle / "model", notes, "--out", tmp_path / "out", "--no-progress")
     report = json.loads((tmp_path / "out" / "release-report.json").read_text())
     assert report["run"] == {"notes": 8, "input_files_skipped": 2}
+
+
+def test_fuzz_any_valid_queue_and_decisions_give_spans_redact_accepts():
+    """Random masked spans, items and decisions on one note: the final spans
+    never overlap and stay in the note, an accepted or edited extent is
+    masked (white space aside) unless a later item unmasks part of it, and a
+    rejected masked item is readable unless a later item masks over it."""
+    from ensemble_deid.corpus.document import Document
+    from ensemble_deid.deid.redact import redact
+
+    rng = random.Random(3)
+    text = "Pt Ann Lee, 64, seen at Mercy on 3 May 2019 by Dr. Ruiz; MRN 1234567.\nCall 555-0101. " * 2
+    labels = ["NAME:PATIENT", "DATE:DATE", "LOCATION:HOSPITAL"]
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(len(text) + 1), 2 * rng.randint(0, 6)))
+        base = [A(a, b, rng.choice(labels)) for a, b in zip(cuts[::2], cuts[1::2]) if a < b]
+        decided = []
+        for n in range(rng.randint(1, 6)):
+            a = rng.randrange(len(text) - 1)
+            b = rng.randint(a + 1, min(len(text), a + 20))
+            item = ReviewItem(f"0-{n}", "d", a, b, rng.choice(labels), rng.random(), "lexical",
+                              rng.choice(["text", "phi"]))
+            action = rng.choice(["accept", "reject", "edit"])
+            if action == "edit":
+                c = rng.randrange(len(text) - 1)
+                decision = Decision("edit", c, rng.randint(c + 1, min(len(text), c + 20)), rng.choice(labels))
+            else:
+                decision = Decision(action, a, b, item.label)
+            decided.append((item, decision))
+        final = decided_spans(base, decided, text)
+        assert all(0 <= s.start < s.end <= len(text) for s in final)
+        assert all(x.end <= y.start for x, y in zip(final, final[1:]))
+        redact(Document("d", text, ()), final, "mask")
+        covered = [any(s.start <= i < s.end for s in final) for i in range(len(text))]
+        for k, (item, decision) in enumerate(decided):
+            later = decided[k + 1:]
+            if decision.action in ("accept", "edit"):
+                cut = any(i.current == "phi" and d.action in ("reject", "edit") and i.start < decision.end
+                          and decision.start < i.end for i, d in later)
+                assert cut or all(covered[i] for i in range(decision.start, decision.end) if not text[i].isspace())
+            if item.current == "phi" and decision.action == "reject":
+                remasked = any(d.action in ("accept", "edit") and d.start < item.end and item.start < d.end
+                               for i, d in later)
+                inside = [i for i in range(item.start, item.end) if not text[i].isspace()]
+                assert remasked or not any(covered[i] for i in inside)
