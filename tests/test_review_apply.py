@@ -323,6 +323,12 @@ def test_bad_decisions_are_refused_before_anything_is_written(tiny_bundle, tmp_p
     result = _run("review", "apply", out, "--notes", tiny_bundle / "test", "--decisions", key, ok=False)
     assert "a key that is not an item id" in result.output and secret_text not in result.output
     assert _tree(out) == before and not (out / "review" / "applied.json").exists()
+    queue = read_queue(queue_path(out))
+    write_queue(queue_path(out), queue.items, {**queue.header, "bundle": "0" * 64})
+    result = _run("review", "apply", out, "--notes", tiny_bundle / "test", "--decisions",
+                  _decide(out, tmp_path / "d.json", good), ok=False)
+    assert "queue.jsonl: field 'bundle': made with another bundle than the run's" in result.output
+    assert _tree(out) == before and not (out / "review" / "applied.json").exists()
 
 
 def test_fuzz_decisions_files_give_a_review_error_or_a_valid_decision(tmp_path):

@@ -38,17 +38,24 @@ APPLIED = "applied.json"
 
 # -- the run's options -----------------------------------------------------------
 
+def run_record(out: str | Path) -> dict:
+    """``out``'s run record (``run.json``), checked to be one."""
+    path = Path(out) / RUN_RECORD
+    if not path.exists():
+        raise ReviewError(f"{printable(path)}: missing (not the output folder of a deidentify run)")
+    record = read_json(path, ReviewError, "run record")
+    if not isinstance(record, dict) or record.get("version") != 1 or not isinstance(record.get("options"), dict):
+        raise ReviewError(f"{printable(path)}: not a run record of this version")
+    return record
+
+
 def release_writer(out: str | Path, seed: int | None = None) -> FolderDeidentifier:
     """A writer of ``out``'s outputs with the options its run recorded
     (``seed``: the run's --seed, needed in surrogate mode when the run was
     given one; a drawn seed is in the record)."""
     path = Path(out) / RUN_RECORD
-    if not path.exists():
-        raise ReviewError(f"{printable(path)}: missing (not the output folder of a deidentify run)")
-    record = read_json(path, ReviewError, "run record")
-    opts = record.get("options") if isinstance(record, dict) else None
-    if not isinstance(opts, dict) or record.get("version") != 1:
-        raise ReviewError(f"{printable(path)}: not a run record of this version")
+    record = run_record(out)
+    opts = record["options"]
     mode, spans, pattern = opts.get("mode"), opts.get("spans"), opts.get("group_pattern")
     if mode not in MODES or not isinstance(mode, str):
         raise ReviewError(f"{printable(path)}: field 'mode': expected one of {', '.join(MODES)}")
@@ -76,6 +83,20 @@ def _is_int(value) -> bool:
 
 
 # -- inputs -------------------------------------------------------------------------
+
+def run_queue(out: Path) -> tuple[Path, Queue]:
+    """The run's queue file and its items (offsets not yet checked against
+    the notes), refused when made with another bundle than the run's."""
+    qpath = queue_path(out)
+    if not qpath.exists():
+        raise ReviewError(f"{printable(qpath)}: missing (the run wrote no review queue)")
+    queue = read_queue(qpath)
+    model = run_record(out)["options"].get("model")
+    if queue.bundle is not None and model is not None and queue.bundle != model:
+        raise ReviewError(f"{printable(qpath)}: field 'bundle': made with another bundle than the run's "
+                          f"({printable(out / RUN_RECORD)})")
+    return qpath, queue
+
 
 def queue_notes(notes_dir: str | Path, queue: Queue, group_pattern: str | None = None) -> dict[str, Document]:
     """The input notes the queue's items are in (doc id -> document with its
@@ -209,13 +230,11 @@ def apply_decisions(out: str | Path, notes_dir: str | Path, decisions_path: str 
     Everything is read and checked before any output is rewritten."""
     out = Path(out)
     writer = release_writer(out, seed)
-    qpath = queue_path(out)
-    if not qpath.exists():
-        raise ReviewError(f"{printable(qpath)}: missing (the run wrote no review queue)")
     with _locked(out):
         _remove_leftovers(out, None)
+        qpath, queue = run_queue(out)
         queue_sha = file_sha256(qpath)
-        docs = queue_notes(notes_dir, read_queue(qpath), writer.group_pattern)
+        docs = queue_notes(notes_dir, queue, writer.group_pattern)
         texts = {d: doc.text for d, doc in docs.items()}
         queue = read_queue(qpath, texts)
         decisions = read_decisions(decisions_path, queue, queue_sha, texts)
@@ -270,10 +289,8 @@ def write_page_for_run(out: str | Path, notes_dir: str | Path, seed: int | None 
 
     out = Path(out)
     writer = writer or release_writer(out, seed)
-    qpath = queue_path(out)
-    if not qpath.exists():
-        raise ReviewError(f"{printable(qpath)}: missing (the run wrote no review queue)")
-    docs = queue_notes(notes_dir, read_queue(qpath), writer.group_pattern)
+    qpath, queue = run_queue(out)
+    docs = queue_notes(notes_dir, queue, writer.group_pattern)
     queue = read_queue(qpath, {d: doc.text for d, doc in docs.items()})
     labels = sorted({i.label for i in queue.items} | set(queue.header.get("labels", [])))
     current = {d: current_spans(out, writer, doc, labels) for d, doc in docs.items()}

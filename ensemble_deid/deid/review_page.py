@@ -7,7 +7,8 @@ Each item shows a window of the note around it, with the item's extent and
 the spans masked now marked, beside the same window of the output as it is
 released now. Keys: ``j``/``k`` next/previous item, ``a`` accept, ``r``
 reject, ``e`` edit the extent (``←``/``→`` move its end, shift+``←``/``→``
-its start, ``Enter`` keeps the edit, ``Escape`` drops it), ``t`` cycle the
+its start, within the window shown; ``Enter`` keeps the edit, ``Escape``
+drops it), ``t`` cycle the
 type (an edit), ``u`` undo the item's decision, ``s`` save the decisions
 file. Decisions are kept in the browser's storage for this queue (offsets
 and labels only) until saved.
@@ -28,7 +29,6 @@ from .review import REVIEW_DIR, Queue, queue_path
 
 PAGE = "review.html"
 CONTEXT = 160  # characters of the note on either side of an item
-MAX_ITEMS_PAGE = 200_000
 
 
 def page_path(out: str | Path) -> Path:
@@ -143,18 +143,29 @@ function marked(container, text, w0, marks){
     container.appendChild(cls.length ? el('span', {'class': cls.join(' ')}, piece) : document.createTextNode(piece));
   }
 }
-function render(){
+// The item table is built once; a key press updates the rows it changed (thousands of items stay quick).
+const rows = [];
+function fillRow(i){
+  const it = D.items[i], d = decisions[it.id], cell = rows[i].cells[6];
+  rows[i].className = i === cur ? 'sel' : '';
+  cell.textContent = d ? d.action : '';
+  cell.className = d ? d.action : '';
+}
+function buildTable(){
   const body = document.querySelector('#items tbody');
-  body.textContent = '';
   D.items.forEach(function(it, i){
-    const d = decisions[it.id];
-    const tr = el('tr', {'data-item': it.id, 'class': i === cur ? 'sel' : ''});
-    [i + 1, it.doc, it.kind, it.risk.toFixed(2), it.label.split(':').pop(), it.current === 'phi' ? 'masked' : 'readable']
+    const tr = el('tr', {'data-item': it.id});
+    [i + 1, it.doc, it.kind, it.risk.toFixed(2), it.label.split(':').pop(), it.current === 'phi' ? 'masked' : 'readable', '']
       .forEach(function(v){ tr.appendChild(el('td', null, v)); });
-    tr.appendChild(el('td', d ? {'class': d.action} : null, d ? d.action : ''));
-    tr.addEventListener('click', function(){ editing = null; cur = i; render(); });
+    tr.addEventListener('click', function(){ editing = null; const was = cur; cur = i; render(was); });
     body.appendChild(tr);
+    rows.push(tr);
   });
+  rows.forEach(function(_, i){ fillRow(i); });
+}
+function render(was){
+  if (was !== undefined && was !== cur && rows[was]) fillRow(was);
+  if (rows[cur]) fillRow(cur);
   const done = Object.keys(decisions).length;
   document.getElementById('progress').textContent = done + ' of ' + D.items.length + ' item(s) decided' +
     (editing ? ' (editing: arrows move the end, shift+arrows the start, Enter keeps, Escape drops)' : '');
@@ -200,7 +211,7 @@ function save(){
 document.getElementById('save').addEventListener('click', save);
 document.addEventListener('keydown', function(ev){
   if (ev.ctrlKey || ev.metaKey || ev.altKey || !D.items.length) return;
-  const it = D.items[cur], n = Array.from(it.w).length;
+  const it = D.items[cur], n = Array.from(it.w).length, was = cur;
   if (editing){
     if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight'){
       const step = ev.key === 'ArrowLeft' ? -1 : 1;
@@ -210,7 +221,7 @@ document.addEventListener('keydown', function(ev){
     else if (ev.key === 'Escape'){ editing = null; }
     else if (ev.key === 't'){ editing.label = D.labels[(D.labels.indexOf(editing.label) + 1) % D.labels.length]; }
     else return;
-    ev.preventDefault(); render(); return;
+    ev.preventDefault(); render(was); return;
   }
   switch (ev.key){
     case 'j': cur = Math.min(D.items.length - 1, cur + 1); break;
@@ -228,8 +239,9 @@ document.addEventListener('keydown', function(ev){
     default: return;
   }
   ev.preventDefault();
-  render();
+  render(was);
 });
+buildTable();
 render();
 })();
 """
