@@ -119,6 +119,30 @@ def test_hostile_note_text_stays_text_in_chromium(tmp_path):
 
 
 @needs_chromium
+def test_a_long_queue_is_listed_a_page_at_a_time(tmp_path):
+    text = "Seen by Dr. Ruiz. " * 45
+    doc = Document("long", text, ())
+    items = tuple(ReviewItem(f"0-{n}", "long", 18 * n + 12, 18 * n + 16, "NAME:DOCTOR", 0.5, "lexical", "text")
+                  for n in range(45))
+    queue = Queue({"queue": 1, "bundle": None, "budget": {}, "items": 45}, items)
+    path = write_page(tmp_path / "review.html", build_review_page(queue, "d" * 64, {"long": doc}, {"long": []},
+                                                                    {"long": pieces(doc, [], "mask")}))
+    rows = "Array.from(document.querySelectorAll('#items tbody tr')).map(r => r.cells[0].textContent)"
+    with Chromium() as b:
+        b.open(path)
+        assert b.evaluate(rows) == [str(n) for n in range(1, 41)]
+        _key(b, "a", times=41)  # accept 41 items: the list turns to the page holding item 42
+        assert b.evaluate(rows) == [str(n) for n in range(41, 46)]
+        assert b.evaluate("document.querySelector('#items tr.sel').cells[0].textContent") == "42"
+        assert b.evaluate("document.getElementById('page').textContent").startswith("items 41-45 of 45")
+        assert "41 of 45 item(s) decided" in b.evaluate("document.getElementById('progress').textContent")
+        _key(b, "k", times=2)
+        assert b.evaluate(rows)[-1] == "40" and b.evaluate("document.querySelector('#items tr.sel').cells[0].textContent") == "40"
+        assert b.evaluate("document.querySelector('#note-window .cand').textContent") == "Ruiz"
+        assert b.problems() == []
+
+
+@needs_chromium
 def test_keyboard_review_downloaded_and_applied_equals_a_hand_written_decisions_file(tiny_bundle, tmp_path):
     out = tmp_path / "out"
     notes = _deidentify(tiny_bundle, out)
