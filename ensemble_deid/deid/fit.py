@@ -198,7 +198,11 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     point, whether its targets were met out of fold and the held-out curve.
     ``budget`` (voting-pruned): the kept members' summed inference cost, in
     CPU seconds per million tokens, may reach it; chosen as ``ensemble
-    --budget`` chooses, recorded with that cost in ``selection``."""
+    --budget`` chooses, recorded with that cost in ``selection``. The
+    manifest's ``oof_leaks`` are the chosen ensemble's out-of-fold leak
+    counts per training document (its out-of-fold predictions: cached by
+    the ``ensemble`` step, computed here when missing), from which every
+    release report bootstraps the leak to expect."""
     import tempfile
 
     from ..ensemble.caching import jsonable
