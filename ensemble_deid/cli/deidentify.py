@@ -112,15 +112,6 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         with executor as pool, progress_bar(total=total, desc="deidentify", unit="note", disable=no_progress,
                                             file=sys.stderr) as bar:
             run = runner.run(input_dir, out, progress=bar.update, executor=pool)
-    with fail_on_error():
-        from ..deid.release import run_counts, write_release_report
-        from ..deid.review import queue_path
-
-        if queue_path(out).exists():  # the page of the run's review queue, as released now
-            from ..deid.review_apply import write_page_for_run
-
-            write_page_for_run(out, input_dir, writer=runner)
-        write_release_report(out, "deidentify", deid.manifest, run_counts(run, input_dir))
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "

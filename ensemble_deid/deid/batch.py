@@ -7,7 +7,11 @@ atomically):
 - ``text/<id>.txt``: the de-identified text (``tag``, ``mask`` or ``surrogate``);
 - ``spans/<id>.xml``: the predicted spans as i2b2 XML (with the original text,
   as the i2b2 scorer reads it) and/or ``spans/<id>.ann``: BRAT standoff whose
-  offsets refer to the input note's text.
+  offsets refer to the input note's text;
+
+and for the run, ``release-report.json`` / ``.md`` (``release``: counts,
+labels and checksums, no PHI) and, when the run has a review queue, its
+page ``review/review.html`` (``review_page``).
 
 Every input is read and checked before any note is tagged, so an unreadable
 note stops the run with one error naming its file, before anything is
@@ -277,7 +281,21 @@ class FolderDeidentifier:
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
             summary.seconds = time.perf_counter() - t0
+            self._write_release(out, input_dir, summary)
         return summary
+
+    def _write_release(self, out: Path, input_dir: str | Path, summary: FolderRun) -> None:
+        """The review page of the run's review queue, if it has one, and the
+        release report (``release``): written by every run, a resume too."""
+        from .release import run_counts, write_release_report
+        from .review import queue_path
+
+        if queue_path(out).exists():
+            from .review_apply import write_page_for_run
+
+            write_page_for_run(out, input_dir, writer=self)
+        manifest = getattr(self.model, "manifest", None) or {}
+        write_release_report(out, "deidentify", manifest, run_counts(summary, input_dir))
 
     def tag_notes(self, out: Path, notes: Sequence[Note], groups: Sequence[str]) -> "TaggedChunk":
         """Tag and write a few notes (one batch); what a worker of a

@@ -153,7 +153,9 @@ def release_report(out: str | Path, command: str, bundle: Mapping | None = None,
         "bundle": bundle_summary(bundle) if bundle is not None else previous.get("bundle", {}),
         "expected_leak": expected_leak(bundle) if bundle is not None else previous.get("expected_leak", {}),
         "mode": options.get("mode"), "span_formats": options.get("spans"),
-        "run": {**counts, **dict(run or {})}, "review": review_summary(out), "spans_released": span_counts(out),
+        # sorted as the JSON is read back, so a resume writes the same report
+        "run": dict(sorted({**counts, **dict(run or {})}.items())),
+        "review": review_summary(out), "spans_released": span_counts(out),
         "outputs": output_manifest(out),
         "run_record_sha256": file_sha256(out / RUN_RECORD) if (out / RUN_RECORD).exists() else None,
     }
