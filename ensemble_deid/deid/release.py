@@ -157,7 +157,6 @@ def release_report(out: str | Path, command: str, bundle: Mapping | None = None,
         "run": dict(sorted({**counts, **dict(run or {})}.items())),
         "review": review_summary(out), "spans_released": span_counts(out),
         "outputs": output_manifest(out),
-        "run_record_sha256": file_sha256(out / RUN_RECORD) if (out / RUN_RECORD).exists() else None,
     }
 
 
@@ -230,5 +229,4 @@ def render_markdown(report: Mapping) -> str:
     for sub, entry in report["outputs"].items():
         lines.append(f"- `{sub}/`: {entry['files']} file(s)")
         lines += [f"  - `{h}`" for h in entry["sha256"]]
-    lines.append(f"- `run.json`: `{report.get('run_record_sha256')}`")
     return "\n".join(lines) + "\n"
