@@ -24,6 +24,8 @@ from ensemble_deid.deid.review import (Decision, ReviewError, ReviewItem, decisi
                                        read_queue, write_queue)
 from ensemble_deid.deid.review_apply import decided_spans, mark, unmark
 
+from .fuzz_inputs import _mutate
+
 
 def A(start, end, label):
     category, type_ = label.split(":")
@@ -349,13 +351,8 @@ def test_fuzz_decisions_files_give_a_review_error_or_a_valid_decision(tmp_path):
     outcomes = {"ok": 0, "error": 0}
     for _ in range(300):
         data = bytearray(original)
-        if rng.random() < 0.4:
-            for _ in range(rng.randint(1, 3)):
-                pos = rng.randrange(len(data))
-                if rng.random() < 0.5:
-                    data[pos] = rng.randrange(256)
-                else:
-                    data[pos:pos] = rng.choice([b"Smith", b"{", b"]", b'"', b"\xff", b"\\u0000"])
+        if rng.random() < 0.4:  # the loaders' fuzz edits: flips, cuts, copies, hostile snippets, digit runs
+            data = bytearray(_mutate(original, rng, [b"Smith", b"{", b"]", b'"', b"\xff", b"\\u0000"]))
         else:
             doc = json.loads(bytes(data))
             target = doc if rng.random() < 0.3 else doc["items"][rng.choice(sorted(doc["items"]))]
