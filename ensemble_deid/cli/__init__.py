@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "deidentify": "ensemble_deid.cli.deidentify:deidentify",
     "prune": "ensemble_deid.cli.prune:prune",
     "report": "ensemble_deid.cli.report:report",
+    "review": "ensemble_deid.cli.review:review",
     "taggers": "ensemble_deid.cli.taggers:taggers",
     "study": "ensemble_deid.cli.study:study",
     "demo": "ensemble_deid.cli.study:demo",

@@ -138,6 +138,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
             from .interrupt import notes_message, stop
 
             stop(notes_message(out, finished[0], total))
+        page = write_review_page(out, input_dir, runner)
     if run.leftovers_removed:
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
     if run.not_notes:
@@ -148,6 +149,8 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         click.echo(line, err=True)
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "
                f"{run.seconds:.1f} s ({run.tokens_per_second:,.0f} tokens/s); outputs in {out}")
+    if page is not None:
+        click.echo(f"review page (holds PHI, owner-only, not for sharing): {page}")
     if run.clinical_values:
         click.echo(f"warning: {run.clinical_values} span(s) tagged DATE read as clinical values (a blood pressure,\n"
                    "  a lab value, a dose): left as written where they cannot be dates, else\n"
@@ -220,3 +223,14 @@ def score_report(input_dir, out, labels) -> str:
     lines.append("leak rate: gold PHI characters left readable in the de-identified text (not inside a predicted span):")
     lines.append(render_table(["category", "PHI chars", "leaked", "leak rate"], rows))
     return "\n".join(lines)
+
+
+def write_review_page(out, input_dir, runner):
+    """The review page of the run's queue (OUT/review/review.html), when the
+    run wrote one; None otherwise."""
+    from ..deid.review import queue_path
+    from ..deid.review_apply import write_page_for_run
+
+    if not queue_path(out).exists():
+        return None
+    return write_page_for_run(out, input_dir, writer=runner)

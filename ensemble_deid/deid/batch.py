@@ -15,6 +15,10 @@ atomically):
   stands out), and ``marked/<id>.json``: the replaced spans' offsets in
   ``text/<id>.txt`` with their labels.
 
+and for the run, ``release-report.json`` / ``.md`` (``release``: counts,
+labels and checksums, no PHI) and, when the run has a review queue, its
+page ``review/review.html`` (``review_page``).
+
 Every input is read and checked before any note is tagged, so an unreadable
 note stops the run with one error naming its file, before anything is
 written; inputs go through the readers' source guard (regular files only: a
@@ -62,9 +66,9 @@ from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
 from ..files import os_error, private_dir, read_json, read_utf8, temp_files, write_private, write_private_json
 from .redact import MODES, marked, redact_spans
+from .release import RUN_RECORD, run_counts, write_release_report
 
 SPAN_FORMATS = ("xml", "brat")
-RUN_RECORD = "run.json"
 LOCK = ".lock"
 SCRATCH = ".scratch"
 # The command-line option behind each recorded setting (named in a mismatch).
@@ -436,6 +440,7 @@ class FolderDeidentifier:
                         self._finish(summary, done, mapped, progress)
             summary.seconds = time.perf_counter() - t0
             self._check_tagged(out, notes, todo, summary)
+            self._write_release(out, input_dir, summary)
         return summary
 
     def _named(self, out: Path, notes: list[Note], summary: FolderRun) -> list[Note]:
@@ -518,6 +523,13 @@ class FolderDeidentifier:
                 f"but its ensemble "
                 f"({getattr(method, 'name', 'the method')}) kept none {rule}: a threshold (--operating-point) above "
                 "the scores the members give, or members whose labels never agree")
+
+    def _write_release(self, out: Path, input_dir: str | Path, summary: FolderRun) -> None:
+        """The release report (``release``): written by every run, a resume
+        too. (The review page of a run's queue is written by its caller,
+        ``review_apply.write_page_for_run``, which builds on this module.)"""
+        manifest = getattr(self.model, "manifest", None) or {}
+        write_release_report(out, "deidentify", manifest, run_counts(summary, input_dir))
 
     def tag_notes(self, out: Path, notes: Sequence[Note], groups: Sequence[str]) -> "TaggedChunk":
         """Tag and write a few notes (one batch); what a worker of a
@@ -649,11 +661,25 @@ def _pbkdf2(seed: int, salt: str) -> str:
                                SEED_ROUNDS).hex()
 
 
+def seed_matches(stored, seed) -> bool:
+    """Whether ``stored``, a run.json's seed record (a salted digest, or an
+    older run's unsalted hash), stands for ``seed``."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        return False
+    if isinstance(stored, dict) and isinstance(stored.get("salt"), str) and re.fullmatch(r"[0-9a-f]{32}", stored["salt"]):
+        return stored == seed_digest(seed, stored["salt"])
+    return isinstance(stored, str) and stored == _unsalted(seed)
+
+
+def _unsalted(seed: int) -> str:
+    return hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest()
+
+
 def _legacy_seed(stored: str, drawn, surrogates) -> int | None:
     """The seed an unsalted digest of an older run.json stands for, when it
     is this run's (or the recorded drawn one); None: another seed."""
     for seed in (surrogates.seed if surrogates.seed_given else None, drawn):
-        if isinstance(seed, int) and stored == hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest():
+        if isinstance(seed, int) and stored == _unsalted(seed):
             return seed
     return None
 

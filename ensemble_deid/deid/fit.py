@@ -162,6 +162,20 @@ def _member(spec, cache, train_fingerprint: str, test_fingerprint: str, train, l
     return fit_member(spec, train), {"model": "trained by fit", "why": why}
 
 
+def oof_leak_record(train, oof) -> dict:
+    """Per training document, the gold PHI tokens and entities of each
+    category and how many of them the ensemble's out-of-fold predictions
+    leak (counts only, in no particular order): what the release report
+    bootstraps over documents for the expected leak of a release."""
+    from ..studies.leaks import per_document_leaks
+    from ..studies.summary import prediction_spans
+
+    per_doc = per_document_leaks(train, prediction_spans(train, oof))
+    return {"unit": "gold PHI (tokens, entities) and leaked, per category", "documents": [
+        {key: {unit: [int(n), int(k)] for unit, (n, k) in units.items()} for key, units in doc.items()}
+        for doc in per_doc]}
+
+
 def _origin_count(origins: Mapping[str, dict]) -> str:
     kept = sum(o["model"] == "kept by cv" for o in origins.values())
     trained = sum(o["model"] == "trained by fit" for o in origins.values())
@@ -184,7 +198,11 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     point, whether its targets were met out of fold and the held-out curve.
     ``budget`` (voting-pruned): the kept members' summed inference cost, in
     CPU seconds per million tokens, may reach it; chosen as ``ensemble
-    --budget`` chooses, recorded with that cost in ``selection``."""
+    --budget`` chooses, recorded with that cost in ``selection``. The
+    manifest's ``oof_leaks`` are the chosen ensemble's out-of-fold leak
+    counts per training document (its out-of-fold predictions: cached by
+    the ``ensemble`` step, computed here when missing), from which every
+    release report bootstraps the leak to expect."""
     import tempfile
 
     from ..ensemble.caching import jsonable
@@ -197,7 +215,7 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     # The 'ensemble' step itself (every parameter checked before any member
     # is computed): its cached test predictions are the reference.
     done = run_method(workspace, corpus_name, method, members, params, grid, folds=folds, seed=seed,
-                      objective=objective, oof=False, progress=progress, log=log, warn=warn, budget=budget)
+                      objective=objective, oof=True, progress=progress, log=log, warn=warn, budget=budget)
     corpus, engine, learner = done.corpus, done.engine, done.learner
     if not learner.is_fitted():  # reused from the cache: the same deterministic fit
         learner.fit({label: run.oof for label, run in done.runs.items()}, corpus.train)
@@ -220,6 +238,7 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
                                   "cv_best_score": learner.best_score_, "objective": learner.objective,
                                   "folds": engine.k, "seed": seed, "members_given": order, "members_used": keep,
                                   **_cost_record(chosen), **operating_point_record(learner)})
+    info["oof_leaks"] = oof_leak_record(corpus.train, done.result["oof"])
     cost = info["selection"]
     lines = [f"{method} over {len(order)} members ({len(keep)} used: {', '.join(keep)}"
              + (f"; cost {cost['cost']:,.1f} within the budget of {cost['budget']:g} CPU s per million tokens"

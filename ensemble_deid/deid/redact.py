@@ -30,6 +30,26 @@ def redact_spans(document: Document, spans: Sequence[Annotation], mode: str = "t
                  surrogates=None) -> tuple[str, list[Annotation]]:
     """The redacted text and, for each span (in text order), where its
     replacement lies in that text (same label)."""
+    out, placed, length = [], [], 0
+    for start, end, new, span in _pieces(document, spans, mode, surrogates):
+        if span is not None:
+            placed.append(Annotation(length, length + len(new), span.category, span.type))
+        out.append(new)
+        length += len(new)
+    return "".join(out), placed
+
+
+def pieces(document: Document, spans: Sequence[Annotation], mode: str = "tag",
+           surrogates=None) -> list[tuple[int, int, str]]:
+    """:func:`redact`'s output as ``(start, end, output)`` pieces covering the
+    note in order: the text between spans (output = that text) and each span
+    with its replacement, so a part of the output can be shown beside the
+    part of the note it comes from (the review page)."""
+    return [(start, end, new) for start, end, new, _ in _pieces(document, spans, mode, surrogates)]
+
+
+def _pieces(document: Document, spans: Sequence[Annotation], mode: str, surrogates):
+    """``(start, end, output, span or None)`` covering the note in order."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if mode == "surrogate" and surrogates is None:
@@ -43,22 +63,21 @@ def redact_spans(document: Document, spans: Sequence[Annotation], mode: str = "t
             raise ValueError(f"document {document.id!r}: overlapping spans at offset {span.start}")
     if mode == "surrogate":  # all at once: one surrogate per string of the note
         replacements = surrogates.replace_spans(document, spans)
-    out, placed, pos, length = [], [], 0, 0
+    out, pos = [], 0
     for i, span in enumerate(spans):
-        out.append(text[pos:span.start])
-        length += span.start - pos
+        if span.start > pos:
+            out.append((pos, span.start, text[pos:span.start], None))
         if mode == "tag":
             new = tag_for(span)
         elif mode == "mask":
             new = "".join(c if c.isspace() else "*" for c in text[span.start:span.end])
         else:
             new = replacements[i]
-        out.append(new)
-        placed.append(Annotation(length, length + len(new), span.category, span.type))
-        length += len(new)
+        out.append((span.start, span.end, new, span))
         pos = span.end
-    out.append(text[pos:])
-    return "".join(out), placed
+    if pos < len(text) or not out:
+        out.append((pos, len(text), text[pos:], None))
+    return out
 
 
 def marked(text: str, placed: Sequence[Annotation]) -> str:

@@ -469,19 +469,30 @@ def build_page(data: ReportData, include_text: bool = False, extra_sections: Seq
     nav = " · ".join(f'<a href="#{escape(s.id)}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{escape(s.id)}"><h2>{escape(s.title)}</h2>{s.html}</section>' for s in sections)
     if include_text:
-        banner = ('<div class="banner phi" id="banner">This page contains note text (PHI). Keep it owner-only; '
-                  "do not share, upload or commit it.</div>")
+        banner = PHI_BANNER
     else:
         banner = ('<div class="banner" id="banner">No note text: the document views show offsets, labels and '
                   "counts only.</div>")
+    return html_page(data.title, banner, f"<nav>{nav}</nav>{body}", page_data(data, include_text, include_ids), _JS)
+
+
+PHI_BANNER = ('<div class="banner phi" id="banner">This page contains note text (PHI). Keep it owner-only; '
+              "do not share, upload or commit it.</div>")
+
+
+def html_page(title: str, banner: str, body: str, data, script: str, css: str = "", data_id: str = "report-data") -> str:
+    """A self-contained page: the report's style (plus ``css``), a
+    content-security policy that lets it load nothing, ``banner`` and
+    ``body`` (trusted fragments), ``data`` as escaped JSON in the element
+    ``data_id`` and ``script`` (which reads it)."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(data.title)}</title><style>{_CSS}</style></head>
-<body>{banner}<h1>{escape(data.title)}</h1><nav>{nav}</nav>{body}
-<script type="application/json" id="report-data">{_script_json(page_data(data, include_text, include_ids))}</script>
-<script>{_JS}</script></body></html>
+<title>{escape(title)}</title><style>{_CSS}{css}</style></head>
+<body>{banner}<h1>{escape(title)}</h1>{body}
+<script type="application/json" id="{escape(data_id)}">{_script_json(data)}</script>
+<script>{script}</script></body></html>
 """
 
 

@@ -74,7 +74,14 @@ def leak_table(documents: Sequence[Document], spans: Spans, reps: int = 1000, se
 def bootstrap_leaks(report, reps: int = 1000, seed: int = 0) -> dict[str, dict[str, Leak]]:
     """:func:`leak_table` of an ``evaluate(..., leak_documents=True)`` leak
     report (None: no documents)."""
-    per_doc = _per_document(report)
+    return bootstrap_documents(_per_document(report), reps, seed)
+
+
+def bootstrap_documents(per_doc: Sequence[Mapping[str, Mapping[str, Sequence[int]]]], reps: int = 1000,
+                        seed: int = 0) -> dict[str, dict[str, Leak]]:
+    """:func:`bootstrap_leaks` of per-document counts, as
+    :func:`per_document_leaks` gives them ({"all" or CATEGORY: {unit:
+    (gold units, leaked units)}} per document; a bundle keeps them)."""
     keys = [OVERALL] + sorted({k for d in per_doc for k in d if k != OVERALL})
     idx = np.random.default_rng(seed).integers(0, len(per_doc), size=(reps, len(per_doc))) if per_doc else None
     out: dict[str, dict[str, Leak]] = {u: {} for u in UNITS}
