@@ -27,10 +27,14 @@ from .front import BUDGET_HELP
 @click.option("--shareable", type=click.IntRange(min=2), metavar="K", help="With --tagger: train without the words "
               "found in fewer than K training documents of different patients (replaced by their shapes), so the bundle "
               "holds none of them.")
+@click.option("--review", "review", default="recall>=0.998", show_default=True, metavar="BUDGET",
+              help="With --method: the review budget, chosen by CV on the ensemble's own out-of-fold outputs and kept "
+              "in the bundle (deidentify queues the readable spans most likely PHI): 'recall>=R' (review until "
+              "binary-token recall R), 'items<=N' (each note's N riskiest) or 'none' (k more ensemble fits).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
 def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, objective, budget, out, verify,
-        shareable, no_progress):
+        shareable, review, no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
     'ensemble' command makes; members missing from the cache are
@@ -55,5 +59,6 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, o
         else:
             done = fit_ensemble(ws, corpus_name, method, members, out, parse_params(params), parse_grid(grid),
                                 folds=None if left_default(ctx, "k") else k, seed=seed, objective=objective, verify=verify,
-                                progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"), budget=budget)
+                                progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"), budget=budget,
+                                review=review)
     click.echo(done.summary)

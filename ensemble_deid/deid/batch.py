@@ -57,7 +57,8 @@ SCRATCH = ".scratch"
 # The command-line option behind each recorded setting (named in a mismatch).
 OPTION_NAMES = {"mode": "--mode", "spans": "--spans", "model": "MODEL (the bundle)", "group_pattern": "--group-pattern",
                 "seed": "--seed", "date_order": "--date-order", "locale": "--locale",
-                "operating_point": "--operating-point"}
+                "operating_point": "--operating-point", "review": "--review"}
+REVIEW_PARTS = ".parts"  # OUT/review/.parts/<id>.json: each note's queued items, gathered into the queue
 
 
 class RunMismatch(EnsembleDeidError):
@@ -193,7 +194,8 @@ class FolderDeidentifier:
     mapping is in it, so a failed or killed run loses none of it."""
 
     def __init__(self, model, mode: str = "tag", span_formats: Sequence[str] = ("xml",), surrogates=None,
-                 group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None):
+                 group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None,
+                 review=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         bad = sorted(set(span_formats) - set(SPAN_FORMATS))
@@ -214,6 +216,10 @@ class FolderDeidentifier:
         self.group_pattern = group_pattern
         self.batch_size = int(batch_size)
         self.mapping = Path(mapping) if mapping is not None else None
+        # review: None (no queue), or an ensemble.review_risk.Budget (the bundle's own when it is the bundle's)
+        if review is not None and getattr(model, "review", None) is None:
+            raise ValueError("the bundle holds no review model: fit it with --review, or deidentify with --review none")
+        self.review = review
 
     def outputs(self, out: Path, doc_id: str) -> dict[str, Path]:
         paths = {"text": out / "text" / f"{doc_id}.txt"}
@@ -221,6 +227,8 @@ class FolderDeidentifier:
             paths["xml"] = out / "spans" / f"{doc_id}.xml"
         if "brat" in self.span_formats:
             paths["brat"] = out / "spans" / f"{doc_id}.ann"
+        if self.review is not None:
+            paths["review"] = _review_parts(out) / f"{doc_id}.json"
         return paths
 
     def is_complete(self, out: Path, doc_id: str, mapped: Sequence[str] | dict = ()) -> bool:
@@ -240,6 +248,8 @@ class FolderDeidentifier:
         if self.mode == "surrogate":
             s = self.surrogates
             opts.update(seed=_seed_hash(s.seed), date_order=s.date_order, locale=s.locale)
+        if self.review is not None:  # only then: runs recorded before review existed keep their record
+            opts["review"] = str(self.review)
         return opts
 
     def run(self, input_dir: str | Path, out: str | Path,
@@ -258,6 +268,8 @@ class FolderDeidentifier:
             summary.leftovers_removed = _remove_leftovers(out, self.mapping)
             for sub in ("text", "spans"):
                 private_dir(out / sub)
+            if self.review is not None:
+                private_dir(_review_parts(out))
             mapped = self._open_mapping()  # a mapping that cannot be written fails now, not after the work
             write_private_json(out / RUN_RECORD, self._record())
             todo = [n for n in notes if not self.is_complete(out, n.doc_id, mapped)]
@@ -276,8 +288,31 @@ class FolderDeidentifier:
                 with _scratch(out), _frozen():  # local workers are forked inside: they inherit the freeze
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
+            if self.review is not None:
+                self._write_queue(out, notes)
             summary.seconds = time.perf_counter() - t0
         return summary
+
+    def _write_queue(self, out: Path, notes: Sequence[Note]) -> None:
+        """Gather every note's queued items into ``OUT/review/queue.jsonl``
+        (notes in name order, each note's riskiest first; ``item`` is
+        ``<note index>-<n>``), with the bundle and the budget in the header."""
+        from .review import ReviewItem, queue_path, write_queue
+
+        items = []
+        for i, note in enumerate(notes):
+            queued = read_json(_review_parts(out) / f"{note.doc_id}.json", CorpusError, "review items")
+            for n, q in enumerate(queued, 1):
+                items.append(ReviewItem(f"{i}-{n}", note.doc_id, q["start"], q["end"], q["label"], q["risk"], q["kind"],
+                                        q["current"], tuple(q["members"])))
+        review = self.model.review
+        budget = {"rule": str(self.review), "bundle_rule": str(review.budget)}
+        if self.review.kind == "recall":
+            budget["risk_threshold"] = review.threshold if self.review == review.budget \
+                else review.threshold_for(self.review.value)
+            budget["reached_out_of_fold"] = review.reached if self.review == review.budget else None
+        manifest = getattr(self.model, "manifest", None) or {}
+        write_queue(queue_path(out), items, {"bundle": manifest.get("manifest_sha256"), "budget": budget})
 
     def tag_notes(self, out: Path, notes: Sequence[Note], groups: Sequence[str]) -> "TaggedChunk":
         """Tag and write a few notes (one batch); what a worker of a
@@ -285,7 +320,12 @@ class FolderDeidentifier:
         docs = [read_note(n)[0] for n in notes]
         for doc, group in zip(docs, groups):
             doc.metadata["group"] = group
-        spans = self.model.spans(docs)
+        if self.review is not None:
+            spans, queued = self.model.spans_for_review(docs, self.review)
+            for doc in docs:  # before the note's other outputs: a note counts as done only when all exist
+                write_private_json(_review_parts(out) / f"{doc.id}.json", queued[doc.id])
+        else:
+            spans = self.model.spans(docs)
         done = TaggedChunk(notes=len(docs))
         for doc in docs:
             if self.mapping is not None:
@@ -366,6 +406,12 @@ class FolderDeidentifier:
         write_private(paths["text"], redact(doc, spans, self.mode, self.surrogates).encode("utf-8"))
 
 
+def _review_parts(out: Path) -> Path:
+    from .review import REVIEW_DIR
+
+    return out / REVIEW_DIR / REVIEW_PARTS
+
+
 def _seed_hash(seed: int) -> str:
     return hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest()
 
@@ -420,7 +466,7 @@ if hasattr(os, "register_at_fork"):
 def _remove_leftovers(out: Path, mapping: Path | None) -> int:
     """Remove (under the lock) what a killed run left: half-written temp
     files (PHI) beside the outputs and the mapping, and its scratch folders."""
-    leftovers = temp_files(out / "text") + temp_files(out / "spans")
+    leftovers = temp_files(out / "text") + temp_files(out / "spans") + temp_files(_review_parts(out))
     if mapping is not None:
         leftovers += temp_files(mapping.parent, mapping.name)
     for path in leftovers:
