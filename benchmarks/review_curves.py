@@ -48,6 +48,7 @@ IMG = ROOT / "docs" / "img"
 METHODS = ["voting-pruned", "stacked-svm", "stacked-lstm"]
 BUDGET = "recall>=0.998"
 SEEDS = 5
+TARGETS = (0.995, 0.996, 0.997, 0.998, 0.999)  # other budgets, each chosen on train the same way
 
 
 def load():
@@ -137,10 +138,23 @@ def run_method(method, objective, train, dev, folds, oof, devm, lstm_folds, budg
     share = ditems.features[proposed, 1]
     dis_order = proposed[np.argsort(-share, kind="stable")]
     disagreement = review_curve(ditems, dgold, dis_order, share[np.argsort(-share, kind="stable")], n)
+    # the same choice for other recall targets: each threshold from the full held-out train curve
+    from ensemble_deid.ensemble.review_risk import choose_threshold
+
+    t_order = np.argsort(-held, kind="stable")
+    train_curve = review_curve(items, gold, t_order, held[t_order], len(train))
+    targets = []
+    for target in TARGETS:
+        threshold, reached = choose_threshold(train_curve, target)
+        rows_ = np.flatnonzero(risk >= threshold)
+        at = review_curve(ditems, dgold, order[:len(rows_)], None, n)[-1] if len(rows_) else curve[0]
+        targets.append({"target": target, "threshold": threshold, "reached": reached,
+                        "train": next((p.to_dict() for p in train_curve if p.recall >= target), None),
+                        "dev": at.to_dict()})
     kinds = {kd: int(sum(1 for i in queued.tolist() if ditems.kind[i] == kd)) for kd in sorted(set(ditems.kind))}
     row = {
         "method": method, "objective": objective, "folds": k, "chosen": {kk: v for kk, v in search.best_params_.items()},
-        "review_members": list(keep), "budget": str(budget),
+        "review_members": list(keep), "budget": str(budget), "targets": targets,
         "seconds": {"choose": round(t1 - t0, 1), "out_of_fold": round(t2 - t1, 1), "risk_and_budget": round(t3 - t2, 1),
                     "dev": round(t4 - t3, 1)},
         "train": {"items": len(items), "useful_items": cv["useful_items"], "threshold": review.threshold,
@@ -195,6 +209,14 @@ def markdown(result: dict) -> str:
     lines += ["", "Ceiling (every item reviewed): " + "; ".join(
         f"{r['method']} {r['dev']['ceiling_recall']:.4f} with {r['dev']['ceiling_tokens_share'] * 100:.1f}% of tokens"
         for r in result["rows"])]
+    lines += ["", "| method | budget chosen on train | train tokens reviewed (CV) | dev R after review | "
+              "dev tokens in queue | dev items per note |", "|---|---|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        for t in r.get("targets", []):
+            tr = t["train"]
+            lines.append(f"| {r['method']} | `recall>={t['target']:g}` | "
+                         f"{(tr['tokens_share'] * 100 if tr else float('nan')):.2f}% | {t['dev']['recall']:.4f} | "
+                         f"{t['dev']['tokens_share'] * 100:.2f}% | {t['dev']['items_per_note']:.1f} |")
     missing = result.get("not_run")
     if missing:
         lines += ["", f"Not run: {missing}"]

@@ -215,7 +215,9 @@ def test_local_workers_run_the_clients_loaded_bundle_without_reading_it_again(bu
     shutil.copytree(bundle / "model", copy)
     model = Deidentifier.load(copy)
     shutil.rmtree(copy)
-    runner = FolderDeidentifier(model, "surrogate", ("xml", "brat"), Surrogator(seed=7), batch_size=2)
+    # the bundle's review budget, as deidentify uses it by default
+    runner = FolderDeidentifier(model, "surrogate", ("xml", "brat"), Surrogator(seed=7), batch_size=2,
+                                review=model.review.budget)
     out = tmp_path / "out"
     with Distributor(BundleRef(str(copy), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
         run = runner.run(bundle / "notes", out, executor=pool)

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.corpus.folds import FoldAssignment
-from ensemble_deid.ensemble.review_risk import (BASE_FEATURES, Budget, CurvePoint, GoldCoverage, Lexicon, ReviewModel,
+from ensemble_deid.ensemble.review_risk import (Budget, GoldCoverage, Lexicon, ReviewModel,
                                                 build_items, choose_threshold, document_views, fit_review,
                                                 learn_lexicon, parse_budget, per_note_order, review_curve)
 from ensemble_deid.taggers.prediction import DocumentPrediction
@@ -207,65 +205,49 @@ def test_review_settings_round_trip_and_tampering():
 
 
 # --- through a bundle: fit stores it, deidentify queues, a tampered bundle is refused ------------------
+# The deidentify CLI tests' bundle: a voting bundle of the tiny corpus, fitted with the default review budget.
+from .test_deid_cli import _run, tiny_bundle  # noqa: E402,F401
 
-def _run(*args, ok=True):
-    from ensemble_deid.cli import main
-
-    result = CliRunner().invoke(main, list(map(str, args)))
-    if ok:
-        assert result.exit_code == 0, result.output + repr(result.exception)
-    return result
-
-
-@pytest.fixture(scope="module")
-def bundle(fitted_tiny_bundle):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ENSEMBLE_DEID_HOME", str(fitted_tiny_bundle / "ws"))
-    mp.delenv("ENSEMBLE_DEID_CACHE", raising=False)
-    yield fitted_tiny_bundle
-    mp.undo()
-
-
-def test_fit_stores_the_review_model_and_deidentify_queues_items(bundle, tmp_path):
+def test_fit_stores_the_review_model_and_deidentify_queues_items(tiny_bundle, tmp_path):
     from ensemble_deid.corpus.formats import load_directory
     from ensemble_deid.deid import Deidentifier, read_manifest
     from ensemble_deid.deid.review import queue_path, read_queue
 
-    manifest = read_manifest(bundle / "model")
+    manifest = read_manifest(tiny_bundle / "model")
     stored = manifest["review"]
     assert stored["budget"] == "recall>=0.998" and 0 <= stored["threshold"] <= 1
-    model = Deidentifier.load(bundle / "model")
+    model = Deidentifier.load(tiny_bundle / "model")
     assert model.review.member_names == tuple(m["label"] for m in manifest["members"])
-    texts = {d.id: d.text for d in load_directory(bundle / "test")}
+    texts = {d.id: d.text for d in load_directory(tiny_bundle / "test")}
     out = tmp_path / "out"
-    _run("deidentify", bundle / "model", bundle / "test", "--out", out, "--no-progress")
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", out, "--no-progress")
     queue = read_queue(queue_path(out), texts, None)
     assert queue.bundle == manifest["manifest_sha256"] and queue.budget["rule"] == "recall>=0.998"
     assert all(0 <= it.risk <= 1 and it.current == "text" for it in queue.items)
     assert all(it.risk >= stored["threshold"] for it in queue.items)
     assert (queue_path(out).stat().st_mode & 0o077) == 0 and (queue_path(out).parent.stat().st_mode & 0o077) == 0
     # a resume keeps it; another budget on the same folder is refused, naming --review
-    again = _run("deidentify", bundle / "model", bundle / "test", "--out", out, "--no-progress")
+    again = _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", out, "--no-progress")
     assert "0 note(s) de-identified" in again.output
     assert read_queue(queue_path(out), texts).items == queue.items
-    other = _run("deidentify", bundle / "model", bundle / "test", "--out", out, "--review-items", "1", ok=False)
+    other = _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", out, "--review-items", "1", ok=False)
     assert other.exit_code != 0 and "--review" in other.output
     # at most one item per note; no queue at all with --review none
     one = tmp_path / "one"
-    _run("deidentify", bundle / "model", bundle / "test", "--out", one, "--review", "items<=1", "--no-progress")
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", one, "--review", "items<=1", "--no-progress")
     per_note = {}
     for it in read_queue(queue_path(one), texts).items:
         per_note[it.doc] = per_note.get(it.doc, 0) + 1
     assert max(per_note.values(), default=0) <= 1
     none = tmp_path / "none"
-    _run("deidentify", bundle / "model", bundle / "test", "--out", none, "--review", "none", "--no-progress")
+    _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", none, "--review", "none", "--no-progress")
     assert not queue_path(none).exists()
-    bad = _run("deidentify", bundle / "model", bundle / "test", "--out", tmp_path / "bad", "--review", "recall>=3",
+    bad = _run("deidentify", tiny_bundle / "model", tiny_bundle / "test", "--out", tmp_path / "bad", "--review", "recall>=3",
                ok=False)
     assert bad.exit_code != 0 and "--review" in bad.output
 
 
-def test_a_bundle_with_tampered_review_settings_is_refused(bundle, tmp_path):
+def test_a_bundle_with_tampered_review_settings_is_refused(tiny_bundle, tmp_path):
     import shutil
 
     from ensemble_deid.deid import BundleError, Deidentifier
@@ -276,7 +258,7 @@ def test_a_bundle_with_tampered_review_settings_is_refused(bundle, tmp_path):
                  lambda r: r["risk"]["coef"].__setitem__(0, 1e400),
                  lambda r: r.__setitem__("members", ["someone-else"])):
         copy = tmp_path / f"model-{len(list(tmp_path.iterdir()))}"
-        shutil.copytree(bundle / "model", copy)
+        shutil.copytree(tiny_bundle / "model", copy)
         manifest = json.loads((copy / "manifest.json").read_text())
         edit(manifest["review"])
         (copy / "manifest.json").write_text(json.dumps(manifest))
@@ -285,7 +267,7 @@ def test_a_bundle_with_tampered_review_settings_is_refused(bundle, tmp_path):
             Deidentifier.load(copy)
 
 
-def test_fit_refuses_a_bad_review_budget_before_any_work(bundle, tmp_path):
+def test_fit_refuses_a_bad_review_budget_before_any_work(tiny_bundle, tmp_path):
     result = _run("fit", "--corpus", "tiny", "--method", "voting", "--members", "rules,svm", "--review", "items<=x",
                   "--out", tmp_path / "m", ok=False)
     assert result.exit_code != 0 and "--review" in result.output and not (tmp_path / "m").exists()

@@ -4,8 +4,9 @@ must see to reach a recall target.
 
 **Items.** After an ensemble has decided, every run of consecutive tokens it
 left readable (``O``) that a member tagged, or that looks like an identifier
-(a digit, or a word outside the training notes' ordinary vocabulary), is one *review item* (a run stops at a line break). Its kind:
-``disagreement`` when it touches a span the ensemble masked (members
+(a digit, a word outside the training notes' ordinary vocabulary, or a
+word they use as PHI), is one *review item* (a run stops at a line break).
+Its kind: ``disagreement`` when it touches a span the ensemble masked (members
 disagree on the extent), ``near-threshold`` when the learner's score on it
 is in the top quarter of the out-of-fold dropped items' scores, else
 ``dropped-span``; ``lexical`` when no member tagged it.
@@ -18,7 +19,8 @@ covering it, or a token-level learner's posterior; none for learners without
 a score), the lexical shape (digits, capitalised words outside the
 vocabulary, sentence start, length), the label and which members proposed it.
 
-**Risk** is a logistic model over these features, fitted on the items of the
+**Risk** is a logistic model over these features (each twice: for items a
+member proposed and for the others, :func:`design`), fitted on the items of the
 ensemble's out-of-fold outputs over the training set with the gold answer
 "reviewing it uncovers a PHI token the ensemble left readable". Reviewing an
 item is simulated from gold (:func:`review_curve`): the reviewer sees the
@@ -422,12 +424,21 @@ def per_note_order(items: Items, risk: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 # --- the risk model ---------------------------------------------------------------------------
 
+def design(features: np.ndarray) -> np.ndarray:
+    """The risk model's inputs: every feature twice, once for the items some
+    member proposed and once for the others (``proposed`` is the first
+    feature), so the two kinds get their own weights: a digit run means
+    little when no member saw it, much beside a member's span."""
+    proposed = features[:, :1]
+    return np.hstack([features * proposed, features * (1.0 - proposed)])
+
+
 @dataclass
 class RiskModel:
-    """Logistic regression over standardised item features."""
+    """Logistic regression over the standardised :func:`design` of the item features."""
 
     feature_names: tuple[str, ...]
-    mean: np.ndarray
+    mean: np.ndarray  # of the design's columns (twice the features)
     scale: np.ndarray
     coef: np.ndarray
     intercept: float
@@ -436,7 +447,7 @@ class RiskModel:
     def fit(cls, items: Items, C: float = 1.0) -> "RiskModel":
         from sklearn.linear_model import LogisticRegression
 
-        x, y = items.features, items.useful
+        x, y = design(items.features), items.useful
         mean = x.mean(axis=0) if len(x) else np.zeros(x.shape[1])
         scale = x.std(axis=0) if len(x) else np.ones(x.shape[1])
         scale = np.where(scale > 1e-12, scale, 1.0)
@@ -444,19 +455,19 @@ class RiskModel:
             rate = float(y.mean()) if len(y) else 0.0
             rate = min(max(rate, 1e-6), 1 - 1e-6)
             return cls(items.feature_names, mean, scale, np.zeros(x.shape[1]), math.log(rate / (1 - rate)))
-        lr = LogisticRegression(C=C, max_iter=2000)
+        lr = LogisticRegression(C=C, max_iter=5000)
         lr.fit((x - mean) / scale, y)
         return cls(items.feature_names, mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0]))
 
     def risk(self, items: Items) -> np.ndarray:
         if tuple(items.feature_names) != tuple(self.feature_names):
             raise ValueError("review items were built for other members than the risk model's")
-        z = ((items.features - self.mean) / self.scale) @ self.coef + self.intercept
+        z = ((design(items.features) - self.mean) / self.scale) @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
 
     def to_dict(self) -> dict:
-        return {"features": list(self.feature_names), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(), "intercept": self.intercept}
+        return {"features": list(self.feature_names), "design": "by-proposed", "mean": self.mean.tolist(),
+                "scale": self.scale.tolist(), "coef": self.coef.tolist(), "intercept": self.intercept}
 
 
 def cross_validated_risk(items: Items, fold_of_doc: np.ndarray, C: float = 1.0) -> np.ndarray:
@@ -579,9 +590,11 @@ class ReviewModel:
         names = feature_names(member_names)
         if not isinstance(risk, dict) or risk.get("features") != list(names):
             raise bad("risk.features", "is not the feature list of this version and these members")
+        if risk.get("design") != "by-proposed":
+            raise bad("risk.design", "is not 'by-proposed'")
         arrays = {}
         for key in ("mean", "scale", "coef"):
-            arrays[key] = _finite_vector(risk.get(key), len(names), f"risk.{key}", bad)
+            arrays[key] = _finite_vector(risk.get(key), 2 * len(names), f"risk.{key}", bad)
         if np.any(arrays["scale"] <= 0):
             raise bad("risk.scale", "holds a value that is not positive")
         intercept = _finite(risk.get("intercept"), "risk.intercept", bad)
