@@ -271,3 +271,28 @@ def test_fit_refuses_a_bad_review_budget_before_any_work(tiny_bundle, tmp_path):
     result = _run("fit", "--corpus", "tiny", "--method", "voting", "--members", "rules,svm", "--review", "items<=x",
                   "--out", tmp_path / "m", ok=False)
     assert result.exit_code != 0 and "--review" in result.output and not (tmp_path / "m").exists()
+
+
+def test_score_gaps_of_a_span_learner_and_a_token_learner():
+    """Span level: a token's gap is the highest score of a candidate covering
+    it minus the decision threshold (voting: votes - threshold); token level:
+    the posterior of PHI minus 0.5 (the Viterbi rule)."""
+    from ensemble_deid.ensemble import StackedLSTM, Voting
+    from ensemble_deid.ensemble.review_risk import decision_threshold, predict_for_review
+
+    docs, members, _ = _corpus()
+    voting = Voting(threshold=2).fit(members, docs)
+    assert decision_threshold(voting) == 2.0
+    preds, gaps = predict_for_review(voting, members, ("m1", "m2"), docs)
+    # n0: both members tag "Ana Lopez" and "12 May" (2 votes); n2: m1 alone (1 vote)
+    assert gaps[0].tolist() == [-np.inf, -np.inf, 0, 0, -np.inf, 0, 0, -np.inf, -np.inf]
+    assert gaps[2].tolist() == [-np.inf, -np.inf, -1, -1, -np.inf, -1, -1, -np.inf, -np.inf]
+    assert preds[2].tags == (O,) * 9
+    lstm = StackedLSTM(embedding_dim=2, hidden_size=4, num_layers=1, epochs=1, early_stopping=False, threads=1,
+                       device="cpu").fit(members, docs)
+    assert decision_threshold(lstm) == 0.5
+    _, gaps = predict_for_review(lstm, members, ("m1", "m2"), docs)
+    assert [len(g) for g in gaps] == [9] * 4
+    assert all(np.all((g >= -0.5) & (g <= 0.5)) for g in gaps)
+    lstm.repoint({"*": 0.2})
+    assert decision_threshold(lstm) == 0.2
