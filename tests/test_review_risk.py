@@ -296,3 +296,9 @@ def test_score_gaps_of_a_span_learner_and_a_token_learner():
     assert all(np.all((g >= -0.5) & (g <= 0.5)) for g in gaps)
     lstm.repoint({"*": 0.2})
     assert decision_threshold(lstm) == 0.2
+
+
+def test_fit_refuses_review_for_a_single_tagger(tiny_bundle, tmp_path):
+    result = _run("fit", "--corpus", "tiny", "--tagger", "rules", "--review", "recall>=0.99", "--out", tmp_path / "m",
+                  ok=False)
+    assert result.exit_code != 0 and "--review needs an ensemble" in result.output
