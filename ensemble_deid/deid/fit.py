@@ -162,7 +162,8 @@ def _member(spec, cache, train_fingerprint: str, test_fingerprint: str, train, l
     return fit_member(spec, train), {"model": "trained by fit", "why": why}
 
 
-def _review_record(learner, runs, keep: Sequence[str], train, folds, budget, log: Say) -> tuple[dict, str]:
+def _review_record(learner, runs, keep: Sequence[str], train, folds, budget, labels: Sequence[str],
+                   log: Say) -> tuple[dict, str]:
     """The review model of the chosen ensemble (its own out-of-fold outputs,
     the kept members' items) as the manifest keeps it, and a line saying what
     the budget reaches out of fold."""
@@ -172,7 +173,7 @@ def _review_record(learner, runs, keep: Sequence[str], train, folds, budget, log
     log(f"review: the ensemble's own out-of-fold outputs ({folds.k} folds), then the risk model and the budget {budget}")
     oof = {label: run.oof for label, run in runs.items()}
     outputs, gaps = out_of_fold_outputs(oof_estimator(learner, learner.best_params_), oof, train, folds)
-    model = fit_review(train, outputs, gaps, {n: oof[n] for n in keep}, folds, budget)[0]
+    model = fit_review(train, outputs, gaps, {n: oof[n] for n in keep}, folds, budget, labels=labels)[0]
     at = model.cv["chosen"]
     said = (f"review budget {budget}: out of fold, binary-token recall {model.cv['recall_before']:.4f} -> "
             f"{at['recall']:.4f} reviewing {at['items_per_note']:.1f} items per note ({at['tokens_share']:.2%} of "
@@ -271,7 +272,8 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
             lines.append(f"warning: {len(differ)} test document(s) differ, e.g. {differ[0]!r}; members whose test "
                          f"spans differ from their cached runs: {apart} (a fit that does not reproduce here)")
     if review_budget is not None:
-        info["review"], said = _review_record(learner, done.runs, keep, corpus.train, engine.folds, review_budget, log)
+        info["review"], said = _review_record(learner, done.runs, keep, corpus.train, engine.folds, review_budget,
+                                              info["labels"], log)
         lines.append(said)
     model.save(out, info)
     lines += [f"saved bundle to {out}", *_saved(out)]

@@ -607,7 +607,8 @@ class ReviewModel:
             words[key] = frozenset(value)
         labels = data.get("lexical_labels")
         if not isinstance(labels, dict) or not all(k in ("digit", "word") and isinstance(v, str) and
-                                                   re.fullmatch(r"[A-Z0-9_]+:[A-Z0-9_]+", v) for k, v in labels.items()):
+                                                   re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}:[A-Za-z0-9_.\-]{1,64}", v)
+                                                   for k, v in labels.items()):
             raise bad("lexical_labels", "is not {digit|word: CATEGORY:TYPE}")
         near = data.get("near_gap")
         if near is not None:
@@ -668,17 +669,21 @@ def _point(p, name, bad) -> CurvePoint:
                       values["precision"])
 
 
-def lexical_labels_of(documents: Sequence[Document]) -> dict[str, str]:
+def lexical_labels_of(documents: Sequence[Document], allowed: Sequence[str] | None = None) -> dict[str, str]:
     """The commonest gold label of gold tokens with a digit and of capitalised
-    gold words: what a lexical item is suggested as."""
+    gold words: what a lexical item is suggested as. ``allowed``: only these
+    labels (a bundle keeps only its scheme's labels: another type name is a
+    corpus's data)."""
+    allowed = None if allowed is None else set(allowed)
     counts: dict[str, dict[str, int]] = {"digit": {}, "word": {}}
     for doc in documents:
         for a in doc.annotations:
             text = doc.text[a.start:a.end]
             shape = "digit" if _DIGIT.search(text) else "word" if text[:1].isupper() else None
             if shape:
-                label = f"{a.category.upper()}:{a.type.upper()}"
-                counts[shape][label] = counts[shape].get(label, 0) + 1
+                label = f"{a.category}:{a.type}"
+                if allowed is None or label in allowed:
+                    counts[shape][label] = counts[shape].get(label, 0) + 1
     return {k: max(sorted(v), key=v.__getitem__) for k, v in counts.items() if v}
 
 
@@ -764,7 +769,7 @@ def out_of_fold_outputs(estimator, members: Mapping[str, Mapping[str, DocumentPr
 def fit_review(documents: Sequence[Document], outputs: Sequence[DocumentPrediction],
                score_gaps: Sequence[np.ndarray] | None, members: Mapping[str, Mapping[str, DocumentPrediction]],
                folds, budget: Budget, vocabulary_min_documents: int = VOCABULARY_MIN_DOCUMENTS,
-               C: float = 1.0) -> tuple[ReviewModel, Items, np.ndarray, GoldCoverage]:
+               C: float = 1.0, labels: Sequence[str] | None = None) -> tuple[ReviewModel, Items, np.ndarray, GoldCoverage]:
     """A :class:`ReviewModel` from the ensemble's out-of-fold ``outputs`` over
     the training ``documents`` (and the members' out-of-fold predictions):
     vocabulary and lexical labels from the training notes, the risk model
@@ -775,7 +780,8 @@ def fit_review(documents: Sequence[Document], outputs: Sequence[DocumentPredicti
     lexicon = learn_lexicon(docs, vocabulary_min_documents)
     views = document_views(docs, outputs, [members[n] for n in names], score_gaps)
     gold = GoldCoverage(docs, outputs)
-    items = build_items(views, names, lexicon, lexical_labels_of(docs), None, gold)
+    lexical_labels = lexical_labels_of(docs, labels)
+    items = build_items(views, names, lexicon, lexical_labels, None, gold)
     dropped = items.score_gap[np.isfinite(items.score_gap) & items.features[:, 0].astype(bool)] \
         if items.score_gap is not None else np.zeros(0)
     near = float(np.quantile(dropped, 0.75)) if len(dropped) else None
@@ -797,7 +803,7 @@ def fit_review(documents: Sequence[Document], outputs: Sequence[DocumentPredicti
         at = [p for p in note_curve if p.threshold <= budget.value or math.isinf(p.threshold)][-1]
     cv = {"folds": int(folds.k), "items": len(items), "useful_items": int(items.useful.sum()), "notes": len(docs),
           "recall_before": curve[0].recall, "chosen": at.to_dict()}
-    model = ReviewModel(RiskModel.fit(items, C), names, lexicon, lexical_labels_of(docs), near, budget,
+    model = ReviewModel(RiskModel.fit(items, C), names, lexicon, lexical_labels, near, budget,
                         float(threshold), bool(reached), thin(curve), thin(note_curve), cv)
     return model, items, held, gold
 
