@@ -255,6 +255,7 @@ def test_ensemble_imports_its_own_modules_at_the_top():
 ENSEMBLE_LAYERS = [
     {"base", "candidates", "objective", "budget", "splits"},  # foundations: no import of each other
     {"trust"},  # which members' spans a method may keep: over the candidate table
+    {"review_risk"},  # what a reviewer should see, learned from a method's out-of-fold outputs
     {"spans", "tokens"},  # SpanMetaLearner (candidates, operating points, trust); TokenMetaLearner
     {"voting", "stacked_svm", "stacked_searn", "stacked_lstm"},
     {"pruning", "templates"},  # built on voting

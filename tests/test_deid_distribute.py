@@ -57,8 +57,9 @@ OPTIONS = ("--batch-size", "2", "--spans", "xml", "--spans", "brat", "--mode", "
 
 def _files(folder: Path) -> dict[str, bytes]:
     """Every output, and run.json's options but the seed's salted digest (a salt per folder, issue 52)."""
+    # the review page is the command's, written after the run (runs through the API write none)
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-             if p.is_file() and p.name not in (".lock", "run.json")}
+             if p.is_file() and p.name not in (".lock", "run.json", "review.html")}
     record = json.loads((folder / "run.json").read_text())
     record["options"]["seed"] = sorted(record["options"]["seed"])
     files["run.json"] = json.dumps(record, sort_keys=True).encode()
@@ -221,7 +222,9 @@ def test_local_workers_run_the_clients_loaded_bundle_without_reading_it_again(bu
     shutil.copytree(bundle / "model", copy)
     model = Deidentifier.load(copy)
     shutil.rmtree(copy)
-    runner = FolderDeidentifier(model, "surrogate", ("xml", "brat"), Surrogator(seed=7), batch_size=2)
+    # the bundle's review budget, as deidentify uses it by default
+    runner = FolderDeidentifier(model, "surrogate", ("xml", "brat"), Surrogator(seed=7), batch_size=2,
+                                review=model.review.budget)
     out = tmp_path / "out"
     with Distributor(BundleRef(str(copy), model.manifest["manifest_sha256"]), "local", jobs=2) as pool:
         run = runner.run(bundle / "notes", out, executor=pool)

@@ -39,6 +39,13 @@ from .common import connect_timeout_option, fail_on_error
               help='Re-point the bundle\'s ensemble to another decision threshold without retraining, e.g. '
                    '\'{"*": -0.8, "NAME": -1.2}\' (the held-out curve of the thresholds is in the bundle manifest; '
                    '\'null\': the method\'s own rule).')
+@click.option("--review", "review", default="budget", metavar="BUDGET",
+              help="Write OUT/review/queue.jsonl, the readable spans most likely PHI: 'budget' (default: the bundle's "
+              "review budget, chosen by CV when it was fitted; no queue when it has none), 'none', 'recall>=R' "
+              "(the risk threshold whose review reached recall R out of fold) or 'items<=N' (each note's N riskiest).")
+@click.option("--review-recall", type=float, default=None, metavar="R", help="Shorthand for --review recall>=R.")
+@click.option("--review-items", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Shorthand for --review items<=N.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1,
               help="Worker processes on this machine (--backend local), each loading the bundle once; 1: tag here.")
 @click.option("--backend", type=click.Choice(["local", "dask", "ray"]), default="local",
@@ -55,9 +62,8 @@ from .common import connect_timeout_option, fail_on_error
               "error over 5 notes or more: their text/ would be the notes unchanged).")
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, mark_surrogates,
-               group_pattern,
-               batch_size, allow_external, trusted, operating_point, jobs, backend, scheduler, address, connect_timeout,
-               rename, allow_empty, no_progress):
+               group_pattern, batch_size, allow_external, trusted, operating_point, review, review_recall, review_items,
+               jobs, backend, scheduler, address, connect_timeout, rename, allow_empty, no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
     or i2b2 XML) with the bundle MODEL: per note, the predicted spans and the
     de-identified text go to --out. Notes already done are skipped (resume);
@@ -82,6 +88,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
             raise click.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--allow-external")
         programs[name.strip()] = path.strip()
     point = _operating_point(operating_point)
+    review = _review_option(review, review_recall, review_items)
     if scheduler and backend != "dask":
         raise click.BadParameter("only --backend dask has a scheduler", param_hint="--scheduler")
     if address and backend != "ray":
@@ -109,8 +116,13 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         notice = training_text_notice(model, deid.manifest)  # whoever runs a bundle may not know what it holds
         if notice:
             click.echo(notice, err=True)
+        if review == "budget":  # the bundle's own, when it has one
+            review = deid.review.budget if deid.review is not None else None
+        elif review is not None and deid.review is None:
+            raise click.BadParameter("the bundle holds no review model (fit an ensemble with --review)",
+                                     param_hint="--review")
         runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping,
-                                    mark_surrogates, rename=rename, allow_empty=allow_empty)
+                                    mark_surrogates, rename=rename, allow_empty=allow_empty, review=review)
         total = len(scan_folder(input_dir)[0])
         from ..progress import progress_bar
 
@@ -159,6 +171,25 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     if run.has_gold:
         with fail_on_error():
             click.echo(score_report(input_dir, out, deid.labels))
+
+
+def _review_option(text, recall, items):
+    """'budget' (the bundle's), None (no queue) or a review_risk.Budget, checked before the model is loaded."""
+    from ..ensemble.review_risk import parse_budget
+
+    given = [t for t, v in (("--review-recall", recall), ("--review-items", items)) if v is not None]
+    if len(given) > 1 or (given and text != "budget"):
+        raise click.BadParameter("give one of --review, --review-recall and --review-items", param_hint=given[-1])
+    if recall is not None:
+        text = f"recall>={recall!r}"
+    elif items is not None:
+        text = f"items<={items}"
+    if text.strip().lower() == "budget":
+        return "budget"
+    try:
+        return parse_budget(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=given[-1] if given else "--review") from None
 
 
 def _operating_point(text):

@@ -9,6 +9,9 @@ from .ensemble import METHOD_NAMES
 from .front import BUDGET_HELP
 
 
+DEFAULT_REVIEW = "recall>=0.998"  # fit's review budget unless told (none for stacked-lstm: k network fits)
+
+
 @click.command("fit")
 @click.option("--corpus", "corpus_name", required=True, help="Registered or embedded corpus to train on (its train split).")
 @click.option("--method", type=click.Choice(METHOD_NAMES), help="Ensemble method (chosen as 'ensemble' chooses it).")
@@ -27,10 +30,15 @@ from .front import BUDGET_HELP
 @click.option("--shareable", type=click.IntRange(min=2), metavar="K", help="With --tagger: train without the words "
               "found in fewer than K training documents of different patients (replaced by their shapes), so the bundle "
               "holds none of them.")
+@click.option("--review", "review", default=None, metavar="BUDGET",
+              help="With --method: the review budget, chosen by CV on the ensemble's own out-of-fold outputs and kept "
+              "in the bundle (deidentify queues the readable spans most likely PHI): 'recall>=R' (review until "
+              "binary-token recall R), 'items<=N' (each note's N riskiest) or 'none'. It costs k more ensemble fits; "
+              f"default {DEFAULT_REVIEW}, none for stacked-lstm (k more network fits: ask for it).")
 @click.option("--no-progress", is_flag=True, help="Do not show progress bars.")
 @click.pass_context
 def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, objective, budget, out, verify,
-        shareable, no_progress):
+        shareable, review, no_progress):
     """Fit every member on the whole training split and the ensemble METHOD on
     the members' cached out-of-fold predictions (exactly the choices the
     'ensemble' command makes; members missing from the cache are
@@ -47,6 +55,10 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, o
         raise click.UsageError("--budget chooses an ensemble's members: give it with --method voting-pruned")
     if shareable and not tagger_spec:
         raise click.UsageError("--shareable applies to --tagger (an ensemble's members come from the cache)")
+    if review is not None and tagger_spec:
+        raise click.UsageError("--review needs an ensemble (--method): a single tagger has no members to weigh")
+    if review is None:
+        review = None if method == "stacked-lstm" else DEFAULT_REVIEW
     say = lambda s: click.echo(s, err=True)  # noqa: E731
     ws = workspace_of(ctx)
     with fail_on_error():
@@ -55,5 +67,6 @@ def fit(ctx, corpus_name, method, members, tagger_spec, params, grid, k, seed, o
         else:
             done = fit_ensemble(ws, corpus_name, method, members, out, parse_params(params), parse_grid(grid),
                                 folds=None if left_default(ctx, "k") else k, seed=seed, objective=objective, verify=verify,
-                                progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"), budget=budget)
+                                progress=not no_progress, log=say, warn=lambda msg: say(f"warning: {msg}"), budget=budget,
+                                review=review)
     click.echo(done.summary)

@@ -67,6 +67,7 @@ from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
 from ..files import os_error, private_dir, read_json, read_utf8, temp_files, write_private, write_private_json
 from .redact import MODES, marked, redact_spans
 from .release import RUN_RECORD, run_counts, write_release_report
+from .review import REVIEW_DIR
 
 SPAN_FORMATS = ("xml", "brat")
 LOCK = ".lock"
@@ -74,7 +75,8 @@ SCRATCH = ".scratch"
 # The command-line option behind each recorded setting (named in a mismatch).
 OPTION_NAMES = {"mode": "--mode", "spans": "--spans", "model": "MODEL (the bundle)", "group_pattern": "--group-pattern",
                 "seed": "--seed", "date_order": "--date-order", "locale": "--locale",
-                "operating_point": "--operating-point", "rename": "--rename"}
+                "operating_point": "--operating-point", "rename": "--rename", "review": "--review"}
+REVIEW_PARTS = ".parts"  # OUT/review/.parts/<name>.json: each note's queued items, gathered into the queue
 
 
 class RunMismatch(EnsembleDeidError):
@@ -335,7 +337,7 @@ class FolderDeidentifier:
 
     def __init__(self, model, mode: str = "tag", span_formats: Sequence[str] = ("xml",), surrogates=None,
                  group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None,
-                 mark: bool = False, rename: str | None = None, allow_empty: bool = False):
+                 mark: bool = False, rename: str | None = None, allow_empty: bool = False, review=None):
         from .names import SCHEMES
 
         if rename is not None and rename not in SCHEMES:
@@ -366,6 +368,10 @@ class FolderDeidentifier:
         self.rename = rename
         self.allow_empty = bool(allow_empty)
         self._seed_salt: str | None = None  # of the seed's hash in run.json (drawn once per output folder)
+        # review: None (no queue), or an ensemble.review_risk.Budget (the bundle's own when it is the bundle's)
+        if review is not None and getattr(model, "review", None) is None:
+            raise ValueError("the bundle holds no review model: fit it with --review, or deidentify with --review none")
+        self.review = review
 
     def outputs(self, out: Path, name: str) -> dict[str, Path]:
         """A note's output files; ``name``: its output name (``Note.output_id``)."""
@@ -377,6 +383,8 @@ class FolderDeidentifier:
         if self.mark:
             paths["marked"] = out / "marked" / f"{name}.txt"  # not review/: that is the review queue's folder
             paths["marked_spans"] = out / "marked" / f"{name}.json"
+        if self.review is not None:
+            paths["review"] = _review_parts(out) / f"{name}.json"
         return paths
 
     def is_complete(self, out: Path, note: Note, mapped: Sequence[str] | dict = ()) -> bool:
@@ -400,6 +408,8 @@ class FolderDeidentifier:
             if self._seed_salt is None:
                 self._seed_salt = secrets.token_hex(16)
             opts.update(seed=seed_digest(s.seed, self._seed_salt), date_order=s.date_order, locale=s.locale)
+        if self.review is not None:  # only then: runs recorded before review existed keep their record
+            opts["review"] = str(self.review)
         return opts
 
     def run(self, input_dir: str | Path, out: str | Path,
@@ -420,6 +430,8 @@ class FolderDeidentifier:
             notes = self._named(out, notes, summary)
             for sub in ("text", "spans", "marked") if self.mark else ("text", "spans"):
                 private_dir(out / sub)
+            if self.review is not None:
+                private_dir(_review_parts(out))
             mapped = self._open_mapping()  # a mapping that cannot be written fails now, not after the work
             write_private_json(out / RUN_RECORD, self._record())
             todo = [n for n in notes if not self.is_complete(out, n, mapped)]
@@ -438,6 +450,8 @@ class FolderDeidentifier:
                 with _scratch(out), _frozen():  # local workers are forked inside: they inherit the freeze
                     for done in executor.map(self, out, chunks):
                         self._finish(summary, done, mapped, progress)
+            if self.review is not None:
+                self._write_queue(out, notes)
             summary.seconds = time.perf_counter() - t0
             self._check_tagged(out, notes, todo, summary)
             self._write_release(out, input_dir, summary)
@@ -531,13 +545,39 @@ class FolderDeidentifier:
         manifest = getattr(self.model, "manifest", None) or {}
         write_release_report(out, "deidentify", manifest, run_counts(summary, input_dir))
 
+    def _write_queue(self, out: Path, notes: Sequence[Note]) -> None:
+        """Gather every note's queued items into ``OUT/review/queue.jsonl``
+        (notes in name order, each note's riskiest first; ``item`` is
+        ``<note index>-<n>``), with the bundle and the budget in the header."""
+        from .review import ReviewItem, queue_path, write_queue
+
+        items = []
+        for i, note in enumerate(notes):
+            queued = read_json(_review_parts(out) / f"{note.output_id}.json", CorpusError, "review items")
+            for n, q in enumerate(queued, 1):
+                items.append(ReviewItem(f"{i}-{n}", note.doc_id, q["start"], q["end"], q["label"], q["risk"], q["kind"],
+                                        q["current"], tuple(q["members"])))
+        review = self.model.review
+        budget = {"rule": str(self.review), "bundle_rule": str(review.budget)}
+        if self.review.kind == "recall":
+            budget["risk_threshold"] = review.threshold if self.review == review.budget \
+                else review.threshold_for(self.review.value)
+            budget["reached_out_of_fold"] = review.reached if self.review == review.budget else None
+        manifest = getattr(self.model, "manifest", None) or {}
+        write_queue(queue_path(out), items, {"bundle": manifest.get("manifest_sha256"), "budget": budget})
+
     def tag_notes(self, out: Path, notes: Sequence[Note], groups: Sequence[str]) -> "TaggedChunk":
         """Tag and write a few notes (one batch); what a worker of a
         distributed run does for its chunk, batch after batch."""
         docs = [read_note(n)[0] for n in notes]
         for doc, group in zip(docs, groups):
             doc.metadata["group"] = group
-        spans = self.model.spans(docs)
+        if self.review is not None:
+            spans, queued = self.model.spans_for_review(docs, self.review)
+            for note, doc in zip(notes, docs):  # before the note's other outputs: done only when all exist
+                write_private_json(self.outputs(out, note.output_id)["review"], queued[doc.id])
+        else:
+            spans = self.model.spans(docs)
         done = TaggedChunk(notes=len(docs))
         clinical_before = self.surrogates.clinical_values if self.surrogates is not None else 0
         for note, doc in zip(notes, docs):
@@ -671,6 +711,10 @@ def seed_matches(stored, seed) -> bool:
     return isinstance(stored, str) and stored == _unsalted(seed)
 
 
+def _review_parts(out: Path) -> Path:
+    return out / REVIEW_DIR / REVIEW_PARTS
+
+
 def _unsalted(seed: int) -> str:
     return hashlib.sha256(f"ensemble-deid surrogate seed {seed}".encode()).hexdigest()
 
@@ -738,7 +782,8 @@ def _remove_leftovers(out: Path, mapping: Path | None) -> int:
     ``names.json``), beside the outputs and beside the mapping, and its
     scratch folders."""
     # OUT itself too: run.json and names.json are written atomically there, beside the notes' folders.
-    leftovers = temp_files(out) + temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "marked")
+    leftovers = (temp_files(out) + temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "marked")
+                 + temp_files(_review_parts(out)))
     if mapping is not None and mapping.parent.resolve() != out.resolve():
         leftovers += temp_files(mapping.parent, mapping.name)
     for path in leftovers:

@@ -86,6 +86,7 @@ class WorkerRecipe:
     batch_size: int
     mapping: str | None  # surrogate mode: record the mapping and send it back (the client writes it)
     mark: bool = False  # surrogate mode: also write the marked review copy
+    review: Any = None  # the run's review budget (ensemble.review_risk.Budget) or None
 
 
 _MODELS: dict[str, Any] = {}
@@ -114,7 +115,8 @@ def tag_chunk(recipe: WorkerRecipe, out: str, notes: Sequence, groups: Sequence[
     try:
         runner = FolderDeidentifier(_model(recipe.bundle), recipe.mode, recipe.span_formats,
                                     replace(recipe.surrogates) if recipe.surrogates is not None else None,
-                                    recipe.group_pattern, recipe.batch_size, recipe.mapping, recipe.mark)
+                                    recipe.group_pattern, recipe.batch_size, recipe.mapping, recipe.mark,
+                                    review=recipe.review)
         out_path = Path(out)
         total = TaggedChunk()
         # The temp files members make stay in the owner-only output folder, this worker's own part of it.
@@ -179,7 +181,7 @@ class Distributor:
         """Each chunk's ``TaggedChunk``, as they finish (a bounded number in flight)."""
         recipe = WorkerRecipe(self.bundle, runner.mode, runner.span_formats,
                               _no_mapping(runner.surrogates), runner.group_pattern, runner.batch_size,
-                              None if runner.mapping is None else str(runner.mapping), runner.mark)
+                              None if runner.mapping is None else str(runner.mapping), runner.mark, runner.review)
         engine = self._engine
         if engine is None:
             raise RuntimeError("use the Distributor in a with block")

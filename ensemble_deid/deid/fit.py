@@ -176,6 +176,25 @@ def oof_leak_record(train, oof) -> dict:
         for doc in per_doc]}
 
 
+def _review_record(learner, runs, keep: Sequence[str], train, folds, budget, labels: Sequence[str],
+                   log: Say) -> tuple[dict, str]:
+    """The review model of the chosen ensemble (its own out-of-fold outputs,
+    the kept members' items) as the manifest keeps it, and a line saying what
+    the budget reaches out of fold."""
+    from ..ensemble.review_risk import fit_review, out_of_fold_outputs
+    from ..ensemble.run import oof_estimator
+
+    log(f"review: the ensemble's own out-of-fold outputs ({folds.k} folds), then the risk model and the budget {budget}")
+    oof = {label: run.oof for label, run in runs.items()}
+    outputs, gaps = out_of_fold_outputs(oof_estimator(learner, learner.best_params_), oof, train, folds)
+    model = fit_review(train, outputs, gaps, {n: oof[n] for n in keep}, folds, budget, labels=labels)[0]
+    at = model.cv["chosen"]
+    said = (f"review budget {budget}: out of fold, binary-token recall {model.cv['recall_before']:.4f} -> "
+            f"{at['recall']:.4f} reviewing {at['items_per_note']:.1f} items per note ({at['tokens_share']:.2%} of "
+            f"tokens)" + ("" if model.reached else "; target NOT reached on the out-of-fold data (all items)"))
+    return model.to_dict(), said
+
+
 def _origin_count(origins: Mapping[str, dict]) -> str:
     kept = sum(o["model"] == "kept by cv" for o in origins.values())
     trained = sum(o["model"] == "trained by fit" for o in origins.values())
@@ -186,7 +205,7 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
                  params: Mapping[str, Any] | None = None, grid: Mapping[str, Sequence] | None = None,
                  folds: int | None = None, seed: int = 0, objective: str = "f1", verify: bool = True,
                  progress: bool = True, log: Say = _quiet, warn: Say = _quiet,
-                 budget: float | str | None = None) -> FitResult:
+                 budget: float | str | None = None, review: str | None = None) -> FitResult:
     """Fit every member on the whole training split (reusing the model cv
     kept for it when that model made its cached test predictions) and the
     ensemble ``method`` on the members' out-of-fold predictions, chosen exactly as
@@ -202,10 +221,19 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
     manifest's ``oof_leaks`` are the chosen ensemble's out-of-fold leak
     counts per training document (its out-of-fold predictions: cached by
     the ``ensemble`` step, computed here when missing), from which every
-    release report bootstraps the leak to expect."""
+    release report bootstraps the leak to expect.
+    ``review`` (``recall>=R``, ``items<=N`` or None): the review model and
+    budget (``ensemble.review_risk``), fitted on the ensemble's own
+    out-of-fold outputs and kept in the manifest's ``review``."""
     import tempfile
 
     from ..ensemble.caching import jsonable
+    from ..ensemble.review_risk import parse_budget
+
+    try:
+        review_budget = parse_budget(review)
+    except ValueError as exc:
+        raise ParameterError(str(exc), "--review") from None
     from ..ensemble.run import operating_point_record, parse_members, run_method
 
     out = _new_folder(out)
@@ -262,6 +290,10 @@ def fit_ensemble(workspace, corpus_name: str, method: str, members: str, out: st
             apart = ", ".join(f"{label} on {n}" for label, n in members.items() if n) or "none"
             lines.append(f"warning: {len(differ)} test document(s) differ, e.g. {differ[0]!r}; members whose test "
                          f"spans differ from their cached runs: {apart} (a fit that does not reproduce here)")
+    if review_budget is not None:
+        info["review"], said = _review_record(learner, done.runs, keep, corpus.train, engine.folds, review_budget,
+                                              info["labels"], log)
+        lines.append(said)
     model.save(out, info)
     lines += [f"saved bundle to {out}", *_saved(out)]
     return FitResult(out, model, info, lines)

@@ -168,6 +168,7 @@ class Deidentifier:
         from .shareable import masker
 
         self._mask = masker(self.manifest)  # a shareable bundle's members see rare words only as shapes
+        self.review = review_model(self.manifest, list(self.members))
 
     def __repr__(self) -> str:
         what = self.method.name if self.method is not None else next(iter(self.members))
@@ -182,8 +183,13 @@ class Deidentifier:
         the manifest checksums to accept (any other bundle is refused)."""
         from .bundle import read_bundle
 
+        from .bundle import MANIFEST, BundleError
+
         manifest, members, method = read_bundle(path, allow_external, trusted)
-        model = cls(members, method, manifest)
+        try:
+            model = cls(members, method, manifest)
+        except BundleError as exc:  # the stored review settings: untrusted input like the rest
+            raise BundleError(f"{Path(path) / MANIFEST}: {exc}") from None
         model.source = Path(path)  # where it was loaded from: a run never writes its outputs there
         model._check_operating_point(path)
         model._probe(path)
@@ -280,6 +286,12 @@ class Deidentifier:
         """``predict``'s output and, behind it, each member's own predictions
         ({member label: {document id: prediction}}; with a voting method,
         without confidences), from one run of the members."""
+        documents, outputs = self._member_outputs(documents)
+        if self.method is None:
+            return list(next(iter(outputs.values())).values()), outputs
+        return self.method.predict(self._consulted(outputs, documents), documents), outputs
+
+    def _member_outputs(self, documents: Sequence[Document]) -> tuple[list[Document], dict]:
         documents = self._mask(_documents(documents))
         outputs = {}
         # A method that reads the members' spans alone (voting) spares them their confidences.
@@ -291,13 +303,39 @@ class Deidentifier:
                 outputs[label] = {p.doc_id: p for p in preds}
         finally:
             self.clear_shared()
-        if self.method is None:
-            return list(next(iter(outputs.values())).values()), outputs
+        return documents, outputs
+
+    def _consulted(self, outputs: dict, documents: Sequence[Document]) -> dict:
         consulted = dict(outputs)
         for name in self.method.member_names_:  # eliminated by pruning: never consulted
             if name not in consulted:
                 consulted[name] = {d.id: DocumentPrediction.empty(d) for d in documents}
-        return self.method.predict(consulted, documents), outputs
+        return consulted
+
+    def spans_for_review(self, documents: Sequence[Document], budget=None) -> tuple[dict[str, list[Annotation]],
+                                                                                   dict[str, list[dict]]]:
+        """Predicted spans per document id and, per document id, the review
+        items the bundle's review model queues under ``budget`` (an
+        ``ensemble.review_risk.Budget``; None: the bundle's own), riskiest
+        first: offsets, suggested label, risk, kind, proposing members."""
+        from ..ensemble.review_risk import document_views, predict_for_review
+
+        if self.review is None or self.method is None:
+            raise ValueError("the bundle holds no review model (fit an ensemble with --review)")
+        documents = _documents(documents)
+        masked, outputs = self._member_outputs(documents)
+        preds, gaps = predict_for_review(self.method, self._consulted(outputs, masked), self.method.member_names_,
+                                         masked)
+        views = document_views(documents, preds, [outputs[n] for n in self.review.member_names], gaps)
+        items = self.review.items(views)
+        risk = self.review.risk.risk(items)
+        queued: dict[str, list[dict]] = {d.id: [] for d in documents}
+        for i in sorted(self.review.select(items, risk, budget).tolist(), key=lambda i: (items.doc[i], -risk[i])):
+            queued[documents[int(items.doc[i])].id].append({
+                "start": int(items.start_char[i]), "end": int(items.end_char[i]), "label": items.label[i],
+                "risk": float(risk[i]), "kind": items.kind[i], "current": "text",
+                "members": list(items.proposed_by[i])})
+        return {d.id: p.spans(d) for d, p in zip(documents, preds)}, queued
 
     def clear_shared(self) -> None:
         """Empty the feature caches the members share (each note's features,
@@ -328,6 +366,21 @@ class Deidentifier:
 
         doc = Document(doc_id, text)
         return redact(doc, self.spans([doc])[doc_id], mode, surrogates)
+
+
+def review_model(manifest: Mapping, member_names: Sequence[str]):
+    """The bundle's review model (``ensemble.review_risk.ReviewModel``), None
+    when it has none; a stored one that fails its checks is a BundleError."""
+    stored = manifest.get("review")
+    if stored is None:
+        return None
+    from ..ensemble.review_risk import ReviewModel
+    from .bundle import BundleError
+
+    try:
+        return ReviewModel.from_dict(stored, member_names)
+    except ValueError as exc:
+        raise BundleError(str(exc)) from None
 
 
 def _documents(documents) -> list[Document]:
