@@ -222,3 +222,44 @@ def import_predictions(ctx, name, file, split, out):
     missing = len(docs) - len(spans)
     click.echo(f"wrote {len(spans)} document(s) to {out_path}"
                + (f"; {missing} document(s) of the split have no predictions in {file}" if missing else ""))
+
+
+@corpus.command("shift")
+@click.argument("name")
+@click.option("--split", default="test", show_default=True, help="Split to copy (train, test, or dev when registered).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="New (or empty) folder for the shifted copy: i2b2 XML with the gold moved, and SHIFT.json.")
+@click.option("--no-identifiers", "identifiers", is_flag=True, flag_value=False, default=True,
+              help="Keep the identifiers (by default every gold span is re-drawn by the surrogate generator).")
+@click.option("--locale", default="en_US", show_default=True,
+              help="Faker locale the re-drawn names and places come from (another one shifts their distribution).")
+@click.option("--date-order", type=click.Choice(["mdy", "dmy"]), default="mdy", show_default=True,
+              help="How to read ambiguous numeric dates when they are moved.")
+@click.option("--case", type=click.Choice(["none", "lower", "upper"]), default="none", show_default=True,
+              help="Write every note in lower or upper case.")
+@click.option("--whitespace", type=click.Choice(["none", "collapse", "expand"]), default="none", show_default=True,
+              help="collapse: runs of spaces and blank lines made single; expand: line breaks doubled, two spaces "
+                   "after a sentence.")
+@click.option("--headers", is_flag=True, help="Rewrite section headers at the start of a line (other case, ' -' "
+              "instead of ':').")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the re-drawn identifiers: the same seed gives the same copy.")
+@click.pass_context
+def shift(ctx, name, split, out, identifiers, locale, date_order, case, whitespace, headers, seed):
+    """Write a shifted copy of a corpus split with its gold kept: identifiers
+    re-drawn from another distribution, case, whitespace and section headers
+    changed. Register it with 'corpus add' to measure how members and
+    ensembles hold up on notes unlike their training notes. Prints counts only."""
+    from ..deid.shift import ShiftOptions, Shifter, write_shifted
+
+    with fail_on_error():
+        options = ShiftOptions(identifiers=identifiers, locale=locale, date_order=date_order, case=case,
+                               whitespace=whitespace, headers=headers, seed=seed)
+        shifter = Shifter(options)  # a bad locale: now, before the corpus is read
+        docs = _split_of(workspace_of(ctx).load(name), split, name)
+        shifted, counts = shifter.shift_all(docs)
+        write_shifted(shifted, out, {"shift": 1, "source": {"corpus": name, "split": split},
+                                     "options": options.as_record(), "counts": vars(counts)})
+    click.echo(f"wrote {counts.documents} shifted document(s) of {name!r} {split} to {out}: {counts.redrawn} of "
+               f"{counts.spans} identifiers re-drawn, {counts.headers} headers and {counts.whitespace} whitespace "
+               f"runs changed, {counts.dropped_edits} edits left out (they cut a gold span)")
