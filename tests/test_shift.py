@@ -103,7 +103,7 @@ def test_bad_options_are_named(kwargs, field):
     assert field in str(err.value) or err.value.option == field
 
 
-def test_corpus_shift_command_writes_a_loadable_copy_without_printing_text(tmp_path, monkeypatch):
+def test_corpus_shift_command_writes_and_registers_a_copy_without_printing_text(tmp_path, monkeypatch):
     import json
     import os
     import stat
@@ -111,12 +111,13 @@ def test_corpus_shift_command_writes_a_loadable_copy_without_printing_text(tmp_p
     from click.testing import CliRunner
 
     from ensemble_deid.cli import main
-    from ensemble_deid.corpus.formats import load_directory, write_i2b2_xml
+    from ensemble_deid.corpus.formats import write_i2b2_xml
+    from ensemble_deid.corpus.workspace import Workspace
 
     docs = tiny_corpus(8, seed=3)
-    for split in ("train", "test"):
+    for split, part in (("train", docs[:6]), ("test", docs[6:])):
         (tmp_path / split).mkdir()
-        for doc in docs:
+        for doc in part:
             write_i2b2_xml(doc, tmp_path / split / f"{doc.id}.xml")
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
@@ -125,21 +126,26 @@ def test_corpus_shift_command_writes_a_loadable_copy_without_printing_text(tmp_p
     old_umask = os.umask(0)  # nothing the tool writes may rely on the umask
     try:
         result = runner.invoke(main, ["corpus", "shift", "tiny", "--out", str(out), "--case", "upper", "--headers",
-                                      "--seed", "4"])
+                                      "--seed", "4", "--register", "tiny-upper"])
     finally:
         os.umask(old_umask)
     assert result.exit_code == 0, result.output
     phi = {d.text[a.start:a.end] for d in docs for a in d.annotations}
     assert not any(p in result.output for p in phi if len(p) > 3)
-    assert "8 shifted document(s)" in result.output
+    assert "8 shifted document(s)" in result.output and "registered corpus 'tiny-upper'" in result.output
     record = json.loads((out / "SHIFT.json").read_text())
     assert record["options"]["case"] == "upper" and record["counts"]["spans"] == sum(len(d.annotations) for d in docs)
-    assert stat.S_IMODE(out.stat().st_mode) == 0o700
-    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in out.iterdir())
-    shifted = load_directory(out)
-    assert [d.id for d in shifted] == sorted(d.id for d in docs)
-    assert all(d.text == d.text.upper() for d in shifted)
+    assert set(record["fingerprints"]) == {"train", "test"}
+    for path in (out, *out.rglob("*")):
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path.name
+    copy = Workspace(".").load("tiny-upper")
+    assert [d.id for d in copy.test] == [d.id for d in docs[6:]]
+    assert [d.group for d in copy.train] == [d.group for d in docs[:6]]  # folds still group by patient
+    assert all(d.text == d.text.upper() for d in copy.train + copy.test)
     again = runner.invoke(main, ["corpus", "shift", "tiny", "--out", str(out)])
     assert again.exit_code == 2 and "not an empty folder" in again.output
-    bad = runner.invoke(main, ["corpus", "shift", "tiny", "--out", str(tmp_path / "x"), "--locale", "xx_YY"])
-    assert bad.exit_code == 2 and "--locale" in bad.output and not (tmp_path / "x").exists()
+    for args, option in ((["--locale", "xx_YY"], "--locale"), (["--register", "tiny"], "already registered"),
+                         (["--split", "dev"], "--split"), (["--split", "test", "--register", "t2"], "--register")):
+        bad = runner.invoke(main, ["corpus", "shift", "tiny", "--out", str(tmp_path / "x"), *args])
+        assert bad.exit_code != 0 and option in bad.output, (args, bad.output)
+        assert not (tmp_path / "x").exists()

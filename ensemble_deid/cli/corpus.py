@@ -226,9 +226,14 @@ def import_predictions(ctx, name, file, split, out):
 
 @corpus.command("shift")
 @click.argument("name")
-@click.option("--split", default="test", show_default=True, help="Split to copy (train, test, or dev when registered).")
+@click.option("--split", "split_names", multiple=True,
+              help="Split to copy (repeatable; default: every split of the corpus).")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
-              help="New (or empty) folder for the shifted copy: i2b2 XML with the gold moved, and SHIFT.json.")
+              help="New (or empty) folder for the shifted copy: one i2b2 XML folder per split with the gold moved, "
+                   "and SHIFT.json (options, counts; no text).")
+@click.option("--register", "register", default=None, metavar="NEW_NAME",
+              help="Register the copy as corpus NEW_NAME (needs the train and test splits), e.g. for "
+                   "'cv --corpus NAME --target NEW_NAME'.")
 @click.option("--no-identifiers", "identifiers", is_flag=True, flag_value=False, default=True,
               help="Keep the identifiers (by default every gold span is re-drawn by the surrogate generator).")
 @click.option("--locale", default="en_US", show_default=True,
@@ -245,21 +250,43 @@ def import_predictions(ctx, name, file, split, out):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the re-drawn identifiers: the same seed gives the same copy.")
 @click.pass_context
-def shift(ctx, name, split, out, identifiers, locale, date_order, case, whitespace, headers, seed):
-    """Write a shifted copy of a corpus split with its gold kept: identifiers
+def shift(ctx, name, split_names, out, register, identifiers, locale, date_order, case, whitespace, headers, seed):
+    """Write a shifted copy of corpus NAME with its gold kept: identifiers
     re-drawn from another distribution, case, whitespace and section headers
-    changed. Register it with 'corpus add' to measure how members and
-    ensembles hold up on notes unlike their training notes. Prints counts only."""
-    from ..deid.shift import ShiftOptions, Shifter, write_shifted
+    changed, so that members and ensembles can be measured on notes unlike
+    their training notes (see the guide, "Notes unlike the training notes").
+    Prints counts only."""
+    from ..corpus.workspace import CorpusSpec
+    from ..deid.shift import ShiftCounts, ShiftOptions, Shifter, write_shifted
 
+    ws = workspace_of(ctx)
     with fail_on_error():
         options = ShiftOptions(identifiers=identifiers, locale=locale, date_order=date_order, case=case,
                                whitespace=whitespace, headers=headers, seed=seed)
         shifter = Shifter(options)  # a bad locale: now, before the corpus is read
-        docs = _split_of(workspace_of(ctx).load(name), split, name)
-        shifted, counts = shifter.shift_all(docs)
-        write_shifted(shifted, out, {"shift": 1, "source": {"corpus": name, "split": split},
-                                     "options": options.as_record(), "counts": vars(counts)})
-    click.echo(f"wrote {counts.documents} shifted document(s) of {name!r} {split} to {out}: {counts.redrawn} of "
-               f"{counts.spans} identifiers re-drawn, {counts.headers} headers and {counts.whitespace} whitespace "
-               f"runs changed, {counts.dropped_edits} edits left out (they cut a gold span)")
+        if register is not None:  # an embedded or registered name, or an empty one: refused before any work
+            from ..corpus.workspace import _embedded_corpora
+
+            if register in _embedded_corpora():
+                raise click.BadParameter(f"{register!r} is an embedded corpus", param_hint="--register")
+            ws.check_new(register)
+        source = ws.load(name)
+        wanted = list(dict.fromkeys(split_names)) or list(source.splits)
+        for split in wanted:
+            _split_of(source, split, name)
+        if register is not None and not {"train", "test"} <= set(wanted):
+            raise click.BadParameter("a registered corpus needs the train and test splits", param_hint="--register")
+        shifted, total = {}, ShiftCounts()
+        for split in wanted:
+            shifted[split], counts = shifter.shift_all(source.splits[split])
+            total.add(counts)
+        folders = write_shifted(shifted, out, {"shift": 1, "source": {"corpus": name, "splits": wanted},
+                                               "options": options.as_record(), "counts": vars(total)})
+        if register is not None:
+            group_pattern = source.spec.group_pattern if source.spec is not None else None
+            ws.add_corpus(CorpusSpec(register, {s: str(p) for s, p in folders.items()}, "xml", None, group_pattern))
+    click.echo(f"wrote {total.documents} shifted document(s) of {name!r} ({', '.join(wanted)}) to {out}: "
+               f"{total.redrawn} of {total.spans} identifiers re-drawn, {total.headers} headers and "
+               f"{total.whitespace} whitespace runs changed, {total.dropped_edits} edits left out (they cut a gold span)")
+    if register is not None:
+        click.echo(f"registered corpus {register!r}")

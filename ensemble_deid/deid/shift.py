@@ -217,9 +217,10 @@ class Shifter:
 SHIFT_RECORD = "SHIFT.json"
 
 
-def write_shifted(documents: Sequence[Document], out, record: dict) -> None:
-    """Write shifted notes as i2b2 XML (``<id>.xml``, owner-only) and ``SHIFT.json``
-    (the options and counts, no text) into ``out``, a new or empty folder.
+def write_shifted(splits: dict[str, Sequence[Document]], out, record: dict) -> dict[str, "Path"]:
+    """Write each split's shifted notes as i2b2 XML (``out/<split>/<id>.xml``,
+    owner-only) and ``out/SHIFT.json`` (options, counts and fingerprints; no
+    text) into ``out``, a new or empty folder; returns each split's folder.
     Written into a temporary folder beside it first: a failure leaves no half corpus."""
     import os
     import shutil
@@ -235,11 +236,14 @@ def write_shifted(documents: Sequence[Document], out, record: dict) -> None:
     private_dir(out.parent)
     tmp = private_temp_dir(f".{out.name}.", ".tmp", out.parent)
     try:
-        write_corpus(documents, tmp)
-        write_private_json(tmp / SHIFT_RECORD, dict(record, fingerprint=corpus_fingerprint(documents)))
+        for split, documents in splits.items():
+            write_corpus(documents, private_dir(tmp / split))
+        fingerprints = {split: corpus_fingerprint(docs) for split, docs in splits.items()}
+        write_private_json(tmp / SHIFT_RECORD, dict(record, fingerprints=fingerprints))
         if out.exists():
             out.rmdir()
         os.replace(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    return {split: out / split for split in splits}
