@@ -112,3 +112,258 @@ def test_mapping_is_recorded_only_when_asked():
 
 def test_the_default_seed_is_random():
     assert Surrogator().seed != Surrogator().seed  # never a fixed, guessable key
+
+
+# -- issue 53: a surrogate is valid for what the span is -------------------------------------------------
+
+def _note(s, text, spans, patient="p1"):
+    """``text`` with each (substring, label) span replaced."""
+    doc, anns, pos = _doc(text, patient), [], 0
+    for sub, label in spans:
+        start = text.index(sub, pos)
+        anns.append(Annotation(start, start + len(sub), *label.split(":")))
+        pos = start + len(sub)
+    return redact(doc, anns, "surrogate", s)
+
+
+def _shape(text):
+    return re.sub(r"[a-z]", "a", re.sub(r"[A-Z]", "A", re.sub(r"\d", "9", text)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_issue_examples_get_surrogates_valid_for_what_the_span_is(seed):
+    s = Surrogator(seed=seed)
+    # an SSN predicted as a hospital (whole, or its first group) keeps the shape of an SSN
+    assert re.fullmatch(r"SSN \d{3}-\d{2}-\d{4}", _note(s, "SSN 512-44-9083", [("512-44-9083", "LOCATION:HOSPITAL")]))
+    out = _note(s, "SSN 512-44-9083", [("512", "LOCATION:HOSPITAL"), ("-44-9083", "ID:SSN")])
+    assert re.fullmatch(r"SSN \d{3}-\d{2}-\d{4}", out) and out != "SSN 512-44-9083"
+    # an age over 89 is "90+" whatever the label
+    for label in ("DATE:DATE", "ID:IDNUM", "AGE:AGE", "LOCATION:HOSPITAL"):
+        assert _note(s, "age 101", [("101", label)]) == "age 90+", label
+    # a date with a time: a real date (shifted by the patient's offset), the time kept
+    shifted = dt.date(2023, 11, 5) + dt.timedelta(days=s.date_offset("p1"))
+    assert _note(s, "on 11/05/2023 22:40", [("11/05/2023 22:40", "DATE:DATE")]) == \
+        f"on {shifted:%m/%d/%Y} 22:40"
+    # a blood pressure tagged DATE is left as it is, and counted
+    before = s.clinical_values
+    assert _note(s, "Blood pressure 142/78", [("142/78", "DATE:DATE")]) == "Blood pressure 142/78"
+    assert s.clinical_values == before + 1
+    # a surname tagged PROFESSION after "Dr. Peter" stays a name: no profession word in it
+    out = _note(s, "Dr. Peter Vukovic", [("Vukovic", "PROFESSION:PROFESSION")])
+    new = out.split()[-1]
+    assert out.startswith("Dr. Peter ") and new[0].isupper() and new.casefold() not in names.OCCUPATION_WORDS \
+        and new.casefold() not in {p.casefold() for p in lists.PROFESSIONS} and new != "Vukovic"
+    assert new.casefold() in _lexicon()[2]  # a surname
+
+
+def test_names_keep_first_and_last_roles():
+    female, male, last = _lexicon()
+    for seed in range(6):
+        s = Surrogator(seed=seed)
+        first, surname = _note(s, "Louetta Corriere", [("Louetta Corriere", "NAME:PATIENT")]).split()
+        assert first.casefold() in female | male and surname.casefold() in last
+        first, surname = _note(s, "Mary Corriere", [("Mary Corriere", "NAME:PATIENT")]).split()
+        assert first.casefold() in female - male and surname.casefold() in last  # Mary: a woman's name
+        first, surname = _note(s, "George Corriere", [("George Corriere", "NAME:PATIENT")]).split()
+        assert first.casefold() in male - female
+        first, surname = _note(s, "Kimon Longerbeam", [("Kimon Longerbeam", "NAME:PATIENT")]).split()
+        assert first.casefold() in female | male and surname.casefold() in last
+        assert first.casefold() not in names.OCCUPATION_WORDS and surname.casefold() not in names.OCCUPATION_WORDS
+
+
+def test_an_email_is_built_from_the_surrogate_name_on_a_reserved_domain():
+    s = Surrogator(seed=3)
+    out = _note(s, "John Smith <john.smith@mgh.org>", [("John Smith", "NAME:PATIENT"),
+                                                        ("john.smith@mgh.org", "CONTACT:EMAIL")])
+    m = re.fullmatch(r"(\w+) (\w+) <(\w+)\.(\w+)@example\.org>", out)
+    assert m and (m.group(3), m.group(4)) == (m.group(1).lower(), m.group(2).lower())
+    out = _note(s, "mail dkyja.mnanhdmuuj12@zjw.dlw", [("dkyja.mnanhdmuuj12@zjw.dlw", "CONTACT:EMAIL")])
+    local = re.fullmatch(r"mail ([a-z]+)\.([a-z]+)(\d\d)@example\.com", out)
+    assert local and local.group(1) in _lexicon()[0] | _lexicon()[1] and local.group(2) in _lexicon()[2]
+
+
+def test_city_state_and_zip_stay_coherent_and_consistent():
+    from faker.providers.address.en_US import Provider
+
+    for seed in range(8):
+        s = Surrogator(seed=seed)
+        spans = [("Boston", "LOCATION:CITY"), ("MA", "LOCATION:STATE"), ("02114", "LOCATION:ZIP")]
+        m = re.fullmatch(r"(.+), ([A-Z]{2}) (\d{5})", _note(s, "Boston, MA 02114", spans))
+        low, high = Provider.states_postcode[m.group(2)]
+        assert m.group(2) != "MA" and low <= int(m.group(3)) <= high
+        # one state however written, in the patient's other notes too; a ZIP alone lands in it as well
+        state = dict((abbr, name) for name, abbr in lists.STATES)[m.group(2)]
+        assert _note(s, "from Massachusetts", [("Massachusetts", "LOCATION:STATE")]) == f"from {state}"
+        zip_alone = int(_note(s, "02115", [("02115", "LOCATION:ZIP")]))
+        assert low <= zip_alone <= high
+
+
+def test_clinical_values_tagged_date_are_kept_and_dates_are_not():
+    s = Surrogator(seed=4)
+    for text, value in [("BP: 120/80", "120/80"), ("took 22.5 mg", "22.5"), ("temp 37.8", "37.8"),
+                        ("BP 98/60", "98/60")]:
+        assert _note(s, text, [(value, "DATE:DATE")]) == text
+    assert _note(s, "K 3.4 today", [("3.4", "DATE:DATE")]) == "K 3.4 today"  # not March 4: a potassium
+    assert s.clinical_values == 5
+    # dates are still dates: without a lab before or a unit after, and with a year
+    assert _note(s, "seen 3/4", [("3/4", "DATE:DATE")]) != "seen 3/4"
+    assert _note(s, "seen 10/86", [("10/86", "DATE:DATE")]) != "seen 10/86"
+    assert _note(s, "temp 11/2091", [("11/2091", "DATE:DATE")]) != "temp 11/2091" and s.clinical_values == 5
+
+
+def test_the_marked_copy_and_the_offsets_show_every_replacement():
+    from ensemble_deid.deid.redact import marked, redact_spans
+
+    doc = _doc("Seen by Dr. Lee on 3/4/2012. BP 142/78.")
+    spans = [Annotation(12, 15, "NAME", "DOCTOR"), Annotation(19, 27, "DATE", "DATE"),
+             Annotation(32, 38, "DATE", "DATE")]
+    text, placed = redact_spans(doc, spans, "surrogate", Surrogator(seed=1))
+    assert text == redact(doc, spans, "surrogate", Surrogator(seed=1))
+    assert [(a.category, a.type) for a in placed] == [("NAME", "DOCTOR"), ("DATE", "DATE"), ("DATE", "DATE")]
+    pieces = [text[a.start:a.end] for a in placed]
+    assert text[:12] == "Seen by Dr. " and text[placed[0].end:placed[1].start] == " on "
+    assert pieces[2] == "142/78" and pieces[0] != "Lee"
+    assert marked(text, placed) == f"Seen by Dr. [[{pieces[0]}]] on [[{pieces[1]}]]. BP [[142/78]]."
+    tag, placed = redact_spans(doc, spans[:1], "tag")
+    assert tag[placed[0].start:placed[0].end] == "[NAME:DOCTOR]"
+
+
+# -- properties over many spans and seeds ---------------------------------------------------------------
+
+from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
+
+from ensemble_deid.corpus.synth import lists  # noqa: E402
+from ensemble_deid.corpus.synth.surrogates import Surrogates  # noqa: E402
+from ensemble_deid.deid import surrogate_names as names  # noqa: E402
+
+_PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Formats of the synthetic corpora that write a whole date (day, month and year) unambiguously month first.
+FULL_DATE_FORMATS = ("iso", "mdy", "mdy_short", "mdy_nopad", "mdy_dash", "mdy_dot", "month_day_year", "mon_day_year",
+                     "day_month_year", "dmon_y", "compact", "upper_mon", "mdy_pad_short", "ymd_slash",
+                     "mdy_dash_long", "mon_day_comma_year", "upper_month_day_year", "month_day_comma_tight",
+                     "mdy_dot_short")
+UNPADDED = ("mdy_short", "mdy_nopad", "mdy_dash_long", "mdy_dot_short")
+_DATES = st.dates(dt.date(1951, 1, 1), dt.date(2045, 12, 31))
+
+
+def _lexicon():
+    return names._lexicon("en_US")
+
+
+@_PROPS
+@given(_DATES, st.sampled_from(FULL_DATE_FORMATS), st.integers(0, 10**6), st.sampled_from(["", " 22:40", " 7:05 pm",
+                                                                                            " at 09:15:30"]))
+def test_a_written_date_moves_by_the_patient_offset_in_its_own_format(day, fmt, seed, time_of_day):
+    # "May" (and "June", "July" beside "Jan.") reads the same in the writers of abbreviations as of full names
+    assume(fmt not in ("mon_day_year", "dmon_y", "upper_mon", "mon_day_comma_year") or day.month != 5)
+    assume(fmt != "mon_day_comma_year" or day.month not in (6, 7))
+    s = Surrogator(seed=seed)
+    writer = Surrogates(random.Random(0))
+    original = writer.format_date(day, fmt) + time_of_day
+    expect = writer.format_date(day + dt.timedelta(days=s.date_offset("p1")), fmt) + time_of_day
+    out = _replace(s, original, "DATE:DATE")
+    if fmt in UNPADDED:  # "12/17/00" may be a padded or an unpadded writer's: either is right
+        out, expect = re.sub(r"(?<!\d)0(\d)", r"\1", out), re.sub(r"(?<!\d)0(\d)", r"\1", expect)
+    assert out == expect
+
+
+def _impossible(text):
+    """Date- or time-shaped digits in ``text`` that are no real date (month or day first) or time."""
+    bad = []
+    for m in re.finditer(r"(?<!\d)(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d\d)(?!\d)", text):
+        a, b, y = int(m.group(1)), int(m.group(3)), int(m.group(4))
+        y += 2000 if len(m.group(4)) == 2 else 0
+        ok = False
+        for month, day in ((a, b), (b, a)):
+            try:
+                dt.date(y, month, day)
+                ok = True
+            except ValueError:
+                pass
+        bad += [] if ok else [m.group(0)]
+    for m in re.finditer(r"(?<!\d)(\d{1,2}):(\d\d)(?!\d)", text):
+        bad += [] if int(m.group(1)) <= 23 and int(m.group(2)) <= 59 else [m.group(0)]
+    return bad
+
+
+@_PROPS
+@given(st.text(alphabet="0123456789/.-: apmJanFeb", min_size=1, max_size=22), st.integers(0, 10**6),
+       st.sampled_from(["DATE:DATE", "ID:SSN", "LOCATION:HOSPITAL", "NAME:PATIENT", "CONTACT:PHONE"]))
+def test_no_surrogate_shows_an_impossible_date_or_time(text, seed, label):
+    text = text.strip() or "1"
+    out = _replace(Surrogator(seed=seed), text, label)
+    if not _impossible(text) or label == "DATE:DATE":
+        assert not _impossible(out), (text, out)
+
+
+@_PROPS
+@given(st.integers(90, 125), st.sampled_from(["{n}", "{n} yo", "{n}-year-old", "{n} y/o", "{n} años"]),
+       st.sampled_from(["AGE:AGE", "DATE:DATE", "ID:IDNUM", "LOCATION:HOSPITAL", "PROFESSION:PROFESSION"]),
+       st.sampled_from(["", "age ", "Age: ", "aged "]), st.integers(0, 10**6))
+def test_ages_over_89_are_always_generalised(n, form, label, lead, seed):
+    age = form.format(n=n)
+    if label != "AGE:AGE" and not lead and form == "{n}":
+        lead = "age "  # a bare number is an age only by its label or its words
+    out = _note(Surrogator(seed=seed), lead + age + " today", [(age, label)])
+    assert out == lead + age.replace(str(n), "90+") + " today"
+
+
+_FIRST_EN = sorted(n for n in set(names._lexicon("en_US")[0] | names._lexicon("en_US")[1]) - names._lexicon("en_US")[2]
+                   if re.fullmatch("[a-z]+", n))
+_LAST_EN = sorted(n for n in names._lexicon("en_US")[2] - set(names._lexicon("en_US")[0] | names._lexicon("en_US")[1])
+                  if re.fullmatch("[a-z]+", n))
+
+
+@_PROPS
+@given(st.sampled_from(_FIRST_EN), st.sampled_from(_LAST_EN), st.sampled_from("ABCDEFGHJKLMNPRSTW"),
+       st.integers(0, 10**6), st.sampled_from(["{F} {L}", "{L}, {F}", "{I}. {L}", "{F} {I}. {L}", "Dr. {F} {L}",
+                                               "{L}, {F} {I}", "{F} {L}, MD", "{U}, {UF}"]))
+def test_name_surrogates_keep_every_part_in_its_role(first, last, initial, seed, form):
+    first, last = first.title(), last.title()
+    original = form.format(F=first, L=last, I=initial, U=last.upper(), UF=first.upper())
+    out = _replace(Surrogator(seed=seed), original, "NAME:PATIENT")
+    female, male, surnames = _lexicon()
+    # the same written form: titles, degrees, commas, initials and case style kept
+    pattern = re.escape(form).replace(r"\{F\}", "([A-Z][a-z]+)").replace(r"\{L\}", "([A-Z][a-z]+)") \
+        .replace(r"\{I\}", "([A-Z])").replace(r"\{U\}", "([A-Z]+)").replace(r"\{UF\}", "([A-Z]+)")
+    m = re.fullmatch(pattern.replace("{", "").replace("}", ""), out)
+    assert m, (original, out)
+    roles = re.findall(r"\{(\w+)\}", form)
+    for role, new in zip(roles, m.groups()):
+        word = new.casefold()
+        assert word not in names.OCCUPATION_WORDS
+        if role in ("F", "UF"):
+            assert word in female | male and word != first.casefold()
+        elif role in ("L", "U"):
+            assert word in surnames and word != last.casefold()
+        else:
+            assert new != initial
+    assert first.casefold() not in out.casefold() and last.casefold() not in out.casefold()
+
+
+@_PROPS
+@given(st.text(alphabet="0123456789-() .#", min_size=3, max_size=16), st.text(alphabet="ABXZ", max_size=3),
+       st.integers(0, 10**6),
+       st.sampled_from(["ID:SSN", "ID:MEDICALRECORD", "CONTACT:PHONE", "LOCATION:HOSPITAL", "NAME:PATIENT",
+                        "PROFESSION:PROFESSION", "LOCATION:CITY", "CONTACT:FAX"]))
+def test_id_like_spans_keep_their_shape_under_any_label(digits, letters, seed, label):
+    text = (letters + digits).strip()
+    if sum(c.isdigit() for c in text) < max(2, sum(c.isalpha() for c in text)):
+        return  # not ID-like
+    out = _replace(Surrogator(seed=seed), text, label)
+    assert _shape(out) == _shape(text) and out.casefold() != text.casefold()
+
+
+@_PROPS
+@given(st.text(alphabet=string.ascii_letters + string.digits + " /-.,'ñé@", min_size=1, max_size=16),
+       st.integers(0, 10**6),
+       st.sampled_from(["NAME:PATIENT", "NAME:DOCTOR", "DATE:DATE", "AGE:AGE", "ID:IDNUM", "CONTACT:PHONE",
+                        "CONTACT:EMAIL", "LOCATION:CITY", "LOCATION:STATE", "LOCATION:ZIP", "LOCATION:HOSPITAL",
+                        "PROFESSION:PROFESSION", "OTHER:X", "LOCATION:STREET"]))
+def test_a_surrogate_never_contains_the_original(text, seed, label):
+    text = text.strip() or "x"
+    out = _replace(Surrogator(seed=seed), text, label)
+    age = re.fullmatch(r"\D*(\d+)\D*", text)
+    if label == "AGE:AGE" and age and int(age.group(1)) > 89:
+        return  # "90" becomes "90+"
+    assert text.casefold() not in out.casefold(), (label, text, out)

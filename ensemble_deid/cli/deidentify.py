@@ -22,6 +22,10 @@ from .common import connect_timeout_option, fail_on_error
 @click.option("--save-mapping", type=click.Path(dir_okay=False),
               help="Surrogate mode: also write the original -> surrogate mapping (contains PHI; owner-only; "
               "checked before any work and kept up to date after every batch).")
+@click.option("--mark-surrogates", is_flag=True,
+              help="Surrogate mode: also write OUT/review/<id>.txt, the text with every replaced span in [[ ]] (a "
+              "missed real name reads like a surrogate: review this copy, never share it), and OUT/review/<id>.json, "
+              "the replaced spans' offsets in text/<id>.txt.")
 @click.option("--group-pattern", default=None, help="Regular expression whose first group gives a note's patient "
               "from its id (surrogates are consistent per patient; default: each note is its own patient).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, help="Notes tagged together.")
@@ -44,7 +48,8 @@ from .common import connect_timeout_option, fail_on_error
 @click.option("--address", default=None, metavar="ADDR", help="--backend ray: the cluster's head, e.g. HOST:6379.")
 @connect_timeout_option
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
-def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, group_pattern,
+def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, locale, save_mapping, mark_surrogates,
+               group_pattern,
                batch_size, allow_external, trusted, operating_point, jobs, backend, scheduler, address, connect_timeout,
                no_progress):
     """De-identify every note in INPUT (a folder of .txt notes, BRAT .txt/.ann
@@ -62,6 +67,8 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
     if save_mapping and mode != "surrogate":
         raise click.BadParameter("only surrogate mode has a mapping", param_hint="--save-mapping")
+    if mark_surrogates and mode != "surrogate":
+        raise click.BadParameter("only surrogate mode marks its surrogates", param_hint="--mark-surrogates")
     programs = {}
     for item in allow_external:
         name, sep, path = item.partition("=")
@@ -96,7 +103,8 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         notice = training_text_notice(model, deid.manifest)  # whoever runs a bundle may not know what it holds
         if notice:
             click.echo(notice, err=True)
-        runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping)
+        runner = FolderDeidentifier(deid, mode, span_formats, surrogates, group_pattern, batch_size, save_mapping,
+                                    mark_surrogates)
         total = len(scan_notes(input_dir))
         from ..progress import progress_bar
 
@@ -116,6 +124,10 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
         click.echo(f"removed {run.leftovers_removed} temp file(s)/folder(s) left by an interrupted run in {out}")
     click.echo(f"{run.processed} note(s) de-identified, {run.skipped} already done; {run.tokens} tokens in "
                f"{run.seconds:.1f} s ({run.tokens_per_second:,.0f} tokens/s); outputs in {out}")
+    if run.clinical_values:
+        click.echo(f"warning: {run.clinical_values} span(s) tagged DATE read as clinical values (a blood pressure, a lab "
+                   "value, a dose) and were left as written; check them"
+                   + (" in review/" if mark_surrogates else " (--mark-surrogates marks them)"), err=True)
     if run.has_gold:
         with fail_on_error():
             click.echo(score_report(input_dir, out, deid.labels))

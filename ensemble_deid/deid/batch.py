@@ -7,7 +7,12 @@ atomically):
 - ``text/<id>.txt``: the de-identified text (``tag``, ``mask`` or ``surrogate``);
 - ``spans/<id>.xml``: the predicted spans as i2b2 XML (with the original text,
   as the i2b2 scorer reads it) and/or ``spans/<id>.ann``: BRAT standoff whose
-  offsets refer to the input note's text.
+  offsets refer to the input note's text;
+- with ``mark`` (surrogate mode), ``review/<id>.txt``: the de-identified text
+  with every replaced span between ``[[`` and ``]]`` (a reader cannot tell a
+  real name the tagger missed from a surrogate; here the unmarked one
+  stands out), and ``review/<id>.json``: the replaced spans' offsets in
+  ``text/<id>.txt`` with their labels.
 
 Every input is read and checked before any note is tagged, so an unreadable
 note stops the run with one error naming its file, before anything is
@@ -48,7 +53,7 @@ from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
 from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
 from ..files import os_error, private_dir, read_json, temp_files, write_private, write_private_json
-from .redact import MODES, redact
+from .redact import MODES, marked, redact_spans
 
 SPAN_FORMATS = ("xml", "brat")
 RUN_RECORD = "run.json"
@@ -164,6 +169,7 @@ class FolderRun:
     seconds: float = 0.0
     has_gold: bool = False
     leftovers_removed: int = 0  # temp files and folders of an interrupted run
+    clinical_values: int = 0  # DATE-labelled spans left as written: they read as clinical values
     outputs: dict[str, list[Path]] = field(default_factory=dict)
 
     @property
@@ -179,9 +185,10 @@ class TaggedChunk:
     notes: int = 0
     tokens: int = 0
     mapping: dict[str, list] = field(default_factory=dict)
+    clinical_values: int = 0
 
     def __repr__(self) -> str:  # never the mapping (PHI) in a log or traceback
-        return f"TaggedChunk(notes={self.notes}, tokens={self.tokens})"
+        return f"TaggedChunk(notes={self.notes}, tokens={self.tokens}, clinical_values={self.clinical_values})"
 
 
 class FolderDeidentifier:
@@ -190,10 +197,12 @@ class FolderDeidentifier:
     ``mapping``: in surrogate mode, a file that receives the original ->
     surrogate mapping (PHI; owner-only). It is checked before any work and
     rewritten after every batch, and a note counts as done only once its
-    mapping is in it, so a failed or killed run loses none of it."""
+    mapping is in it, so a failed or killed run loses none of it.
+    ``mark``: in surrogate mode, also write ``review/`` (see the module docstring)."""
 
     def __init__(self, model, mode: str = "tag", span_formats: Sequence[str] = ("xml",), surrogates=None,
-                 group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None):
+                 group_pattern: str | None = None, batch_size: int = 32, mapping: str | Path | None = None,
+                 mark: bool = False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         bad = sorted(set(span_formats) - set(SPAN_FORMATS))
@@ -207,6 +216,9 @@ class FolderDeidentifier:
             raise ValueError("only surrogate mode has a mapping")
         if mapping is not None:
             surrogates.record = True
+        if mark and mode != "surrogate":
+            raise ValueError("only surrogate mode marks its surrogates")
+        self.mark = bool(mark)
         self.model = model
         self.mode = mode
         self.span_formats = tuple(span_formats)
@@ -221,6 +233,9 @@ class FolderDeidentifier:
             paths["xml"] = out / "spans" / f"{doc_id}.xml"
         if "brat" in self.span_formats:
             paths["brat"] = out / "spans" / f"{doc_id}.ann"
+        if self.mark:
+            paths["review"] = out / "review" / f"{doc_id}.txt"
+            paths["review_spans"] = out / "review" / f"{doc_id}.json"
         return paths
 
     def is_complete(self, out: Path, doc_id: str, mapped: Sequence[str] | dict = ()) -> bool:
@@ -256,7 +271,7 @@ class FolderDeidentifier:
         with _locked(out):
             self._check_record(out, existed)
             summary.leftovers_removed = _remove_leftovers(out, self.mapping)
-            for sub in ("text", "spans"):
+            for sub in ("text", "spans", "review") if self.mark else ("text", "spans"):
                 private_dir(out / sub)
             mapped = self._open_mapping()  # a mapping that cannot be written fails now, not after the work
             write_private_json(out / RUN_RECORD, self._record())
@@ -287,11 +302,14 @@ class FolderDeidentifier:
             doc.metadata["group"] = group
         spans = self.model.spans(docs)
         done = TaggedChunk(notes=len(docs))
+        kept_before = self.surrogates.clinical_values if self.surrogates is not None else 0
         for doc in docs:
             if self.mapping is not None:
                 self.surrogates.mapping.pop(doc.id, None)
             self._write(out, doc, spans[doc.id])
             done.tokens += len(doc.tokens)
+        if self.surrogates is not None:
+            done.clinical_values = self.surrogates.clinical_values - kept_before
         if self.mapping is not None:
             done.mapping = {d.id: self.surrogates.mapping.get(d.id, []) for d in docs}
             self.surrogates.mapping.clear()
@@ -303,6 +321,7 @@ class FolderDeidentifier:
             mapped.update(done.mapping)
             write_private(self.mapping, _mapping_json(mapped))
         summary.tokens += done.tokens
+        summary.clinical_values += done.clinical_values
         summary.processed += done.notes
         if progress:
             progress(done.notes)
@@ -363,7 +382,12 @@ class FolderDeidentifier:
             write_private(paths["xml"], to_i2b2_xml(doc.with_annotations(spans)).encode("utf-8"))
         if "brat" in paths:
             write_private(paths["brat"], to_brat(doc, spans).encode("utf-8"))
-        write_private(paths["text"], redact(doc, spans, self.mode, self.surrogates).encode("utf-8"))
+        text, placed = redact_spans(doc, spans, self.mode, self.surrogates)
+        if "review" in paths:
+            write_private_json(paths["review_spans"], [{"start": a.start, "end": a.end, "label": a.label}
+                                                       for a in placed])
+            write_private(paths["review"], marked(text, placed).encode("utf-8"))
+        write_private(paths["text"], text.encode("utf-8"))
 
 
 def _seed_hash(seed: int) -> str:
@@ -420,7 +444,7 @@ if hasattr(os, "register_at_fork"):
 def _remove_leftovers(out: Path, mapping: Path | None) -> int:
     """Remove (under the lock) what a killed run left: half-written temp
     files (PHI) beside the outputs and the mapping, and its scratch folders."""
-    leftovers = temp_files(out / "text") + temp_files(out / "spans")
+    leftovers = temp_files(out / "text") + temp_files(out / "spans") + temp_files(out / "review")
     if mapping is not None:
         leftovers += temp_files(mapping.parent, mapping.name)
     for path in leftovers:

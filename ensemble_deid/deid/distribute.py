@@ -85,6 +85,7 @@ class WorkerRecipe:
     group_pattern: str | None
     batch_size: int
     mapping: str | None  # surrogate mode: record the mapping and send it back (the client writes it)
+    mark: bool = False  # surrogate mode: also write the marked review copy
 
 
 _MODELS: dict[str, Any] = {}
@@ -113,7 +114,7 @@ def tag_chunk(recipe: WorkerRecipe, out: str, notes: Sequence, groups: Sequence[
     try:
         runner = FolderDeidentifier(_model(recipe.bundle), recipe.mode, recipe.span_formats,
                                     replace(recipe.surrogates) if recipe.surrogates is not None else None,
-                                    recipe.group_pattern, recipe.batch_size, recipe.mapping)
+                                    recipe.group_pattern, recipe.batch_size, recipe.mapping, recipe.mark)
         out_path = Path(out)
         total = TaggedChunk()
         # The temp files members make stay in the owner-only output folder, this worker's own part of it.
@@ -127,6 +128,7 @@ def tag_chunk(recipe: WorkerRecipe, out: str, notes: Sequence, groups: Sequence[
                 done = runner.tag_notes(out_path, batch, batch_groups)
                 total.notes += done.notes
                 total.tokens += done.tokens
+                total.clinical_values += done.clinical_values
                 total.mapping.update(done.mapping)
         finally:
             tempfile.tempdir = saved
@@ -179,7 +181,7 @@ class Distributor:
         """Each chunk's ``TaggedChunk``, as they finish (a bounded number in flight)."""
         recipe = WorkerRecipe(self.bundle, runner.mode, runner.span_formats,
                               _no_mapping(runner.surrogates), runner.group_pattern, runner.batch_size,
-                              None if runner.mapping is None else str(runner.mapping))
+                              None if runner.mapping is None else str(runner.mapping), runner.mark)
         engine = self._engine
         if engine is None:
             raise RuntimeError("use the Distributor in a with block")

@@ -1,30 +1,60 @@
 """Realistic surrogate PHI for de-identified text (the synthetic corpora's
 Faker machinery, ``corpus.synth.surrogates``).
 
-Every replacement is a function of (seed, patient, kind, original text) only,
-so the same name gets the same surrogate everywhere in a patient's notes
-whatever order they are processed in (an interrupted run resumes with the
-same mapping), and different patients get independent ones:
+Every replacement is a function of (seed, patient, kind, original text, and
+for names the note's other names) only, so the same name gets the same
+surrogate everywhere in a patient's notes whatever order they are processed
+in (an interrupted run resumes with the same mapping), and different
+patients get independent ones.
 
-- names: each word of a name maps to a surrogate word (so "John Smith",
-  "Smith, John" and "J. Smith" stay consistent), case style kept;
-- dates: shifted by one offset per patient (1 to 3 years and 30 to 330 days
-  either way, never a whole number of weeks), keeping their written format,
-  so intervals between a patient's dates are kept; day/month order of
-  numeric dates by ``date_order`` ("mdy" or "dmy", decided by any part > 12);
-- ages over 89 become "90+" (HIPAA); other ages move by one small offset
-  per patient (1 to 3 years, staying under 90);
-- IDs, phone and fax numbers, ZIP codes, e-mails, URLs and anything without a
-  generator keep their shape: each digit and letter redrawn, punctuation kept;
+A span's surrogate must be valid for what the span *is*, whatever type a
+tagger predicted for it; the text and its surroundings decide first:
+
+- a number that reads as an age ("age 101", "101 yo", "ninety-two", under
+  any label) is an age: over 89 it becomes "90+" (HIPAA), always; other
+  ages move by one small offset per patient (1 to 3 years, staying under
+  90), decades ("60s") by ten years;
+- a span labelled DATE that reads as a clinical value (a blood pressure
+  such as 142/78; one or two numbers, no four-digit year, right after a lab
+  or vital sign or right before a unit; a decimal that is no date) is left
+  as written and counted (``clinical_values``, for a warning): a stray DATE
+  label must not rewrite a measurement; the marked review copy shows it;
+- dates are shifted by one offset per patient (1 to 3 years and 30 to 330
+  days either way, never a whole number of weeks) in their written format
+  (a time written with a date is kept), so intervals between a patient's
+  dates are kept; day/month order of numeric dates by ``date_order`` ("mdy"
+  or "dmy", decided by any part > 12). A span labelled DATE that does not
+  read as a valid date gets a shape-kept redraw (below);
+- an e-mail address is rebuilt from surrogate names on a reserved domain
+  (example.com/.org/.net, RFC 2606);
+- ID-like spans (more digits than letters: SSNs, record numbers, phone
+  numbers), whatever their label, and IDs, phone and fax numbers, URLs and
+  anything without a generator keep their shape: each digit and letter
+  redrawn, punctuation kept; digits shaped like a date or a time of day
+  become a valid one, never an impossible one;
+- ZIP codes: a real ZIP code in the surrogate of its state (the state of a
+  state name written before it, else the one its digits belong to), so
+  city, state and ZIP of an address stay coherent;
+- names keep their parts (``surrogate_names``): first names become first
+  names (of the same sex where the name lists know it), surnames surnames,
+  initials initials consistent with the note's surrogate names, titles and
+  degrees as written; each word maps to the same surrogate word in a
+  patient's notes, so "John Smith", "Smith, John" and "J. Smith" stay
+  consistent. A capitalised span that is not a profession word, right after
+  a title or a name, is a name whatever its label ("Dr. Peter Vukovic"). No
+  surrogate name is an occupation word ("Farmer");
 - places, hospitals, organisations and professions: drawn from the generators.
 
 A replacement never contains the original, nor equals another PHI string of
 the same note (both compared case-insensitively): a draw that does is redrawn
 from the same seeded stream (so it stays a function of the inputs above and
-of the note's PHI), a name word word by word. Within a note, one string gets
-one surrogate, whatever types it was predicted with (``replace_spans``).
-Avoiding the note's other PHI is the one exception to consistency: a note
-where a patient's surrogate is another PHI string (word) gets a redraw.
+of the note's PHI), a name word word by word, a date by a few more days.
+The exceptions are ages over 89 ("90" -> "90+") and clinical values left as written.
+Within a note, one string gets one surrogate, whatever types it was
+predicted with (``replace_spans``); an age or a kept value is decided per
+occurrence. Avoiding the note's other PHI is the one exception to
+consistency: a note where a patient's surrogate is another PHI string
+(word) gets a redraw.
 """
 from __future__ import annotations
 
@@ -36,53 +66,41 @@ from dataclasses import dataclass, field
 
 from ..corpus.document import Annotation, Document
 from ..corpus.synth import lists
+from ..corpus.synth.surrogates import Surrogates, number_word, sub_seed
 from ..errors import ParameterError, did_you_mean
-from ..corpus.synth.surrogates import Surrogates, sub_seed
+from . import surrogate_dates as dates
+from . import surrogate_names as names
+from .surrogate_dates import DATE_ORDERS, SPANISH_MONTHS, case_like, num_like  # noqa: F401 (re-exported)
 
-DATE_ORDERS = ("mdy", "dmy")
-SPANISH_MONTHS = ("enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto",
-                  "septiembre", "octubre", "noviembre", "diciembre")
-_MONTH_WORDS: dict[str, tuple[int, str]] = {}  # lower-case word -> (month, family)
-for _i in range(12):
-    _MONTH_WORDS[lists.MONTHS[_i].lower()] = (_i + 1, "en")
-    _MONTH_WORDS[lists.MONTHS_ABBR[_i].lower()] = (_i + 1, "en_abbr")
-    _MONTH_WORDS[SPANISH_MONTHS[_i]] = (_i + 1, "es")
-    _MONTH_WORDS[SPANISH_MONTHS[_i][:3]] = (_i + 1, "es_abbr")
-_MONTH_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _MONTH_WORDS), key=len, reverse=True)) + r")\b",
-                       re.IGNORECASE)
-SPANISH_WEEKDAYS = ("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo")
-_WEEKDAY_NAMES = {"en": lists.WEEKDAYS, "en_abbr": lists.WEEKDAYS_ABBR, "es": SPANISH_WEEKDAYS}
-_WEEKDAYS = {w.lower(): (i, fam) for fam, names in _WEEKDAY_NAMES.items() for i, w in enumerate(names)}
 # Other corpora's types that have an i2b2 counterpart (MEDDOCAN's Spanish ones).
 TYPE_ALIASES = {"CALLE": "STREET", "PAIS": "COUNTRY", "TERRITORIO": "CITY", "INSTITUCION": "ORGANIZATION",
-                "CENTRO_SALUD": "HOSPITAL", "PROFESION": "PROFESSION", "SEXO_SUJETO_ASISTENCIA": "SEX"}
+                "CENTRO_SALUD": "HOSPITAL", "PROFESION": "PROFESSION", "SEXO_SUJETO_ASISTENCIA": "SEX",
+                "CORREO_ELECTRONICO": "EMAIL"}
 SEX_WORDS = {"es": ("varón", "mujer", "hombre"), "en": ("female", "male", "woman", "man")}
+RESERVED_DOMAINS = ("example.com", "example.org", "example.net")  # RFC 2606
 _NAME_WORD = re.compile(r"[^\W\d_]+")
-_NUMERIC3 = re.compile(r"^(\d{1,4})([/.\-])(\d{1,2})\2(\d{2,4})$")
-_NUMERIC2 = re.compile(r"^(\d{1,2})([/.\-])(\d{1,4})$")
-
-
-def _month_word(month: int, family: str) -> str:
-    words = {"en": lists.MONTHS, "en_abbr": lists.MONTHS_ABBR, "es": SPANISH_MONTHS,
-             "es_abbr": tuple(m[:3] for m in SPANISH_MONTHS)}[family]
-    return words[month - 1]
-
-
-def _case_like(new: str, old: str) -> str:
-    if old.isupper() and len(old) > 1:
-        return new.upper()
-    if old.islower():
-        return new.lower()
-    if old[:1].isupper():
-        return new[:1].upper() + new[1:]
-    return new
-
-
-def _num_like(value: int, old: str) -> str:
-    """``value`` written with as many digits as ``old`` (zero padding kept)."""
-    if len(old) == 2:  # two digits stay two digits ("31" -> "03", "12" for a year -> "09")
-        return f"{value % 100:02d}"
-    return f"{value:0{len(old)}d}" if len(old) >= 3 else str(value)
+_EMAIL = re.compile(r"^([^@\s]+)@([^@\s]+\.[^@\s.]+)$")
+_ZIP = re.compile(r"^(\d{5})(-\d{4})?$")
+_NUMBER = re.compile(r"\d+")
+# What makes a number an age: the words before it ("age 101", "aged", "edad") or after it ("101 yo", "años").
+_AGE_BEFORE = re.compile(r"(?i)(?<![^\W\d_])(?:age[ds]?|edad(?:\s+de)?|at\s+the\s+age\s+of)\s*[:=]?\s*$")
+_AGE_AFTER = re.compile(r"(?i)^\s*-?\s*(?:y\.?\s?o\b\.?|y/o|yrs?\.?[\s-]+old|years?[\s-]+old|years?\s+of\s+age"
+                        r"|year-old|años|año)(?![^\W\d_])")
+_NUMBER_WORDS = {w: i for i, w in enumerate(lists.NUMBER_WORDS)} | {w: n for n, w in lists.TENS_WORDS.items()}
+# What makes a DATE-labelled number a clinical value: a lab or vital sign before it, a unit after it.
+_VITALS = ("BP", "B/P", "SBP", "DBP", "blood pressure", "pressure", "TA", "tensión arterial", "presión arterial",
+           "HR", "pulse", "FC", "RR", "FR", "SpO2", "sat", "O2 sat", "saturation", "temp", "temperature",
+           "weight", "wt", "height", "ht", "BMI", "glucose", "dose", "EF", "LVEF", "GCS")
+_CLINICAL_BEFORE = re.compile(
+    r"(?i)(?<![^\W\d_])(?:" + "|".join(sorted({re.escape(w) for w in _VITALS} | {re.escape(lab[0]) for lab in lists.LABS},
+                                              key=len, reverse=True))
+    + r")\s*(?:[:=]|of|is|was|de|\()?\s*$")
+_CLINICAL_AFTER = re.compile(r"(?i)^\s*(?:mm\s?hg|mg|mcg|µg|g/dl|mg/dl|mmol|meq|kg|lbs?|ml|cc|units?|iu|bpm|%|°"
+                             r"|/min|x\s?\d|puffs?|tabs?|l/min|cm|mm)(?![^\W\d_])")
+_CLINICAL_SHAPE = re.compile(r"^\d+(?:[.,]\d+)?(?:/\d+(?:[.,]\d+)?)?$")
+_BP_SHAPE = re.compile(r"^(\d{2,3})/(\d{2,3})$")
+_TITLE_BEFORE = re.compile(r"(?<![^\W\d_])(?i:" + "|".join(sorted(names.TITLES, key=len, reverse=True))
+                           + r")\.?\s+(?:[A-ZÁÉÍÓÚÑ][^\W\d_]*\.?\s+){0,2}$")
 
 
 @dataclass
@@ -92,7 +110,9 @@ class Surrogator:
     Whoever knows the seed can recompute the surrogate of a guessed original,
     so a seed is kept like a key (the default is a random one, never shown).
     ``record=True`` keeps the mapping (original -> surrogate per document) in
-    ``mapping``; it contains PHI and is written only when asked for."""
+    ``mapping``; it contains PHI and is written only when asked for.
+    ``clinical_values`` counts the DATE-labelled spans left as written because
+    they read as clinical values (a count, no text)."""
 
     seed: int | None = None  # None: a random one (surrogates derive from it like from a key)
     date_order: str = "mdy"
@@ -100,6 +120,7 @@ class Surrogator:
     record: bool = False
     mapping: dict[str, list[dict]] = field(default_factory=dict)
     seed_given: bool = field(init=False, default=True)  # False: drawn here (a resume may adopt the first run's)
+    clinical_values: int = field(init=False, default=0)
 
     def __post_init__(self):
         if self.seed is None:
@@ -133,18 +154,28 @@ class Surrogator:
         """The replacement of each span of one note: a string met again (under
         any type) gets the surrogate it got first, and no surrogate equals
         another PHI string of the note."""
+        spans = list(spans)
         phi = {document.text[a.start:a.end].strip().casefold() for a in spans} - {""}
-        words = {w for p in phi for w in _NAME_WORD.findall(p)}  # name words avoid the note's other PHI words
-        given: dict[str, str] = {}
+        note = _Note(document, spans, phi, {w for p in phi for w in _NAME_WORD.findall(p)})
+        note.kinds = [self._kind(note, i) for i in range(len(spans))]
+        note.names = self._note_names(note)
+        given: dict[tuple[str, str], str] = {}
         out = []
-        for span in spans:
+        for i, span in enumerate(spans):
             original = document.text[span.start:span.end]
-            new = given.get(original)  # exact: "Lee" and "LEE" keep their own case style
+            kind = note.kinds[i]
+            key = (kind if kind in ("age", "kept") else "", original)  # exact: "Lee" and "LEE" keep their case style
+            new = given.get(key)
             if new is None:
-                new = given[original] = self._replace(document, span, phi, words)
+                new = given[key] = self._replace(note, i)
+            if kind == "kept":
+                self.clinical_values += 1
             if self.record:
-                self.mapping.setdefault(document.id, []).append(
-                    {"start": span.start, "end": span.end, "label": span.label, "original": original, "surrogate": new})
+                entry = {"start": span.start, "end": span.end, "label": span.label, "original": original,
+                         "surrogate": new}
+                if kind == "kept":
+                    entry["kept"] = "clinical value"
+                self.mapping.setdefault(document.id, []).append(entry)
             out.append(new)
         return out
 
@@ -153,68 +184,109 @@ class Surrogator:
         """One span's replacement (alone: see ``replace_spans`` for a note)."""
         return self.replace_spans(document, [span])[0]
 
-    def _replace(self, document: Document, span: Annotation, phi: set[str], words: set[str]) -> str:
-        original = document.text[span.start:span.end]
+    def _kind(self, note: "_Note", i: int) -> str:
+        """What the span is, from its text and surroundings first, its label second."""
+        span, text = note.spans[i], note.text(i).strip()
+        category, type_ = span.category.upper(), TYPE_ALIASES.get(span.type.upper(), span.type.upper())
+        if not text:
+            return "empty"
+        if type_ == "SEX":
+            return "sex"
+        labelled_date = "DATE" in (category, type_) or type_ == "FECHAS"
+        if labelled_date and _clinical_value(note, i):
+            return "kept"
+        if "AGE" in (category, type_) or _age_context(note, i):
+            return "age"
+        if labelled_date:
+            return "date"
+        if _EMAIL.match(text):
+            return "email"
+        digits, letters = sum(c.isdigit() for c in text), sum(c.isalpha() for c in text)
+        if type_ == "ZIP" or (category == "LOCATION" and _ZIP.match(text)):
+            return "zip"
+        if digits >= 2 and digits >= letters:  # an SSN or record number labelled as a hospital or a name
+            return "shape"
+        if category == "NAME" and type_ != "USERNAME":
+            return "name"
+        if not digits and _name_context(note, i) and _looks_like_name(text):
+            return "name"
+        if type_ in ("CITY", "STATE", "COUNTRY", "STREET", "HOSPITAL", "ORGANIZATION"):
+            return type_.lower()
+        if type_ == "PROFESSION" or category == "PROFESSION":
+            return "profession"
+        return "shape"
+
+    def _replace(self, note: "_Note", i: int) -> str:
+        original = note.text(i)
         key = original.strip().casefold()
-        if not key:
+        kind = note.kinds[i]
+        if kind in ("empty", "kept"):
             return original
+        if kind == "age" and (_age_value(original) or 0) > 89:
+            return self._age(original, note.patient)  # "90+" even for "90"
 
         def bad(new: str) -> bool:
-            return key in new.casefold() or new.strip().casefold() in phi
+            return key in new.casefold() or new.strip().casefold() in note.phi
 
-        patient = document.group
-        out = self._replacement(original, span, patient, avoid=words)
+        out = self._replacement(note, i)
         for attempt in range(1, 20):
             if not bad(out):
                 return out
-            out = self._replacement(original, span, patient, salt=f"retry{attempt}", avoid=words)
+            out = self._replacement(note, i, salt=f"retry{attempt}")
         if not bad(out):
             return out
         return next(f for f in ("*" * len(original), "#" * len(original)) if not bad(f))  # a run of one character
 
-    def _replacement(self, original: str, span: Annotation, patient: str, salt: str = "",
-                     avoid: set[str] = frozenset()) -> str:
-        """A draw for ``original`` (``salt``: a redraw; dates and ages,
-        whose replacement is fixed, then keep only their shape)."""
-        category, type_ = span.category.upper(), span.type.upper()
-        type_ = TYPE_ALIASES.get(type_, type_)
-        if type_ == "SEX":
+    def _replacement(self, note: "_Note", i: int, salt: str = "") -> str:
+        """A draw for span ``i`` of the note (``salt``: a redraw)."""
+        original, patient, kind = note.text(i), note.patient, note.kinds[i]
+        if kind == "sex":
             said = original.strip().casefold()
             pool = SEX_WORDS["en"] if said in SEX_WORDS["en"] or (said not in SEX_WORDS["es"]
                                                                   and not self.locale.startswith("es")) else SEX_WORDS["es"]
             words = [w for w in pool if w != said]
-            return _case_like(self._rng(patient, "sex", salt, original.casefold()).choice(words), original)
-        if category in ("DATE", "AGE") or type_ in ("DATE", "AGE"):
-            if salt:
-                return self._shape(original, patient, salt)
-            return self._date(original, patient) if "DATE" in (category, type_) else self._age(original, patient)
-        if category == "NAME" and type_ != "USERNAME":
-            return self._name(original, patient, salt, avoid)
-        s = Surrogates(self._rng(patient, type_, *((salt,) if salt else ()), original.casefold()),
+            return case_like(self._rng(patient, "sex", salt, original.casefold()).choice(words), original)
+        if kind == "age":
+            return self._age(original, patient, salt)
+        if kind == "date":
+            return self._date(original, patient, salt)
+        if kind == "name":
+            return self._name(note, i, salt)
+        if kind == "email":
+            return self._email(note, original, salt)
+        if kind == "zip":
+            return self._zip(note, i, salt)
+        if kind == "state":
+            return self._state_text(original, patient, salt)
+        if kind == "shape":
+            return self._shape(original, patient, salt)
+        s = Surrogates(self._rng(patient, kind.upper(), *((salt,) if salt else ()), original.casefold()),
                        locales=((self.locale, 1.0),))
-        if type_ == "CITY":
+        if kind == "city":
             return s.fake(self.locale).city()
-        if type_ == "STATE":  # an abbreviation stays one
-            name, abbr = s.state()
-            return abbr if len(original.strip()) <= 3 else name
-        if type_ == "COUNTRY":
+        if kind == "country":
             return s.country(faker_share=0.5)
-        if type_ == "STREET":
+        if kind == "street":
             return s.street()
-        if type_ == "HOSPITAL":
+        if kind == "hospital":
             return s.hospital(lists.HOSPITAL_KINDS_2014).name
-        if type_ == "ORGANIZATION":
+        if kind == "organization":
             return s.company()
-        if type_ == "PROFESSION" or category == "PROFESSION":
-            return s.profession()
-        return self._shape(original, patient)
+        return s.profession()
 
+    # -- shapes -----------------------------------------------------------------------
     def _shape(self, original: str, patient: str, salt: str = "") -> str:
-        """Each digit, letter redrawn (case kept), everything else kept."""
+        """Each digit, letter redrawn (case kept), everything else kept;
+        digits shaped like a date or a time become a valid one."""
         rng = self._rng(patient, "shape", salt, original.casefold())
+        fixed = {}
+        for a, b, new in dates.redraw_shapes(original, rng, self.date_order):
+            fixed.update({a + k: c for k, c in enumerate(new)})
         out = []
-        for ch in original:
-            if ch.isdigit():
+        for k, ch in enumerate(original):
+            if k in fixed:
+                out.append(fixed[k])
+            elif ch.isdigit():
                 out.append(str(rng.randrange(10)))
             elif ch.isalpha():
                 c = rng.choice(string.ascii_lowercase)
@@ -223,125 +295,304 @@ class Surrogator:
                 out.append(ch)
         return "".join(out)
 
-    def _name(self, original: str, patient: str, salt: str = "", avoid: set[str] = frozenset()) -> str:
-        """Word by word: each word's draws come from one stream keyed by the
-        word (and patient), redrawn while a draw contains the word or is
-        another PHI word of the note."""
-        def word(m: re.Match) -> str:
-            w = m.group(0)
-            key = w.casefold()
-            if len(w) == 1:  # an initial
-                rng = self._rng(patient, "initial", *((salt,) if salt else ()), key)
-                return _case_like(rng.choice(string.ascii_uppercase.replace(w.upper(), "")), w)
-            s = Surrogates(self._rng(patient, "name", *((salt,) if salt else ()), key), locales=((self.locale, 1.0),))
-            for _ in range(50):
-                fake = s.fake(self.locale)
-                new = (fake.last_name() if s.chance(0.5) else fake.first_name()).split()[0]
-                if key not in new.casefold() and new.casefold() not in avoid:
-                    return _case_like(new, w)
-            return self._shape(w, patient, f"name{salt}")  # 50 unlucky draws: letters redrawn instead
-
-        return _NAME_WORD.sub(word, original)
-
-    def _age(self, original: str, patient: str) -> str:
-        m = re.search(r"\d+", original)
-        if not m:
-            return self._shape(original, patient)
-        age = int(m.group(0))
+    # -- ages and dates -----------------------------------------------------------------
+    def _age(self, original: str, patient: str, salt: str = "") -> str:
+        m = _NUMBER.search(original)
+        if m:
+            age, start, end, written = int(m.group(0)), m.start(), m.end(), None
+        else:
+            found = _number_in_words(original)
+            if found is None:
+                return self._shape(original, patient, salt)
+            age, start, end = found
+            written = original[start:end]
+        decade = original[end:end + 1] == "s" and age % 10 == 0 and written is None  # "60s"
         if age > 89:  # HIPAA: ages over 89 are aggregated
-            new = "90+"
+            return original[:start] + "90+" + original[end + decade:]
+        rng = self._rng(patient, "age-offset", *((salt,) if salt else ()))
+        if decade:  # a decade moves by ten years, staying a decade under 90
+            new = age + 10 if age + 10 <= 80 and (age < 20 or rng.random() < 0.5) else age - 10
         else:  # one small offset per patient: ages stay consistent and plausible
-            step = self._rng(patient, "age-offset").randint(1, 3)
-            new = str(age + step if age + step <= 89 else age - step)
-        return original[:m.start()] + new + original[m.end():]
+            step = rng.randint(1, 3)
+            new = age + step if age + step <= 89 else age - step
+            new = max(new, 0) if new != age else age + step
+        text = case_like(number_word(new), written) if written else str(new)
+        return original[:start] + text + original[end:]
 
-    def _date(self, original: str, patient: str) -> str:
-        offset = dt.timedelta(days=self.date_offset(patient))
+    def _date(self, original: str, patient: str, salt: str = "") -> str:
+        days = self.date_offset(patient)
+        if salt:  # a redraw: a few more days, still a valid date in the same format
+            days += self._rng(patient, "date-redraw", salt, original.casefold()).randint(1, 27)
         text = original.strip()
         lead, trail = original[:len(original) - len(original.lstrip())], original[len(original.rstrip()):]
-        out = self._numeric_date(text, offset) or self._worded_date(text, offset)
-        if out is None and re.fullmatch(r"\d{4}", text) and 1800 < int(text) < 2200:
-            out = str((dt.date(int(text), 7, 1) + offset).year)
-        if out is None and re.fullmatch(r"'\d\d", text):
-            out = "'" + _num_like((dt.date(_full_year(text[1:]), 7, 1) + offset).year, text[1:])
-        if out is None and text.lower() in _WEEKDAYS:
-            day, family = _WEEKDAYS[text.lower()]
-            out = _case_like(_WEEKDAY_NAMES[family][(day + offset.days) % 7], text)
-        if out is None:
-            return self._shape(original, patient)
+        out = dates.shift(text, dt.timedelta(days=days), self.date_order)
+        if out is None and dates.TIME_RE.match(text) and re.search(r"[AaPp]\.?[Mm]", text):  # "10pm": a valid hour
+            rng = self._rng(patient, "time", salt, original.casefold())
+            m = re.match(r"\d{1,2}", text)
+            hour = rng.randint(1, 9) if m.end() == 1 else rng.randint(10, 12)
+            out = str(hour) + text[m.end():]
+        if out is None:  # not a date: its shape, with date and time shapes valid
+            return self._shape(original, patient, salt)
         return lead + out + trail
 
-    def _order(self, a: int, b: int) -> str:
-        if a > 12 >= b:
-            return "dmy"
-        if b > 12 >= a:
-            return "mdy"
-        return self.date_order
+    # -- names and e-mails -------------------------------------------------------------
+    def _note_names(self, note: "_Note") -> "_NoteNames":
+        """The roles the note's names give their words, and the words of
+        each role in order (an initial follows the note's first name of its
+        letter). Name spans one space apart are read as one name ("Peter"
+        and "Vukovic" tagged apart)."""
+        runs: list[list[int]] = []
+        for i in sorted((i for i, k in enumerate(note.kinds) if k == "name"), key=lambda i: note.spans[i].start):
+            if runs and note.document.text[note.spans[runs[-1][-1]].end:note.spans[i].start] in (" ", ", "):
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        texts = [(note.document.text[note.spans[r[0]].start:note.spans[r[-1]].end], _titled(note, r[0])) for r in runs]
+        known: dict[str, str] = {}
+        for text, titled in texts:
+            parts = names.parse(text, self.locale, titled=titled)
+            if sum(p.role != names.INITIAL for p in parts) > 1:
+                for p in parts:
+                    if p.role != names.INITIAL:
+                        known.setdefault(text[p.start:p.end].casefold(), p.role)
+        by_role: dict[str, list[str]] = {names.FIRST: [], names.LAST: []}
+        for text, titled in texts:
+            for p in names.parse(text, self.locale, known, titled):
+                if p.role != names.INITIAL:
+                    by_role[p.role] += names.UNIT.findall(text[p.start:p.end])
+        return _NoteNames(known, by_role)
 
-    def _numeric_date(self, text: str, offset: dt.timedelta) -> str | None:
-        m = _NUMERIC3.match(text)
-        if m:
-            a, sep, b, c = m.group(1), m.group(2), m.group(3), m.group(4)
-            if len(a) == 4:  # year first
-                y, mo, d = int(a), int(b), int(c)
-                new = _make(y, mo, d, offset)
-                return None if new is None else sep.join([_num_like(new.year, a), _num_like(new.month, b), _num_like(new.day, c)])
-            order = self._order(int(a), int(b))
-            mo, d = (int(a), int(b)) if order == "mdy" else (int(b), int(a))
-            y = _full_year(c)
-            new = _make(y, mo, d, offset)
-            if new is None:
-                return None
-            first, second = (new.month, new.day) if order == "mdy" else (new.day, new.month)
-            return sep.join([_num_like(first, a), _num_like(second, b), _num_like(new.year, c)])
-        m = _NUMERIC2.match(text)
-        if m:
-            a, sep, b = m.group(1), m.group(2), m.group(3)
-            if len(b) == 4:  # month/year
-                new = _make(int(b), int(a), 15, offset)
-                return None if new is None else f"{_num_like(new.month, a)}{sep}{new.year}"
-            order = self._order(int(a), int(b))
-            mo, d = (int(a), int(b)) if order == "mdy" else (int(b), int(a))
-            new = _make(2000, mo, d, offset)
-            if new is None:
-                return None
-            first, second = (new.month, new.day) if order == "mdy" else (new.day, new.month)
-            return f"{_num_like(first, a)}{sep}{_num_like(second, b)}"
-        return None
-
-    def _worded_date(self, text: str, offset: dt.timedelta) -> str | None:
-        months = list(_MONTH_RE.finditer(text))
-        if len(months) != 1:
-            return None
-        mword = months[0]
-        month, family = _MONTH_WORDS[mword.group(0).lower()]
-        numbers = [n for n in re.finditer(r"(')?(\d+)", text)]
-        year_m = next((n for n in numbers if len(n.group(2)) == 4 or n.group(1)), None)
-        day_m = next((n for n in numbers if n is not year_m and 1 <= int(n.group(2)) <= 31 and len(n.group(2)) <= 2), None)
-        year = _full_year(year_m.group(2)) if year_m else 2001
-        new = _make(year, month, int(day_m.group(2)) if day_m else 15, offset)
-        if new is None:
-            return None
-        pieces = [(mword.start(), mword.end(), _case_like(_month_word(new.month, family), mword.group(0)))]
-        if day_m:
-            pieces.append((day_m.start(2), day_m.end(2), _num_like(new.day, day_m.group(2))))
-        if year_m:
-            pieces.append((year_m.start(2), year_m.end(2), _num_like(new.year, year_m.group(2))))
-        out = text
-        for a, b, rep in sorted(pieces, reverse=True):
-            out = out[:a] + rep + out[b:]
+    def _name(self, note: "_Note", i: int, salt: str = "") -> str:
+        original = note.text(i)
+        parts = names.parse(original, self.locale, note.names.known, _titled(note, i))
+        if not parts:
+            return self._shape(original, note.patient, salt)
+        out = original
+        for part, role in reversed(list(zip(parts, names.initial_roles(parts)))):
+            seg = original[part.start:part.end]
+            if part.role == names.INITIAL:
+                new = case_like(self._initial(note, seg, role, salt), seg)
+            else:
+                new = re.sub(r"[^\W\d_]+(?:['’][^\W\d_]+)*",
+                             lambda m: case_like(self._name_word(m.group(0), part.role, note, salt), m.group(0)), seg)
+            out = out[:part.start] + new + out[part.end:]
         return out
 
+    def _name_word(self, word: str, role: str, note: "_Note", salt: str = "") -> str:
+        """One word's surrogate in its role: one stream per (patient, role,
+        word), redrawn while a draw contains the word, starts with its letter
+        (initials must differ), is another PHI word of the note or an occupation."""
+        key = word.casefold()
+        s = Surrogates(self._rng(note.patient, "name", role, *((salt,) if salt else ()), key),
+                       locales=((self.locale, 1.0),))
+        sex = names.sex_of(word, self.locale) if role == names.FIRST else None
+        for _ in range(60):
+            fake = s.fake(self.locale)
+            if role == names.LAST:
+                new = fake.last_name()
+            else:
+                new = {"F": fake.first_name_female, "M": fake.first_name_male}.get(sex, fake.first_name)()
+            low = new.casefold()
+            if (" " in new or key in low or low[0] == key[0] or low in note.words
+                    or low in names.OCCUPATION_WORDS):
+                continue
+            return new
+        return self._shape(word, note.patient, f"name{salt}")  # 60 unlucky draws: letters redrawn instead
 
-def _full_year(text: str) -> int:
-    y = int(text)
-    if len(text) <= 2:
-        return 2000 + y if y < 50 else 1900 + y
-    return y
+    def _initial(self, note: "_Note", letter: str, role: str, salt: str = "") -> str:
+        """The initial of the surrogate of the note's first name (or surname)
+        of that letter, else a letter drawn per patient; never the same letter."""
+        for word in note.names.by_role.get(role, ()):
+            if word[0].casefold() == letter.casefold():
+                new = self._name_word(word, role, note, salt)
+                if new[0].casefold() != letter.casefold():
+                    return new[0].upper()
+        rng = self._rng(note.patient, "initial", role, *((salt,) if salt else ()), letter.casefold())
+        return rng.choice(string.ascii_uppercase.replace(letter.upper(), ""))
+
+    def _email(self, note: "_Note", original: str, salt: str = "") -> str:
+        """The local part's name words become surrogate names (first, then
+        last), its digits other digits; the domain a reserved one."""
+        text = original.strip()
+        local, domain = _EMAIL.match(text).groups()
+        pieces = re.split(r"([._+-]|\d+)", local)
+        words = [k for k, p in enumerate(pieces) if p and p[0].isalpha()]
+        rng = self._rng(note.patient, "email", salt, text.casefold())
+        for n, k in enumerate(words):
+            p = pieces[k]
+            if len(p) == 1:
+                pieces[k] = case_like(rng.choice(string.ascii_lowercase.replace(p.lower(), "")), p)
+                continue
+            role = note.names.known.get(p.casefold()) or (
+                names.FIRST if n == 0 and len(words) > 1 else names.LAST if len(words) > 1
+                else names.lexical_role(p, self.locale) or names.LAST)
+            pieces[k] = case_like(self._name_word(p, role, note, salt), p).lower() if p.islower() else \
+                case_like(self._name_word(p, role, note, salt), p)
+        pieces = ["".join(str(rng.randrange(10)) for _ in p) if p.isdigit() else p for p in pieces]
+        tld = domain.rsplit(".", 1)[-1].lower()
+        host = next((d for d in RESERVED_DOMAINS if d.endswith("." + tld)), RESERVED_DOMAINS[0])
+        return original.replace(text, "".join(pieces) + "@" + host)
+
+    # -- places ------------------------------------------------------------------------
+    def _state(self, original: str, patient: str, salt: str = "") -> tuple[str, str]:
+        """The surrogate state (name, abbreviation) of a state however written
+        ("MA", "Mass.", "Massachusetts" give the same one)."""
+        said = _STATE_KEYS.get(original.strip().rstrip(".").casefold(), original.strip().casefold())
+        rng = self._rng(patient, "state", *((salt,) if salt else ()), said)
+        return rng.choice([st for st in lists.STATES if st[1].casefold() != said])
+
+    def _state_text(self, original: str, patient: str, salt: str = "") -> str:
+        if self.locale.startswith("es"):
+            s = Surrogates(self._rng(patient, "STATE", salt, original.casefold()), locales=((self.locale, 1.0),))
+            return s.fake(self.locale).state()
+        name, abbr = self._state(original, patient, salt)
+        return case_like(abbr if len(original.strip()) <= 3 else name, original.strip())
+
+    def _zip(self, note: "_Note", i: int, salt: str = "") -> str:
+        """A ZIP code of the surrogate state: the state written before it, else
+        the one its digits belong to, else one drawn for the code."""
+        original = note.text(i)
+        text = original.strip()
+        m = _ZIP.match(text)
+        if not m:
+            return self._shape(original, note.patient, salt)
+        fake = Surrogates(self._rng(note.patient, "zip", salt, text.casefold())).fake(
+            "es_ES" if self.locale.startswith("es") else "en_US")
+        if self.locale.startswith("es"):
+            new = fake.postcode()
+        else:
+            state = note.state_before(i) or _zip_state(m.group(1)) or text
+            new = fake.zipcode_in_state(self._state(state, note.patient)[1])
+        if m.group(2):
+            new += "-" + fake.numerify("####")
+        return original.replace(text, new)
 
 
-def _make(y: int, m: int, d: int, offset: dt.timedelta) -> dt.date | None:
-    try:
-        return dt.date(y, m, d) + offset
-    except (ValueError, OverflowError):
+@dataclass
+class _NoteNames:
+    known: dict[str, str]  # word (casefolded) -> role, from the note's names of several words
+    by_role: dict[str, list[str]]  # the note's name words of each role, in order
+
+
+class _Note:
+    """One note's spans and what replacing them needs to know of the note."""
+
+    def __init__(self, document: Document, spans: list, phi: set[str], words: set[str]):
+        self.document, self.spans, self.phi, self.words = document, spans, phi, words
+        self.patient = document.group
+        self.kinds: list[str] = []
+        self.names = _NoteNames({}, {})
+
+    def text(self, i: int) -> str:
+        return self.document.text[self.spans[i].start:self.spans[i].end]
+
+    def before(self, i: int, width: int = 40) -> str:
+        """The text before span ``i`` on its line."""
+        return self.document.text[max(0, self.spans[i].start - width):self.spans[i].start].rsplit("\n", 1)[-1]
+
+    def after(self, i: int, width: int = 30) -> str:
+        return self.document.text[self.spans[i].end:self.spans[i].end + width].split("\n", 1)[0]
+
+    def state_before(self, i: int) -> str | None:
+        """The text of a state span a few characters before span ``i`` ("MA 02114")."""
+        for j, kind in enumerate(self.kinds):
+            gap = self.document.text[self.spans[j].end:self.spans[i].start]
+            if kind == "state" and 0 <= len(gap) <= 3 and not gap.strip(" ,"):
+                return self.text(j)
         return None
+
+
+def _clinical_value(note: _Note, i: int) -> bool:
+    """A number (or two, no four-digit year) with a lab or vital sign before
+    it or a unit after it, or shaped like a blood pressure, or a decimal that
+    is no date."""
+    text = note.text(i).strip()
+    if not _CLINICAL_SHAPE.match(text) or re.search(r"\d{4}", text):
+        return False
+    if _CLINICAL_BEFORE.search(note.before(i)) or _CLINICAL_AFTER.match(note.after(i)):
+        return True
+    bp = _BP_SHAPE.match(text)
+    bp = bp and int(bp.group(1)) > int(bp.group(2)) and int(bp.group(1)) >= 50  # systolic over diastolic, not "10/86"
+    return bool(bp or re.search(r"\d[.,]\d", text)) and not _date_like(text)
+
+
+def _date_like(text: str) -> bool:
+    """Reads as a valid date, month or day first."""
+    return any(dates.shift(text, dt.timedelta(0), order) is not None for order in DATE_ORDERS)
+
+
+def _age_context(note: _Note, i: int) -> bool:
+    """One number (or a number in words) with age words before or after it."""
+    text = note.text(i)
+    numbers = _NUMBER.findall(text)
+    if len(numbers) > 1 or (not numbers and _number_in_words(text) is None):
+        return False
+    if numbers:
+        m = _NUMBER.search(text)
+        start, end = m.start(), m.end()
+    else:
+        _, start, end = _number_in_words(text)
+    before, after = note.before(i) + text[:start], text[end:] + note.after(i)
+    return bool(_AGE_BEFORE.search(before) or _AGE_AFTER.match(after))
+
+
+def _age_value(text: str) -> int | None:
+    m = _NUMBER.search(text)
+    if m:
+        return int(m.group(0))
+    found = _number_in_words(text)
+    return None if found is None else found[0]
+
+
+def _number_in_words(text: str) -> tuple[int, int, int] | None:
+    """(value, start, end) of an English number in words ("ninety-two",
+    "one hundred and one") in ``text``, or None."""
+    vocab = "|".join(sorted([*_NUMBER_WORDS, "hundred"], key=len, reverse=True))
+    m = re.search(rf"(?i)(?<![^\W\d_])(?:{vocab})(?:(?:[\s-]+|\s+and\s+)(?:{vocab}))*(?![^\W\d_])", text)
+    if not m:
+        return None
+    total = 0
+    for w in re.findall(r"[a-z]+", m.group(0).lower()):
+        if w == "hundred":
+            total = max(total, 1) * 100
+        elif w != "and":
+            total += _NUMBER_WORDS[w]
+    return total, m.start(), m.end()
+
+
+def _titled(note: _Note, i: int) -> bool:
+    return bool(re.search(r"(?<![^\W\d_])(?i:" + "|".join(names.TITLES) + r")\.?\s+$", note.before(i)))
+
+
+def _name_context(note: _Note, i: int) -> bool:
+    """Right after a title (and up to two capitalised words), or a name span
+    right before or after it across one space."""
+    if _TITLE_BEFORE.search(note.before(i)):
+        return True
+    start, end = note.spans[i].start, note.spans[i].end
+    for j, other in enumerate(note.spans):
+        if j != i and other.category.upper() == "NAME" and (
+                note.document.text[other.end:start] == " " or note.document.text[end:other.start] == " "):
+            return True
+    return False
+
+
+def _looks_like_name(text: str) -> bool:
+    units = names.UNIT.findall(text)
+    return 0 < len(units) <= 3 and all(u[0].isupper() for u in units) and not any(
+        w.casefold() in names.OCCUPATION_WORDS for u in units for w in re.split(r"[-'’]", u)) \
+        and not dates.has_month_word(text)
+
+
+_STATE_KEYS = {k.casefold(): abbr.casefold() for name, abbr in lists.STATES for k in (name, abbr)}
+
+
+def _zip_state(code: str) -> str | None:
+    """The US state whose ZIP code range holds ``code`` (Faker's table)."""
+    from faker.providers.address.en_US import Provider
+
+    value = int(code)
+    for abbr, (low, high) in Provider.states_postcode.items():
+        if low <= value <= high:
+            return abbr
+    return None

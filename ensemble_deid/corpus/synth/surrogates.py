@@ -260,11 +260,11 @@ class Surrogates:
             "yF": [(a, "AGE"), (" y", None)],
             "year_old": [(a, "AGE"), ("-year-old", None)],
             "year_old_sp": [(a, "AGE"), (" year old", None)],
-            "word_year_old": [(_number_word(age), "AGE"), ("-year-old", None)],
+            "word_year_old": [(number_word(age), "AGE"), ("-year-old", None)],
             "age_n": [("age ", None), (a, "AGE")],
             "aged_n": [("aged ", None), (a, "AGE")],
             "at_n": [("at ", None), (a, "AGE")],
-            "at_age_word": [("at the age of ", None), (_number_word(age), "AGE")],
+            "at_age_word": [("at the age of ", None), (number_word(age), "AGE")],
             "mid_decade": [(f"{self.pick(('early', 'mid', 'late'))}-{decade}s", "AGE")] if age >= 20 else [("at ", None), (a, "AGE")],
             "in_her_decade": [(f"in {pron} ", None), (f"{decade}s" if age >= 20 else "teens", "AGE")] if age >= 13
             else [("at ", None), (a, "AGE")],
@@ -279,7 +279,7 @@ class Surrogates:
             "yo_dots": [(a, "AGE"), (self.pick((" y.o.", " y. o.", " YO", " Y/O", "-yo")), None)],
             "years_of_age": [(a, "AGE"), (" years of age", None)],
             "word_decade": self._decade_word(age, pron),
-            "word_age": [(_number_word(age), "AGE")] if _number_word(age) != a else [(a, "AGE")],
+            "word_age": [(number_word(age), "AGE")] if number_word(age) != a else [(a, "AGE")],
         }
         try:
             return forms[form]
@@ -443,7 +443,7 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _number_word(n: int) -> str:
+def number_word(n: int) -> str:
     if n < len(lists.NUMBER_WORDS):
         return lists.NUMBER_WORDS[n]
     tens, ones = divmod(n, 10)
