@@ -222,3 +222,71 @@ def import_predictions(ctx, name, file, split, out):
     missing = len(docs) - len(spans)
     click.echo(f"wrote {len(spans)} document(s) to {out_path}"
                + (f"; {missing} document(s) of the split have no predictions in {file}" if missing else ""))
+
+
+@corpus.command("shift")
+@click.argument("name")
+@click.option("--split", "split_names", multiple=True,
+              help="Split to copy (repeatable; default: every split of the corpus).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="New (or empty) folder for the shifted copy: one i2b2 XML folder per split with the gold moved, "
+                   "and SHIFT.json (options, counts; no text).")
+@click.option("--register", "register", default=None, metavar="NEW_NAME",
+              help="Register the copy as corpus NEW_NAME (needs the train and test splits), e.g. for "
+                   "'cv --corpus NAME --target NEW_NAME'.")
+@click.option("--no-identifiers", "identifiers", is_flag=True, flag_value=False, default=True,
+              help="Keep the identifiers (by default every gold span is re-drawn by the surrogate generator).")
+@click.option("--locale", default="en_US", show_default=True,
+              help="Faker locale the re-drawn names and places come from (another one shifts their distribution).")
+@click.option("--date-order", type=click.Choice(["mdy", "dmy"]), default="mdy", show_default=True,
+              help="How to read ambiguous numeric dates when they are moved.")
+@click.option("--case", type=click.Choice(["none", "lower", "upper"]), default="none", show_default=True,
+              help="Write every note in lower or upper case.")
+@click.option("--whitespace", type=click.Choice(["none", "collapse", "expand"]), default="none", show_default=True,
+              help="collapse: runs of spaces and blank lines made single; expand: line breaks doubled, two spaces "
+                   "after a sentence.")
+@click.option("--headers", is_flag=True, help="Rewrite section headers at the start of a line (other case, ' -' "
+              "instead of ':').")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the re-drawn identifiers: the same seed gives the same copy.")
+@click.pass_context
+def shift(ctx, name, split_names, out, register, identifiers, locale, date_order, case, whitespace, headers, seed):
+    """Write a shifted copy of corpus NAME with its gold kept: identifiers
+    re-drawn from another distribution, case, whitespace and section headers
+    changed, so that members and ensembles can be measured on notes unlike
+    their training notes (see the guide, "Notes unlike the training notes").
+    Prints counts only."""
+    from ..corpus.workspace import CorpusSpec
+    from ..deid.shift import ShiftCounts, ShiftOptions, Shifter, write_shifted
+
+    ws = workspace_of(ctx)
+    with fail_on_error():
+        options = ShiftOptions(identifiers=identifiers, locale=locale, date_order=date_order, case=case,
+                               whitespace=whitespace, headers=headers, seed=seed)
+        shifter = Shifter(options)  # a bad locale: now, before the corpus is read
+        if register is not None:  # an embedded or registered name, or an empty one: refused before any work
+            from ..corpus.workspace import _embedded_corpora
+
+            if register in _embedded_corpora():
+                raise click.BadParameter(f"{register!r} is an embedded corpus", param_hint="--register")
+            ws.check_new(register)
+        source = ws.load(name)
+        wanted = list(dict.fromkeys(split_names)) or list(source.splits)
+        for split in wanted:
+            _split_of(source, split, name)
+        if register is not None and not {"train", "test"} <= set(wanted):
+            raise click.BadParameter("a registered corpus needs the train and test splits", param_hint="--register")
+        shifted, total = {}, ShiftCounts()
+        for split in wanted:
+            shifted[split], counts = shifter.shift_all(source.splits[split])
+            total.add(counts)
+        folders = write_shifted(shifted, out, {"shift": 1, "source": {"corpus": name, "splits": wanted},
+                                               "options": options.as_record(), "counts": vars(total)})
+        if register is not None:
+            group_pattern = source.spec.group_pattern if source.spec is not None else None
+            ws.add_corpus(CorpusSpec(register, {s: str(p) for s, p in folders.items()}, "xml", None, group_pattern))
+    click.echo(f"wrote {total.documents} shifted document(s) of {name!r} ({', '.join(wanted)}) to {out}: "
+               f"{total.redrawn} of {total.spans} identifiers re-drawn, {total.headers} headers and "
+               f"{total.whitespace} whitespace runs changed, {total.dropped_edits} edits left out (they cut a gold span)")
+    if register is not None:
+        click.echo(f"registered corpus {register!r}")
