@@ -257,7 +257,7 @@ ENSEMBLE_LAYERS = [
     {"trust"},  # which members' spans a method may keep: over the candidate table
     {"review_risk"},  # what a reviewer should see, learned from a method's out-of-fold outputs
     {"spans", "tokens"},  # SpanMetaLearner (candidates, operating points, trust); TokenMetaLearner
-    {"voting", "stacked_svm", "stacked_searn", "stacked_lstm"},
+    {"voting", "stacked_svm", "stacked_searn", "stacked_lstm", "dawid_skene"},
     {"pruning", "templates"},  # built on voting
     {"registry", "selection", "caching", "diagnostics"},  # methods by name, chosen by CV, cached, diagnosed
     {"run"},  # the commands' steps as library calls

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import MetaLearner, read_saved_method
+from .dawid_skene import DawidSkene
 from .pruning import PrunedVoting
 from .stacked_lstm import StackedLSTM
 from .stacked_searn import StackedSEARN
@@ -13,7 +14,8 @@ from .templates import DecisionTemplates
 from .voting import Voting
 
 METHODS: dict[str, type[MetaLearner]] = {
-    cls.name: cls for cls in (Voting, PrunedVoting, DecisionTemplates, StackedSVM, StackedSEARN, StackedLSTM)
+    cls.name: cls for cls in (Voting, PrunedVoting, DecisionTemplates, StackedSVM, StackedSEARN, StackedLSTM,
+                               DawidSkene)
 }
 
 
