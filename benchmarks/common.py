@@ -104,7 +104,7 @@ def pruned_voting(train, dev, variants) -> list[dict]:
 CV_METHODS = ("voting-pruned", "decision-templates", "stacked-svm")
 
 
-def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS) -> list[dict]:
+def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS, keep_predictions: bool = False) -> list[dict]:
     """Each method of ``methods`` over each ``(label, runs)`` of ``variants``,
     as ``ensemble --method`` fits it (its default grid chosen by CV over the
     members' out-of-fold predictions on ``train``, seed and k of ``folds``;
@@ -112,7 +112,8 @@ def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS) -> list[dict]
     fixed parameters and that grid instead),
     scored by its own out-of-fold predictions on train (``run.oof_estimator``
     fitted on 9 of the members' ``folds`` predicts the 10th: CV F1) and, fitted
-    on all of train, on ``dev`` (dev F1, never used to choose)."""
+    on all of train, on ``dev`` (dev F1, never used to choose). ``keep_predictions``:
+    each row also holds its ``dev_predictions`` (for other scores; not JSON)."""
     from ensemble_deid.ensemble.run import learned, make_search, oof_estimator
     from ensemble_deid.ensemble.selection import cross_val_predict
     from ensemble_deid.studies.summary import strict_prf
@@ -138,6 +139,8 @@ def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS) -> list[dict]
                         "trust": facts.get("trust"), "cv_f1": round(strict_prf(train, oof)[2], 4),
                         "dev_f1": round(strict_prf(dev, dev_preds)[2], 4),
                         "fits": learner.fits_ + folds.k, "cpu_s": round(clock.cpu, 1)})
+            if keep_predictions:
+                out[-1]["dev_predictions"] = dev_preds
     return out
 
 
