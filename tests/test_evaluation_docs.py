@@ -1,5 +1,5 @@
 """The speed table of docs/evaluation.md is the benchmark's results file,
-copied by benchmarks/bench_scorer.py, never typed by hand."""
+copied by benchmarks/scoring/bench_scorer.py, never typed by hand."""
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """The figures table of docs/external-systems.md is the benchmark's results
 file (benchmarks/results/external.json) rendered by
-benchmarks/bench_external.py, never typed by hand."""
+benchmarks/members/bench_external.py, never typed by hand."""
 import json
 import sys
 from pathlib import Path
@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import bench_external  # noqa: E402
+from members import bench_external  # noqa: E402
 
 
 def test_docs_table_is_the_results_file():
