@@ -37,18 +37,16 @@ import argparse
 import ast
 import hashlib
 import json
-import os
-import re
 import shlex
-import subprocess
 import sys
 import time
 from functools import lru_cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import RESULTS, ROOT, _atomic_write_text, git_revision, shown  # noqa: E402
+
 BENCH = ROOT / "benchmarks"
-RESULTS = BENCH / "results"
 STALE = BENCH / "stale.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 MARK = "<!-- provenance: "
@@ -77,14 +75,21 @@ DEPENDS = {
 NOT_FIGURES = {"write_json", "write_markdown", "_record", "_atomic_write_text", "machine_description",
                "machine_lines", "progress", "shown", "replace_between_markers", "git_revision"}
 
-# Scripts no longer run: their results stay as the record of a finished study.
+# Studies no longer run (a script, or one results file): their results stay as the
+# record of a finished study and are never checked against the current code.
+_CV_LOG = ("the log of a finished long CV run (issue 29): the CPU time and load it took; its parts "
+           "are published predictions, and a rerun would be another run")
 HISTORICAL = {
+    "benchmarks/ensembles/bench_stacked.py": "a one-off speed comparison with revision 538a320 (the stacked "
+                                             "learners' speed fix); a rerun measures against an ever older baseline",
+    "benchmarks/members/bench_neural_vs_crf.py": "paired tests of the version-1 neural models against the CRF "
+                                                 "(2026-11-21); the neural defaults are version 2 since 44db6d8",
+    "neural-settings-tried.json": "the settings tried while choosing the version-2 neural defaults (one-off)",
+    "neural-throughput.json": "the batch-size sweep behind the version-2 neural defaults (one-off)",
+    "neural-gpu.json": "one run on a lent GPU (NVIDIA H200, 2026-11-26); no GPU here to rerun it",
+    **{f"cv-runs-{label}.{ext}": _CV_LOG for label in ("lstm-l-bio-decode", "lstm-l-hybrid", "members-train",
+                                                       "neural-train", "train-dev-750") for ext in ("json", "md")},
 }
-
-
-def relative(path) -> str:
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 # --- the fingerprint ---------------------------------------------------------------------------
@@ -238,25 +243,20 @@ def fingerprint(script: str, root: Path = ROOT, known_as: str | None = None) -> 
 
 # --- records -----------------------------------------------------------------------------------
 
-def git(*args: str) -> str | None:
-    try:
-        res = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return res.stdout.strip() if res.returncode == 0 else None
-
-
 def current_record() -> dict | None:
     """The record of the running script, or None when the running program is
     not a benchmark script (a test, a notebook)."""
     main = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
     if main is None or not main.is_file() or not main.is_relative_to(BENCH) or main.suffix != ".py":
         return None
-    script = relative(main)
-    modified = git("status", "--porcelain", "--untracked-files=no")
-    return {"script": script, "command": shlex.join(["python", script, *sys.argv[1:]]),
-            "commit": git("rev-parse", "HEAD"), "modified_tracked_files": None if modified is None else bool(modified),
-            "fingerprint": fingerprint(script), "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    script = shown(main)
+    rev = git_revision()
+    record = {"script": script, "command": shlex.join(["python", script, *sys.argv[1:]]),
+              "commit": rev.get("commit"), "modified_tracked_files": rev.get("modified_tracked_files"),
+              "fingerprint": fingerprint(script), "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if "--tables" in sys.argv[1:]:  # tables rendered from a results file made earlier: as current as it is
+        record["tables_only"] = True
+    return record
 
 
 def with_record(path: Path, text: str, record: dict | None) -> str:
@@ -271,8 +271,11 @@ def with_record(path: Path, text: str, record: dict | None) -> str:
         data = json.loads(text)
         if not isinstance(data, dict):
             return text
-        data["provenance"] = record
-        return json.dumps(data, indent=2, default=str) + "\n"
+        if "provenance" in data or not data:
+            return json.dumps({**data, "provenance": record}, indent=2, default=str) + "\n"
+        # the record after the last field, the rest of the file as it was written
+        head = text.rstrip()[:-1].rstrip()
+        return head + ',\n  "provenance": ' + json.dumps(record, sort_keys=True) + "\n}\n"
     return MARK + json.dumps(record, sort_keys=True) + " -->\n" + body(text)
 
 
@@ -308,8 +311,8 @@ def status(path: Path, record: dict | None, fingerprints: dict) -> tuple[str, st
     if record is None or not record.get("script"):
         return "no record", "the file names no script"
     script = record["script"]
-    if script in HISTORICAL:
-        return "historical", HISTORICAL[script]
+    if script in HISTORICAL or path.name in HISTORICAL:
+        return "historical", HISTORICAL.get(path.name) or HISTORICAL[script]
     if not (ROOT / script).is_file():
         return "no record", f"{script} does not exist"
     if script not in fingerprints:
@@ -320,24 +323,33 @@ def status(path: Path, record: dict | None, fingerprints: dict) -> tuple[str, st
 
 
 def survey() -> list[dict]:
-    """Every results file with its record and status."""
+    """Every results file with its record and status. Tables rendered by a
+    ``--tables`` run from the script's JSON results are stale while one of
+    those JSON files is."""
     fingerprints: dict = {}
     rows = []
     for path in results_files():
         record = read_record(path)
         state, why = status(path, record, fingerprints)
         rows.append({"file": path.name, "record": record or {}, "status": state, "why": why})
+    for r in rows:
+        if r["status"] == "current" and r["record"].get("tables_only"):
+            sources = [s["file"] for s in rows if s["file"].endswith(".json") and s["status"] == "stale"
+                       and s["record"].get("script") == r["record"]["script"]]
+            if sources:
+                r["status"], r["why"] = "stale", f"rendered from {', '.join(sources)}, which is stale"
     return rows
 
 
 def index_table(rows: list[dict]) -> str:
+    """The docs' table: each results file, its script, command, commit and status."""
     known = stale_list()
     lines = ["| results file | script | command | commit | status |", "|---|---|---|---|---|"]
     for r in rows:
         rec = r["record"]
         state = r["status"]
-        if state == "stale":
-            state = "stale: " + known.get(r["file"], "not regenerated")
+        if state == "stale":  # why it was not regenerated: benchmarks/stale.json
+            state = "stale" + ("" if r["file"] in known else " (not listed in stale.json)")
         elif state == "historical":
             state = "historical: " + r["why"]
         command = (rec.get("command") or "").replace("|", "\\|")
@@ -348,16 +360,10 @@ def index_table(rows: list[dict]) -> str:
 
 def synced_doc(text: str, table: str) -> str:
     if INDEX_BEGIN not in text or INDEX_END not in text:
-        raise SystemExit(f"{relative(DOC)}: no {INDEX_BEGIN!r} ... {INDEX_END!r} markers")
+        raise SystemExit(f"{shown(DOC)}: no {INDEX_BEGIN!r} ... {INDEX_END!r} markers")
     head, rest = text.split(INDEX_BEGIN, 1)
     _, tail = rest.split(INDEX_END, 1)
     return head + INDEX_BEGIN + "\n" + table + "\n" + INDEX_END + tail
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def main(argv=None) -> int:
@@ -375,10 +381,10 @@ def main(argv=None) -> int:
         path = Path(args.file)
         if not (args.script and args.command):
             ap.error("record needs --script and --command")
-        record = {"script": args.script, "command": args.command, "commit": args.commit or git("rev-parse", "HEAD"),
+        record = {"script": args.script, "command": args.command, "commit": args.commit or git_revision().get("commit"),
                   "fingerprint": fingerprint(args.script),
                   "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "recorded_afterwards": True}
-        _write_text(path, with_record(path, path.read_text(encoding="utf-8"), record))
+        _atomic_write_text(path, with_record(path, path.read_text(encoding="utf-8"), record))
         return 0
     rows = survey()
     stale = {r["file"]: r for r in rows if r["status"] == "stale"}
@@ -390,7 +396,7 @@ def main(argv=None) -> int:
             new = [n for n in stale if n not in known]
             if new and not args.reason:
                 ap.error(f"{len(new)} newly stale file(s): give --reason")
-            _write_text(STALE, json.dumps({n: known.get(n, args.reason) for n in sorted(stale)}, indent=2) + "\n")
+            _atomic_write_text(STALE, json.dumps({n: known.get(n, args.reason) for n in sorted(stale)}, indent=2) + "\n")
         return 0
     missing = [r["file"] for r in rows if r["status"] == "no record"]
     text = DOC.read_text(encoding="utf-8")
@@ -400,13 +406,13 @@ def main(argv=None) -> int:
         if missing:
             problems.append(f"no provenance record: {', '.join(missing)}")
         if new != text:
-            problems.append(f"{relative(DOC)}'s results index differs (run python benchmarks/provenance.py)")
+            problems.append(f"{shown(DOC)}'s results index differs (run python benchmarks/provenance.py)")
         if set(stale) != set(known):
             problems.append("benchmarks/stale.json differs from the stale files (python benchmarks/provenance.py stale)")
         print("\n".join(problems) or "results index and stale list up to date")
         return 1 if problems else 0
     if new != text:
-        _write_text(DOC, new)
+        _atomic_write_text(DOC, new)
     print(f"{len(rows)} results files: " + ", ".join(f"{sum(r['status'] == s for r in rows)} {s}"
                                                       for s in ("current", "stale", "historical", "no record")))
     return 0

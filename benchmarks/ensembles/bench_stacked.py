@@ -1,6 +1,10 @@
 """Speed of the token-level stacked learners (stacked-searn, stacked-lstm),
 this tree against a baseline revision, on one fixed MEDDOCAN workload.
 
+Historical (benchmarks/provenance.py, HISTORICAL): a one-off comparison with
+revision 538a320, the stacked learners' speed fix; its results stay as that
+study's record and are not regenerated.
+
 Workload: the 12 members' published out-of-fold predictions
 (cached_predictions/meddocan) on the first ``--train`` MEDDOCAN training
 notes fit the learner; it predicts the first ``--dev`` dev notes (strict F1

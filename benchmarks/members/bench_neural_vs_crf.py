@@ -1,5 +1,9 @@
 """Neural taggers against the CRF on MEDDOCAN dev: paired significance tests.
 
+Historical (benchmarks/provenance.py, HISTORICAL): run once, on 2026-11-21,
+for the version-1 neural models; the neural defaults are version 2 since, and
+its results stay as that study's record.
+
 Loads the checkpoints ``bench_neural.py --checkpoint-dir DIR`` saved, trains
 the CRF with its defaults (CRFsuite, 100 L-BFGS iterations) on MEDDOCAN
 train, tags dev with all of them and compares each network with the CRF

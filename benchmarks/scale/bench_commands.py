@@ -5,6 +5,8 @@ timed from start to exit.
     python benchmarks/scale/bench_commands.py quick          # ensemble-deid demo --quick (make quick)
     python benchmarks/scale/bench_commands.py demo           # ensemble-deid demo (make demo; long)
     python benchmarks/scale/bench_commands.py quick demo     # both, one after the other
+    python benchmarks/scale/bench_commands.py install        # make's install into a fresh .venv, pip's cache off
+    python benchmarks/scale/bench_commands.py test           # make test: the default suite (slow tests excluded)
 
 Recorded per command: wall seconds; CPU seconds (user + system) of the child
 and all its descendants, from ``os.wait4`` (worker processes included); the
@@ -15,6 +17,10 @@ benchmarks/results/commands.json (entries merge by command name, so one
 command can be re-measured without losing the others) and commands.md;
 ``python benchmarks/sync_docs.py`` copies the figures into the docs.
 The command runs this tree's code (``PYTHONPATH``), as ``make`` installs it.
+``install`` runs the Makefile's own install recipe into a fresh virtual
+environment in a temporary folder, with pip's cache turned off (a fresh
+machine has none; the package downloads are in its time); ``test`` runs the
+default suite from the repository root as ``make test`` does.
 """
 from __future__ import annotations
 
@@ -33,7 +39,20 @@ from common import (RESULTS, code_env, load1, machine_description, machine_lines
 COMMANDS = {
     "quick": ("ensemble-deid demo --quick", ["demo", "--quick"], "make quick"),
     "demo": ("ensemble-deid demo", ["demo"], "make demo"),
+    "install": ("make (the install: .venv, torch CPU, the package and its extras)", None, "make"),
+    "test": ("pytest (the default suite, slow tests excluded)", None, "make test"),
 }
+ROOT = RESULTS.parent.parent
+
+
+def argv_of(name: str, ws: str) -> tuple[list[str], str, dict]:
+    """(argv, working folder, environment changes) of a command run in the fresh folder ``ws``."""
+    if name == "install":  # the Makefile's recipe, into a venv of the fresh folder
+        venv = str(Path(ws) / ".venv")
+        return ["make", "-s", f"VENV={venv}", f"{venv}/.installed"], str(ROOT), {"PIP_NO_CACHE_DIR": "1"}
+    if name == "test":  # as make test runs it, with this interpreter's environment
+        return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], str(ROOT), {}
+    return [sys.executable, "-c", "from ensemble_deid.cli import main; main()", *COMMANDS[name][1]], ws, {}
 JSON_PATH = RESULTS / "commands.json"
 MD_PATH = RESULTS / "commands.md"
 
@@ -43,10 +62,12 @@ def run_command(name: str) -> dict:
     typed, args, make = COMMANDS[name]
     # a fresh workspace: its own, empty prediction cache
     env = code_env(drop=("ENSEMBLE_DEID_CACHE", "ENSEMBLE_DEID_HOME"))
-    argv = [sys.executable, "-c", "from ensemble_deid.cli import main; main()", *args]
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as ws:
+        argv, cwd, extra = argv_of(name, ws)
         progress(f"{name}: {typed} in a fresh workspace (load {load1()})")
-        run = timed_child(argv, ws, env, stdout=subprocess.DEVNULL)
+        if name == "install":  # the fresh venv's own packages, not this tree's path
+            env.pop("PYTHONPATH", None)
+        run = timed_child(argv, cwd, {**env, **extra}, stdout=subprocess.DEVNULL)
     if run["exit_status"]:
         raise SystemExit(f"{typed}: exit status {run['exit_status']}; nothing recorded")
     progress(f"{name}: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, load {run['load_before']} -> {run['load_after']}")
