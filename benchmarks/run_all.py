@@ -357,7 +357,8 @@ def summary_table(result: dict, rows: int = 6, recall_first: dict | None = None)
         right_rows.append(f"{name} | {f1} | {_leak(e)}")
     for r in first:
         d = r["dev"]
-        right_rows.append(f"{r['method']}, recall-first (binary-token R {d['binary-token']['recall']:.4f}) | "
+        kept = f", kept from {r['kept_from']['commit'][:7]}" if r.get("kept_from") else ""  # not regenerated
+        right_rows.append(f"{r['method']}, recall-first (binary-token R {d['binary-token']['recall']:.4f}{kept}) | "
                           f"{d['strict']['f1']:.4f} | {d['leak_token']['all']['rate']:.4f}")
     n_left = min(rows, len(taggers))
     for i in range(max(n_left, len(right_rows))):

@@ -189,6 +189,19 @@ def _ordered(rows: list) -> list:
     return sorted(rows, key=key)
 
 
+def shown_method(row: dict) -> str:
+    """The method's name in a table, marked when the row was kept from an
+    earlier run rather than regenerated with the code that made the rest
+    (``kept_from``: the commit and why)."""
+    return row["method"] + (" (kept)" if row.get("kept_from") else "")
+
+
+def kept_note(rows: list) -> list[str]:
+    kept = sorted({(r["method"], r["kept_from"]["commit"][:7], r["kept_from"]["why"]) for r in rows if r.get("kept_from")})
+    return ["", "(kept): " + "; ".join(f"{m}'s rows are those of commit {c}, not regenerated with the code that "
+                                       f"made the others: {why}" for m, c, why in kept) + "."] if kept else []
+
+
 def markdown(result: dict) -> str:
     rows = _ordered(result["rows"])
     f1 = {r["method"]: r for r in rows if r["objective"] == "f1"}
@@ -209,7 +222,7 @@ def markdown(result: dict) -> str:
             change = f"{(leak['rate'] - b) / b * 100:+.0f}%" if b else ""
             paid = f"{(d['binary-token']['precision'] - base['dev']['binary-token']['precision']) * 100:+.2f} pt"
         chosen = ", ".join(f"{k}={_short(v)}" for k, v in r["chosen"].items() if v is not None and k != "kept")
-        lines.append(f"| {r['method']} | `{r['objective']}` | {d['strict']['f1']:.4f} | "
+        lines.append(f"| {shown_method(r)} | `{r['objective']}` | {d['strict']['f1']:.4f} | "
                      f"{d['binary-token']['precision']:.4f} | {d['binary-token']['recall']:.4f} | "
                      f"{leak['rate']:.4f} ({leak['ci95'][0]:.4f}-{leak['ci95'][1]:.4f}) | {change} | {paid} | "
                      f"{_met(r)} | {chosen} |")
@@ -224,6 +237,7 @@ def markdown(result: dict) -> str:
         lines.append("Trained on a GPU (the other rows on the CPU machine in the JSON's `machine`): "
                      + ", ".join(f"{m} ({d})" for m, d in on_gpu) + ". A network trained on another device "
                      "sums in another order, so its F1 row can differ slightly from the CPU-trained figures elsewhere.")
+    lines += kept_note(rows)
     return "\n".join(lines)
 
 
@@ -248,11 +262,12 @@ def category_markdown(result: dict) -> str:
                          for c in ("DATE", "AGE", "LOCATION", "PROFESSION", "OTHER") if c in cat["strict"]]
                 worst = f"{max(diffs) * 100:.2f} pt" if diffs else ""
             reached = ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in (r.get("oof_reached") or {}).items())
-            lines.append(f"| {r['method']} | `{r['objective'].split(',', 1)[1]}` | " + " | ".join(cells)
+            lines.append(f"| {shown_method(r)} | `{r['objective'].split(',', 1)[1]}` | " + " | ".join(cells)
                          + f" | {worst} | {reached} |")
         lines += ["", "Per-category targets on dev (the whole output chosen for strict F1): recall of the targeted "
                   "categories under the clause's criterion; the largest change of another category's strict F1 "
                   "against the F1-chosen ensemble."]
+        lines += kept_note(per)
     return "\n".join(lines)
 
 
