@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import hashlib
 import json
 import shlex
@@ -125,8 +126,7 @@ def _parsed(path: Path) -> ast.Module | None:
 
 
 def _dump(node: ast.AST) -> str:
-    import copy
-
+    """A definition's normalised code (the cached tree is left as it is)."""
     return ast.dump(_strip(copy.deepcopy(node)), annotate_fields=False, include_attributes=False)
 
 
