@@ -67,7 +67,8 @@ def run_command(name: str) -> dict:
         progress(f"{name}: {typed} in a fresh workspace (load {load1()})")
         if name == "install":  # the fresh venv's own packages, not this tree's path
             env.pop("PYTHONPATH", None)
-        run = timed_child(argv, cwd, {**env, **extra}, stdout=subprocess.DEVNULL)
+        # the suite's report on stderr (which failed, if any); the others' tables are not wanted
+        run = timed_child(argv, cwd, {**env, **extra}, stdout=sys.stderr if name == "test" else subprocess.DEVNULL)
     if run["exit_status"]:
         raise SystemExit(f"{typed}: exit status {run['exit_status']}; nothing recorded")
     progress(f"{name}: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, load {run['load_before']} -> {run['load_after']}")
