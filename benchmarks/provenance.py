@@ -236,7 +236,8 @@ def fingerprint(script: str, root: Path = ROOT, known_as: str | None = None) -> 
     """A hash of the code ``script``'s figures depend on (see the module's docstring)."""
     h = hashlib.sha256()
     for label, node in sorted(dependencies(script, root, known_as).items()):
-        text = _file_dump(root / label) if node is None or label == "script" else _dump(node)
+        text = _file_dump(root / (script if label == "script" else label)) if node is None or label == "script" \
+            else _dump(node)
         h.update(label.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()[:16]
 

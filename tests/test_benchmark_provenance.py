@@ -114,6 +114,9 @@ def test_fingerprint_follows_the_code_a_script_depends_on(provenance, tmp_path):
     assert provenance.fingerprint(script, _tree(tmp_path / "c", other="Y = 2\n")) == base  # a module it never names
     # ... a change of the code it runs does
     assert provenance.fingerprint(script, _tree(tmp_path / "d", helper_body="return x + 2")) != base
+    own = _tree(tmp_path / "f")  # the script's own code
+    (own / script).write_text((own / script).read_text().replace("shared(plus(1))", "shared(plus(2))"))
+    assert provenance.fingerprint(script, own) != base
     changed = _tree(tmp_path / "e")
     (changed / "benchmarks" / "common.py").write_text((changed / "benchmarks" / "common.py").read_text()
                                                       .replace("2 * x", "3 * x"))
