@@ -524,13 +524,34 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_RECORD: list = []
+
+
+def _record() -> dict | None:
+    """The provenance record of this run (``provenance.py``): the script, its
+    command line, the commit and the fingerprint of the code it depends on,
+    taken once, at the first results file written."""
+    if not _RECORD:
+        from provenance import current_record
+
+        _RECORD.append(current_record())
+    return _RECORD[0]
+
+
 def write_json(path: Path, data: Any) -> Path:
+    """``data`` as JSON; a results object gets the run's ``provenance`` field."""
+    record = _record()
+    if record is not None and isinstance(data, dict):
+        data = {**data, "provenance": record}
     _atomic_write_text(Path(path), json.dumps(data, indent=2, default=str) + "\n")
     return Path(path)
 
 
 def write_markdown(path: Path, text: str) -> Path:
-    _atomic_write_text(Path(path), text.rstrip("\n") + "\n")
+    """``text`` as Markdown, its first line the run's provenance record."""
+    from provenance import with_record
+
+    _atomic_write_text(Path(path), with_record(path, text.rstrip("\n") + "\n", _record()))
     return Path(path)
 
 

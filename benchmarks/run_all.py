@@ -321,7 +321,7 @@ def summary_table(result: dict, rows: int = 6, recall_first: dict | None = None)
     """The README's results (``-summary.md``): the best base taggers beside
     every ensemble, by strict F1 on the test split, with what each ensemble
     chose and its token leak rate; then, from ``recall_first`` (the results
-    of benchmarks/recall_first.py), each method chosen for binary-token
+    of benchmarks/ensembles/recall_first.py), each method chosen for binary-token
     recall >= 0.99 instead of F1."""
     taggers = sorted((s for s in result["systems"] if s["kind"] != "ensemble"), key=_f1, reverse=True)
     ensembles = sorted((s for s in result["systems"] if s["kind"] == "ensemble"), key=_f1, reverse=True)
@@ -357,7 +357,8 @@ def summary_table(result: dict, rows: int = 6, recall_first: dict | None = None)
         right_rows.append(f"{name} | {f1} | {_leak(e)}")
     for r in first:
         d = r["dev"]
-        right_rows.append(f"{r['method']}, recall-first (binary-token R {d['binary-token']['recall']:.4f}) | "
+        kept = f", kept from {r['kept_from']['commit'][:7]}" if r.get("kept_from") else ""  # not regenerated
+        right_rows.append(f"{r['method']}, recall-first (binary-token R {d['binary-token']['recall']:.4f}{kept}) | "
                           f"{d['strict']['f1']:.4f} | {d['leak_token']['all']['rate']:.4f}")
     n_left = min(rows, len(taggers))
     for i in range(max(n_left, len(right_rows))):
@@ -373,7 +374,7 @@ def summary_table(result: dict, rows: int = 6, recall_first: dict | None = None)
     if first:
         lines.append("Token leak: share of gold PHI tokens no predicted span covers. Recall-first rows: the same "
                      "method with its parameters and decision threshold chosen by CV on train for binary-token "
-                     "recall >= 0.99 (benchmarks/recall_first.py).")
+                     "recall >= 0.99 (benchmarks/ensembles/recall_first.py).")
     if "wall_s" in result:  # the run's time, as the README's sentence quotes it (with its niceness)
         lines.append(f"The run: {timing_phrase(result)}.")
     return "\n".join(lines)

@@ -171,7 +171,7 @@ def synced(text: str) -> str:
             raise SystemExit(f"sync_docs: {m.group(2)} (named in a docs figure) does not exist")
         entry = timing_entry(json.loads(source.read_text(encoding="utf-8")), m.group(3))
         if not isinstance(entry, dict) or "wall_s" not in entry:
-            raise SystemExit(f"sync_docs: {m.group(2)} has no timing {m.group(3)!r} (run benchmarks/bench_commands.py)")
+            raise SystemExit(f"sync_docs: {m.group(2)} has no timing {m.group(3)!r} (run benchmarks/scale/bench_commands.py)")
         return m.group(1) + timing_phrase(entry) + m.group(5)
 
     def cell(m: re.Match) -> str:

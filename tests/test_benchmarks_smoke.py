@@ -1,6 +1,6 @@
 """Smoke tests of the benchmark scripts: benchmarks/run_all.py on a few
 documents of the embedded synthetic corpus (rules + a 5-iteration CRF, 2
-folds, voting) in a throwaway workspace, and benchmarks/bench_cache.py on a
+folds, voting) in a throwaway workspace, and benchmarks/scale/bench_cache.py on a
 tiny synthetic cache. They check that the result files are written with the
 expected keys, not the figures. The scripts' ``main(argv)`` run in this
 process (no interpreter start-up), as ``python benchmarks/<script>.py``
@@ -24,7 +24,8 @@ SYSTEM_KEYS = {"system", "kind", "scores", "cv_strict_f1", "train_s", "predict_s
 
 @pytest.fixture
 def scripts(monkeypatch, tmp_path):
-    """Import a benchmark script as a module (benchmarks/ on sys.path, as when run)."""
+    """Import a benchmark script as a module, by its group (``"ensembles.recall_first"``;
+    benchmarks/ on sys.path, as when run)."""
     monkeypatch.syspath_prepend(str(BENCH))
     monkeypatch.chdir(tmp_path)
     for name in ("ENSEMBLE_DEID_CACHE", "ENSEMBLE_DEID_MIST_HOME"):  # the workspace's cache; mist unconfigured
@@ -103,7 +104,7 @@ def test_a_clock_with_children_counts_the_cpu_of_the_processes_it_waited_for(scr
 
 def test_bench_cache_smoke(tmp_path, scripts):
     out = tmp_path / "cache.json"
-    scripts("bench_cache").main(["--tokens", "5000", "--parts", "3", "--repeat", "1", "--synthetic", "--out", str(out)])
+    scripts("scale.bench_cache").main(["--tokens", "5000", "--parts", "3", "--repeat", "1", "--synthetic", "--out", str(out)])
     data = json.loads(out.read_text())
     assert data["data"]["tokens"] >= 5000 and data["data"]["parts"] == 3
     ours = data["ours"]
@@ -124,7 +125,7 @@ def test_bench_pruning_smoke(tmp_path, scripts):
     # written without its entry record is unreadable; the subset scorer returns counts):
     # found when the docs' pruning table was to be generated from it (issue 34 item 4).
     out = tmp_path / "pruning.json"
-    data = scripts("bench_pruning").main(["--tokens", "20000", "--members", "5", "--naive-evaluations", "1",
+    data = scripts("scale.bench_pruning").main(["--tokens", "20000", "--members", "5", "--naive-evaluations", "1",
                                           "--output", str(out)])
     assert json.loads(out.read_text()) == data and data["evaluations"] > 0
     assert set(data["cpu_seconds"]) == {"read_cache", "build_candidates", "search"}
@@ -164,7 +165,7 @@ def test_summary_table_from_a_results_file(scripts):
 
 
 def test_bench_commands_times_a_whole_command_and_keeps_the_others(tmp_path, monkeypatch, scripts):
-    bench = scripts("bench_commands")
+    bench = scripts("scale.bench_commands")
     monkeypatch.setattr(bench, "COMMANDS", {"taggers": ("ensemble-deid taggers", ["taggers"], "-")})
     monkeypatch.setattr(bench, "JSON_PATH", tmp_path / "commands.json")
     monkeypatch.setattr(bench, "MD_PATH", tmp_path / "commands.md")
@@ -184,11 +185,11 @@ def test_bench_commands_times_a_whole_command_and_keeps_the_others(tmp_path, mon
 
 def test_cv_runs_records_cpu_time_load_and_the_parts_in_the_cache(tiny_registered, workspace, tmp_path, scripts,
                                                                   monkeypatch):
-    """benchmarks/cv_runs.py: each tagger one niced ``cv`` child, its CPU time and load appended per
+    """benchmarks/members/cv_runs.py: each tagger one niced ``cv`` child, its CPU time and load appended per
     invocation; ``status`` trains nothing and reads the parts back (a rerun computes nothing new)."""
     if "rules" not in set(entry_points()):
         pytest.skip("rules adapter not registered")
-    cv_runs = scripts("cv_runs")
+    cv_runs = scripts("members.cv_runs")
     monkeypatch.setattr(cv_runs, "RESULTS", tmp_path)
     args = ["--label", "smoke", "--workspace", str(workspace), "--corpus", tiny_registered, "--taggers", "rules",
             "--folds", "3"]
@@ -224,7 +225,7 @@ def test_bench_stream_resumes_a_stopped_run_instead_of_starting_over(tmp_path, s
     from ensemble_deid.taggers.registry import make_tagger
 
     Deidentifier({"rules": make_tagger("rules").fit([])}).save(tmp_path / "model", {"labels": ["DATE:DATE"]})
-    bench = scripts("bench_stream")
+    bench = scripts("deidentify.bench_stream")
     args = ["--model", str(tmp_path / "model"), "--notes", "40", "--window", "8", "--pool", "5", "--batch-size", "4"]
     whole = bench.main(args + ["--workdir", str(tmp_path / "whole"), "--out", str(tmp_path / "whole.json")])
 
@@ -263,7 +264,7 @@ def test_cv_runs_uses_this_tree_even_when_the_workspace_is_another_checkout(tiny
     other = workspace / "ensemble_deid"
     other.mkdir()
     (other / "__init__.py").write_text("raise ImportError('the workspace checkout was imported')\n")
-    cv_runs = scripts("cv_runs")
+    cv_runs = scripts("members.cv_runs")
     monkeypatch.setattr(cv_runs, "RESULTS", tmp_path)
     assert cv_runs.main(["run", "--label", "other", "--workspace", str(workspace), "--corpus", tiny_registered,
                          "--taggers", "rules", "--folds", "3"]) == 0
@@ -273,9 +274,9 @@ def test_cv_runs_uses_this_tree_even_when_the_workspace_is_another_checkout(tiny
 
 
 def test_new_members_says_which_add_deciding_on_train_only(scripts):
-    """benchmarks/new_members.py: a member adds (and is published) when its voting ΔF1 on the training
+    """benchmarks/members/new_members.py: a member adds (and is published) when its voting ΔF1 on the training
     out-of-fold predictions is positive and CV-chosen pruned voting keeps it; dev figures never decide."""
-    new_members = scripts("new_members")
+    new_members = scripts("members.new_members")
 
     def member(name, folds, delta_train, delta_dev):
         return {"member": name, "folds_done": folds, "dev_done": folds == 10, "cv_f1": 0.9,
@@ -306,11 +307,11 @@ def test_new_members_says_which_add_deciding_on_train_only(scripts):
 
 
 def test_neural_cv_keeps_the_setting_with_the_higher_cv_f1_and_never_an_unfinished_one(scripts):
-    """benchmarks/neural_cv.py (issue 29): a neural member keeps, among its settings whose 10 folds and dev
+    """benchmarks/members/neural_cv.py (issue 29): a neural member keeps, among its settings whose 10 folds and dev
     part are complete, the one with the higher CV F1, even when its dev F1 is lower; a setting whose CV or dev
     part is unfinished is never kept; the (member set, method) with the best CV F1 is the choice, not the best
     dev F1."""
-    neural_cv = scripts("neural_cv")
+    neural_cv = scripts("members.neural_cv")
 
     def setting(label, folds, dev_done, cv, dev):
         return {"setting": label, "source": "test", "folds_done": folds, "dev_done": dev_done, "cv_f1": cv,
@@ -383,10 +384,10 @@ def test_read_member_counts_a_corrupt_or_missing_part_as_not_done_and_writes_not
 
 
 def test_neural_cv_votes_over_the_kept_settings_and_the_complete_early_stopping_ones(scripts):
-    """benchmarks/neural_cv.py: (b) swaps a neural member for its CV-kept setting, (c) adds every complete
+    """benchmarks/members/neural_cv.py: (b) swaps a neural member for its CV-kept setting, (c) adds every complete
     early-stopping setting, (d) those and every complete extra member; an unfinished one is in none, and with
     nothing complete only (a) is voted."""
-    neural_cv = scripts("neural_cv")
+    neural_cv = scripts("members.neural_cv")
 
     def row(label, source, folds, cv):
         return {"setting": label, "source": source, "folds_done": folds, "dev_done": True, "cv_f1": cv}
@@ -460,7 +461,7 @@ def test_methods_by_cv_choose_the_member_set_and_method_by_cv_never_by_dev(scrip
 
 
 def test_stacking_variants_experimental_stackers_fit_and_separate_a_hand_made_case(scripts, monkeypatch):
-    """benchmarks/stacking_variants.py's two experimental stackers, registered by the script: on the
+    """benchmarks/ensembles/stacking_variants.py's two experimental stackers, registered by the script: on the
     case above (two members agree on every gold span, a third finds only a span no gold covers) each
     keeps exactly the gold spans of notes it was not fitted on."""
     from ensemble_deid.corpus.document import Annotation
@@ -469,7 +470,7 @@ def test_stacking_variants_experimental_stackers_fit_and_separate_a_hand_made_ca
 
     from .tiny_corpus import tiny_corpus
 
-    for name, cls in scripts("stacking_variants").learners().items():
+    for name, cls in scripts("ensembles.stacking_variants").learners().items():
         monkeypatch.setitem(registry.METHODS, name, cls)  # registered for this test only
     docs = tiny_corpus(30)
     train, test = docs[:24], docs[24:]
@@ -491,14 +492,14 @@ from .test_deid_cli import tiny_bundle  # noqa: E402,F401 - the fixture: one bun
 
 
 def test_member_costs_times_each_member_alone(tiny_bundle, scripts, monkeypatch, tmp_path):
-    """benchmarks/member_costs.py: a cost for every member of the bundle, and
+    """benchmarks/members/member_costs.py: a cost for every member of the bundle, and
     each linear member pays for its own features (the bundle's shared feature
     caches are emptied before each), where a bundle run computes them once."""
     from ensemble_deid.corpus.formats import load_directory
     from ensemble_deid.deid import Deidentifier
     from ensemble_deid.taggers.features import FeatureExtractor
 
-    member_costs = scripts("member_costs")
+    member_costs = scripts("members.member_costs")
     out = tmp_path / "costs.json"
     member_costs.main(["--model", str(tiny_bundle / "model"), "--notes", str(tiny_bundle / "test"),
                        "--rounds", "1", "--out", str(out)])
@@ -523,11 +524,11 @@ def test_member_costs_times_each_member_alone(tiny_bundle, scripts, monkeypatch,
 
 
 def test_deidentify_profile_sums_the_kernels_and_leaves_short_calls_out(scripts):
-    """benchmarks/deidentify_profile.py's buckets on a hand-made profile: a
+    """benchmarks/deidentify/deidentify_profile.py's buckets on a hand-made profile: a
     function's own time goes to the first kernel it matches, a compiled call
     shorter than 0.1 ms on average to the short-calls row, the rest to Python;
     the floor is kernels / cores and the ceiling tokens * cores / kernels."""
-    profile = scripts("deidentify_profile")
+    profile = scripts("deidentify.deidentify_profile")
     stats = SimpleNamespace(stats={
         ("~", 0, "<built-in method torch.lstm>"): (10, 10, 4.0, 4.0, {}),
         ("~", 0, "<built-in method torch._C._nn.linear>"): (100, 100, 0.5, 0.5, {}),
@@ -557,7 +558,7 @@ def test_deidentify_profile_of_a_bundle_counts_crfsuite_and_writes_no_text(tiny_
     from ensemble_deid.corpus.formats import load_directory
 
     out = tmp_path / "profile.json"
-    scripts("deidentify_profile").main(["--model", str(tiny_bundle / "model"), "--notes", str(tiny_bundle / "test"),
+    scripts("deidentify.deidentify_profile").main(["--model", str(tiny_bundle / "model"), "--notes", str(tiny_bundle / "test"),
                                         "--rounds", "2", "--out", str(out)])
     r = json.loads(out.read_text())
     docs = load_directory(tiny_bundle / "test")
@@ -572,14 +573,14 @@ def test_deidentify_profile_of_a_bundle_counts_crfsuite_and_writes_no_text(tiny_
 
 
 def test_local_test_parts_keeps_the_model_fit_then_reuses(tiny_registered, workspace, tmp_path, scripts):
-    """benchmarks/local_test_parts.py: a member's test part made in the workspace
+    """benchmarks/members/local_test_parts.py: a member's test part made in the workspace
     with its model kept (an external system skipped), left alone by a rerun, and
     ``fit`` reuses the kept model instead of training the member again."""
     from click.testing import CliRunner
 
     from ensemble_deid.cli import main as cli
 
-    local = scripts("local_test_parts")
+    local = scripts("members.local_test_parts")
     specs = "crf:max_iterations=5,rules"
     assert local.main(["--corpus", tiny_registered, "--taggers", specs, "--folds", "3"]) == [
         {"tagger": "crf:max_iterations=5", "status": "computed"}]
@@ -593,7 +594,7 @@ def test_local_test_parts_keeps_the_model_fit_then_reuses(tiny_registered, works
 
 
 def test_bundle_format1_makes_the_same_model_in_the_older_checkpoint_format(tmp_path, scripts):
-    """benchmarks/bundle_format1.py: the copy's BiLSTM checkpoint is format 1
+    """benchmarks/deidentify/bundle_format1.py: the copy's BiLSTM checkpoint is format 1
     (vocabularies as lists, no parameter added later), its checksums verify,
     and it tags exactly as the original; a member whose later parameter is
     set is refused (the older code has no such model)."""
@@ -608,7 +609,7 @@ def test_bundle_format1_makes_the_same_model_in_the_older_checkpoint_format(tmp_
     docs = tiny_corpus(10, seed=3)
     small = dict(epochs=1, batch_size=4, char_dim=6, char_lstm_dim=6, word_dim=8, word_lstm_dim=8,
                  validation_fraction=0.0, max_length=0)
-    convert = scripts("bundle_format1")
+    convert = scripts("deidentify.bundle_format1")
     for name, extra in (("model", {}), ("later", {"linear_buckets": 64})):
         members = {"lstm-l": make_tagger("lstm-l", **small, **extra).fit(docs),
                    "crf": make_tagger("crf", max_iterations=5).fit(docs)}

@@ -352,7 +352,7 @@ REAL = {"rules": 5.0, "svm": 12.0, "crf:max_iterations=5": 30.0}  # taggers a fr
 
 @pytest.mark.slow  # 4 fresh deidentify processes and 2 fits: about 30 CPU s
 def test_bench_deidentify_times_a_budgeted_bundle_against_the_best(tiny_registered, workspace, tmp_path, monkeypatch):
-    """benchmarks/bench_deidentify.py --versus: both bundles de-identify the
+    """benchmarks/deidentify/bench_deidentify.py --versus: both bundles de-identify the
     same notes in fresh processes, alternating; each one's scores come from
     its own output (the same strict F1 ``fit`` recorded for it), its spans
     equal the ``ensemble`` command's for its own choice (the budget read from
@@ -370,7 +370,7 @@ def test_bench_deidentify_times_a_budgeted_bundle_against_the_best(tiny_register
         _run("fit", "--corpus", tiny_registered, "--method", "voting-pruned", "--members", members, "--folds", "3",
              *extra, "--out", tmp_path / name, "--no-progress")
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import bench_deidentify
+    from deidentify import bench_deidentify
 
     out = tmp_path / "results" / "deidentify-cost.json"
     r = bench_deidentify.main(["--corpus", tiny_registered, "--method", "voting-pruned", "--members", members,

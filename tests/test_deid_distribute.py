@@ -195,9 +195,9 @@ def test_ray_gives_the_sequential_outputs_and_survives_a_killed_worker(bundle, t
 
 
 def test_stream_benchmark_small_version_keeps_memory_flat(bundle, tmp_path):
-    """benchmarks/bench_stream.py on 60 notes: memory over the last 20 within 10% of the first 20."""
+    """benchmarks/deidentify/bench_stream.py on 60 notes: memory over the last 20 within 10% of the first 20."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import bench_stream
+    from deidentify import bench_stream
 
     result = bench_stream.main(["--model", str(bundle / "model"), "--notes", "60", "--window", "20", "--pool", "5",
                                 "--batch-size", "4", "--workdir", str(tmp_path), "--out", str(tmp_path / "s.json")])

@@ -1,7 +1,7 @@
 """MEDDOCAN: a pruned-voting bundle over the linear taggers, fitted from the
 training split, loaded in a fresh process, de-identifies the dev split with
 exactly the ``ensemble`` command's spans at >= 5,000 tokens/s end to end
-(benchmarks/bench_deidentify.py; slow: the members are trained on all 500
+(benchmarks/deidentify/bench_deidentify.py; slow: the members are trained on all 500
 training notes). The members' 10-fold predictions come from the published
 cache in cached_predictions/meddocan/ (read-only), or from a workspace cache
 named by ENSEMBLE_DEID_MEDDOCAN_CACHE (copied, never written).
@@ -38,7 +38,7 @@ def test_meddocan_bundle_reproduces_the_ensemble_fast(meddocan_dir, workspace, t
     monkeypatch.setenv("ENSEMBLE_DEID_CACHE", str(tmp_path / "cache"))
     _run("corpus", "add", "meddocan", "--train", meddocan_dir / "train" / "xml", "--test", meddocan_dir / "dev" / "xml")
     monkeypatch.syspath_prepend(str(BENCH))
-    bench = importlib.import_module("bench_deidentify")
+    bench = importlib.import_module("deidentify.bench_deidentify")
     result = bench.main(["--corpus", "meddocan", "--method", "voting-pruned", "--members", MEMBERS,
                          "--model", str(tmp_path / "model"), "--out", str(tmp_path / "deidentify.json")])
     assert result["documents"] == 250

@@ -202,7 +202,7 @@ def test_members_sharing_features_predict_as_alone(corpus):
 
 
 def test_clear_shared_makes_the_next_member_compute_its_own_features(corpus, monkeypatch):
-    """Members run one by one outside ``predict`` (as benchmarks/member_costs.py
+    """Members run one by one outside ``predict`` (as benchmarks/members/member_costs.py
     times them): the second is served the first's features until
     ``clear_shared`` empties the shared cache; then it computes them again."""
     from ensemble_deid.deid import Deidentifier

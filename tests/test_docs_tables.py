@@ -140,7 +140,7 @@ def hand_typed_durations(doc: Path) -> list[str]:
 
 def test_no_duration_is_typed_by_hand_outside_a_generated_block(sync_docs):
     found = [hit for doc in sync_docs.documents() for hit in hand_typed_durations(doc)]
-    assert not found, ("durations typed by hand (measure with benchmarks/bench_commands.py or a benchmark, "
+    assert not found, ("durations typed by hand (measure with benchmarks/scale/bench_commands.py or a benchmark, "
                        "then use a <!-- figure from ... --> block):\n" + "\n".join(found))
 
 

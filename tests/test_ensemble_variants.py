@@ -83,7 +83,7 @@ def test_study_refuses_bad_method_params_before_any_work(two_corpora, tmp_path):
 
 
 def test_variants_benchmark_script_smoke(tiny, tmp_path, monkeypatch):
-    """benchmarks/ensemble_variants.py on cached members of the tiny corpus:
+    """benchmarks/ensembles/ensemble_variants.py on cached members of the tiny corpus:
     every configuration is scored, and an uncached member is refused."""
     import importlib
     from pathlib import Path
@@ -91,7 +91,7 @@ def test_variants_benchmark_script_smoke(tiny, tmp_path, monkeypatch):
     import pytest
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    script = importlib.import_module("ensemble_variants")
+    script = importlib.import_module("ensembles.ensemble_variants")
     with pytest.raises(SystemExit, match="not cached"):
         script.main(["--corpus", "tiny", "--members", MEMBERS, "--folds", "3", "--out-dir", str(tmp_path)])
     _run("cv", "--corpus", "tiny", "--taggers", MEMBERS, "--folds", "3", "--no-progress")

@@ -255,7 +255,7 @@ def test_email_matches_agree_with_the_plain_pattern_on_random_text():
 
 
 def test_a_megabyte_token_does_not_hang_feature_extraction():
-    # A hang guard, not a speed target (that is in benchmarks/bench_long_inputs.py):
+    # A hang guard, not a speed target (that is in benchmarks/scale/bench_long_inputs.py):
     # before the fix one 80k-character token took a minute and this 1.2M-character one
     # hours (quadratic); now a few seconds.
     import subprocess

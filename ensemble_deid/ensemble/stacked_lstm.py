@@ -47,7 +47,7 @@ class StackedLSTM(TokenMetaLearner):
         CPU threads for torch during fit and prediction (None, the default:
         torch's own setting, one per core; torch's setting is restored after).
         ``threads=1`` spends far less CPU on a loaded machine (against
-        revision 538a320 in benchmarks/bench_stacked.py: 5.3x less CPU with
+        revision 538a320 in benchmarks/ensembles/bench_stacked.py: 5.3x less CPU with
         threads=1 at commit 23750dc, 1.4x with the default) but, over 25
         epochs, sums taken in another order give a slightly different network (MEDDOCAN dev F1
         0.9642 with one thread against the published 0.9644 with two), so a

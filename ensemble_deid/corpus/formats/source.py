@@ -8,7 +8,7 @@ device named ``*.xml`` would block or never end. Problems name the file
 Sizes are capped before anything is read: feature extraction alone (what
 the linear taggers do with each note in cv, fit and deidentify) takes about
 ``FEATURE_GB_PER_NOTE_MB`` of memory per MB of note text
-(benchmarks/bench_long_inputs.py), so a note over
+(benchmarks/scale/bench_long_inputs.py), so a note over
 ``MAX_NOTE_BYTES`` (2 MB, some 300,000 words: forty times a long discharge
 summary) is refused with its size and the limit, never loaded to end in a
 MemoryError. Any other corpus file (an XML record with its tags, a BRAT
