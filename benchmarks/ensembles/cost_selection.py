@@ -134,7 +134,8 @@ def run(args) -> dict:
     corpus, runs = load()
     measured = {}
     if args.costs is not None:
-        measured = json.loads(args.costs.read_text())
+        # {member: cost}; a results file's own "provenance" record is not a member
+        measured = {k: v for k, v in json.loads(args.costs.read_text()).items() if k != "provenance"}
         unknown = sorted(set(measured) - set(runs))
         if unknown:
             raise SystemExit(f"cost_selection: {args.costs} names no member {', '.join(unknown)}")
