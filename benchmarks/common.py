@@ -390,9 +390,9 @@ def machine_lines(machine: dict) -> list[str]:
 
 def load_range(*loads) -> str:
     """The 1-minute load averages recorded around a run, as the docs print
-    them (``3.9-5.2``; one value alone; ``not recorded``)."""
+    them (``3.9-5.2``, ``12-18`` from 10 up; one value alone; ``not recorded``)."""
     known = sorted(x for x in loads if x is not None)
-    return "-".join(f"{x:.1f}" for x in known) if known else "not recorded"
+    return "-".join(f"{x:.0f}" if x >= 10 else f"{x:.1f}" for x in known) if known else "not recorded"
 
 
 def timing_phrase(entry: dict) -> str:
