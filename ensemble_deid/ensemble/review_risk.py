@@ -52,7 +52,7 @@ from ..taggers.gazetteers import normalize, read_list
 from ..taggers.prediction import DocumentPrediction
 from .base import ordered_members
 from .objective import token_keys
-from .splits import fold_indices
+from .splits import fitted_folds
 
 KINDS = ("dropped-span", "near-threshold", "disagreement", "lexical")
 CATEGORIES = ("NAME", "DATE", "LOCATION", "ID", "CONTACT", "AGE", "PROFESSION", "OTHER")
@@ -737,18 +737,13 @@ def out_of_fold_outputs(estimator, members: Mapping[str, Mapping[str, DocumentPr
                         documents: Sequence[Document], folds, step=None):
     """The ensemble's own out-of-fold outputs over ``documents`` with their
     score gaps: per fold, ``estimator`` cloned, fitted on the other folds'
-    member predictions and applied to this fold's (``splits.fold_indices``)."""
+    member predictions and applied to this fold's (``splits.fitted_folds``,
+    as ``selection.cross_val_predict``, with the fold models' score gaps kept)."""
     names = tuple(members)
     prepared = estimator._prepare(ordered_members(members, names, documents, estimator.name), names, documents)
     preds: dict[str, DocumentPrediction] = {}
     gaps: dict[str, np.ndarray] | None = {}
-    for train_idx, test_idx in fold_indices(prepared.documents, folds):
-        if not len(test_idx):
-            continue
-        model = estimator.clone()
-        model._fit_prepared(prepared.subset(train_idx))
-        model.member_names_ = names
-        test = prepared.subset(test_idx)
+    for model, test in fitted_folds(estimator, prepared, names, folds):
         for p in model._raw_to_predictions(test, model._predict_raw(test)):
             preds[p.doc_id] = p
         g = token_score_gaps(model, test)

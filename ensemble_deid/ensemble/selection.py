@@ -40,7 +40,7 @@ from ..taggers.prediction import DocumentPrediction
 from .base import MetaLearner, Members, metric_value, ordered_members
 from .objective import (Objective, Target, add_counts, best_index, check_objective, choose_category_points,
                         parse_objective)
-from .splits import fold_indices, make_folds
+from .splits import fitted_folds, fold_indices, make_folds
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -406,14 +406,8 @@ def cross_val_predict(
     names = tuple(members)
     prepared = estimator._prepare(ordered_members(members, names, documents, estimator.name), names, documents)
     out: dict[str, DocumentPrediction] = {}
-    for train_idx, test_idx in fold_indices(prepared.documents, folds):
-        if not len(test_idx):
-            continue
-        model = estimator.clone()
-        test = prepared.subset(test_idx)
-        model._fit_prepared(prepared.subset(train_idx))
+    for model, test in fitted_folds(estimator, prepared, names, folds):
         step()
-        model.member_names_ = names
         for pred in model._raw_to_predictions(test, model._predict_raw(test)):
             out[pred.doc_id] = pred
     return out

@@ -3,7 +3,7 @@ that model selection (``selection``), the trust level's own choice
 (``trust.choose_trust``) and the ensembles' out-of-fold predictions share."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -23,3 +23,17 @@ def make_folds(documents: Sequence[Document], k: int, seed: int) -> FoldAssignme
     if groups < 2:
         raise ValueError(f"cross-validation needs documents of at least 2 patients, got {groups}")
     return assign_folds(documents, min(int(k), groups), seed)
+
+
+def fitted_folds(estimator, prepared, names: tuple[str, ...], folds: FoldAssignment) -> Iterator[tuple[object, object]]:
+    """Per fold that holds documents: ``(model, held_out)``, ``model`` a clone
+    of the meta-learner ``estimator`` fitted on the other folds' rows of the
+    prepared table ``prepared`` (members ``names``), ``held_out`` this fold's
+    rows. What every out-of-fold prediction of an ensemble is made of."""
+    for train_idx, test_idx in fold_indices(prepared.documents, folds):
+        if not len(test_idx):
+            continue
+        model = estimator.clone()
+        model._fit_prepared(prepared.subset(train_idx))
+        model.member_names_ = names
+        yield model, prepared.subset(test_idx)
