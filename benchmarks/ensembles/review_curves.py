@@ -245,7 +245,7 @@ def plots(result: dict) -> list[Path]:
             a = d["after_review"]
             ax.plot([a[x]], [a["recall"]], "o", color="black", label="chosen budget")
             ax.set_ylim(max(0.95, d["recall_before"] - 0.01), 1.0005)
-            ax.set_xlim(0, 0.08 if x == "tokens_share" else 30)
+            ax.set_xlim(0, max(0.08 if x == "tokens_share" else 30, a[x] * 1.05))  # the chosen budget in view
             ax.set_xlabel(xlabel)
             ax.set_ylabel("binary-token recall after review")
             ax.set_title(f"{r['method']} ({r['objective']})", fontsize=9)
