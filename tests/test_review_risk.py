@@ -12,8 +12,9 @@ import pytest
 
 from ensemble_deid.corpus.document import Annotation, Document
 from ensemble_deid.corpus.folds import FoldAssignment
-from ensemble_deid.ensemble.review_risk import (Budget, GoldCoverage, Lexicon, ReviewModel,
-                                                build_items, choose_threshold, document_views, fit_review,
+from ensemble_deid.ensemble.review_risk import (Budget, GoldCoverage, Lexicon, PhiRates, ReviewModel,
+                                                build_items, choose_threshold, context_rates, document_views,
+                                                fit_review,
                                                 learn_lexicon, parse_budget, per_note_order, review_curve)
 from ensemble_deid.taggers.prediction import DocumentPrediction
 
@@ -159,6 +160,71 @@ def test_learn_lexicon_counts_documents_not_occurrences():
     assert learn_lexicon(plain, 3).ordinary == frozenset()
 
 
+def test_context_rates_count_gold_tokens_by_word_and_neighbours():
+    # "Seen by Ana Lopez on 12 May today ." twice (n1, n2 in groups 0, 1), once without gold (n3, group 1)
+    docs = [_note("n1"), _note("n2"), _note("n3", gold=[])]
+    rates, without = context_rates(docs, 2, [0, 1, 1])
+    assert (rates.tokens, rates.phi) == (27, 8)  # Ana Lopez 12 May in n1 and n2
+    assert rates.tables["word"]["ana"] == (3, 2) and rates.tables["word"]["seen"] == (3, 0)
+    assert rates.tables["before"]["by"] == (3, 2)  # the word after "by" is PHI in two notes of three
+    assert rates.tables["after"]["on"] == (3, 2)  # "Lopez", before "on"
+    assert rates.tables["before2"]["seen"] == (3, 2)
+    assert rates.tables["pair"]["by ana"] == (3, 2)
+    # smoothed toward the prior: (2 + 2 * 8/27) / (3 + 2)
+    assert rates.rate("word", "ana") == pytest.approx((2 + 2 * 8 / 27) / 5)
+    assert rates.rate("word", "never-seen") == pytest.approx(8 / 27)
+    # leaving group 1 out leaves n1: keys kept are still those found in 2 notes of all
+    assert without[1].tables["word"]["ana"] == (1, 1) and (without[1].tokens, without[1].phi) == (9, 4)
+    assert without[0].tables["word"]["ana"] == (2, 1)
+    # a word in one note only is not kept (no single note's word)
+    assert "solo" not in context_rates([Document("a", "solo x"), Document("b", "y z")], 2)[0].tables["word"]
+
+
+def test_rate_features_of_an_item():
+    doc, views, gold, lexicon = _fixture()
+    rates = PhiRates({"word": {"lopez": (4, 4)}, "before": {"ana": (10, 5)}, "after": {}, "before2": {},
+                      "pair": {"ana lopez": (2, 2)}}, 100, 10)
+    items = build_items(views, ("m1", "m2"), lexicon, {"digit": "ID:IDNUM"}, None, gold, rates)
+    f = {name: items.features[0, i] for i, name in enumerate(items.feature_names)}  # the item "Lopez"
+    log = lambda r: math.log(r + 1e-4)  # noqa: E731
+    assert f["word_rate_max"] == pytest.approx(log((4 + 0.2) / 6))
+    assert f["before_rate"] == pytest.approx(log((5 + 0.2) / 12))
+    assert f["after_rate"] == pytest.approx(log(0.1))  # "on": unseen, the prior
+    assert f["pair_rate_max"] == pytest.approx(log((2 + 0.2) / 4))
+    assert f["context_rate_max"] == pytest.approx(log((4 + 0.2) / 6))
+    # without counts every rate feature sits at the floor
+    bare = build_items(views, ("m1", "m2"), lexicon, {"digit": "ID:IDNUM"}, None, gold)
+    assert bare.features[0, bare.feature_names.index("word_rate_max")] == pytest.approx(log(0.0))
+
+
+def test_the_risk_model_c_is_chosen_on_the_held_out_curve():
+    docs, members, outputs = _corpus()
+    folds = FoldAssignment({d.id: int(d.group[1:]) for d in docs}, 2, 0)
+    model = fit_review(docs, outputs, None, members, folds, Budget("recall", 1.0), vocabulary_min_documents=2,
+                       C=(0.01, 100.0))[0]
+    grid = model.cv["C_grid"]
+    assert [g["C"] for g in grid] == [0.01, 100.0]
+    best = min(grid, key=lambda g: (not g["reached"], g["tokens_share"] if g["reached"] else -g["recall"]))
+    assert model.cv["C"] == best["C"]
+
+
+def test_training_items_rates_leave_their_own_fold_out():
+    docs, members, outputs = _corpus()
+    folds = FoldAssignment({d.id: int(d.group[1:]) for d in docs}, 2, 0)
+    model, items, _, _ = fit_review(docs, outputs, None, members, folds, Budget("recall", 1.0),
+                                    vocabulary_min_documents=2)
+    groups = [folds.folds[d.id] for d in docs]
+    rates, without = context_rates(docs, 2, groups)
+    assert model.rates == rates  # the bundle keeps the counts of every training note
+    col = items.feature_names.index("word_rate_max")
+    for i in range(len(items)):
+        d = int(items.doc[i])
+        words = [w.lower() for w in docs[d].tokens.words][int(items.first[i]):int(items.stop[i])]
+        own = math.log(max(without[groups[d]].rate("word", w) for w in words) + 1e-4)
+        full = math.log(max(rates.rate("word", w) for w in words) + 1e-4)
+        assert items.features[i, col] == pytest.approx(own) and own != pytest.approx(full)
+
+
 def test_parse_budget():
     assert parse_budget("recall>=0.998") == Budget("recall", 0.998)
     assert parse_budget("items<=5") == Budget("items", 5.0)
@@ -195,7 +261,12 @@ def test_review_settings_round_trip_and_tampering():
         "lexical_labels": lambda d: d.__setitem__("lexical_labels", {"digit": "<script>"}),
         "curve[0].recall": lambda d: d["curve"][0].__setitem__("recall", 2.0),
         "reached": lambda d: d.__setitem__("reached", "yes"),
-        "version": lambda d: d.__setitem__("version", 2),
+        "version": lambda d: d.__setitem__("version", 1),  # a bundle fitted before the context rates
+        "rates.word": lambda d: d["rates"].__setitem__("word", [["ana", 1, 2]]),  # more PHI than occurrences
+        "rates.pair": lambda d: d["rates"].__setitem__("pair", [["", 1, 0]]),
+        "rates.tokens": lambda d: d["rates"].__setitem__("tokens", -3),
+        "rates.phi": lambda d: d["rates"].__setitem__("phi", 10**9),
+        "rates": lambda d: d.__setitem__("rates", []),
     }
     for field, edit in edits.items():
         data = json.loads(json.dumps(stored))

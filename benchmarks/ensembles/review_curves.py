@@ -116,9 +116,7 @@ def run_method(method, objective, train, dev, folds, oof, devm, lstm_folds, budg
     preds, dev_gaps = predict_for_review(model, devm, names, dev)
     views = document_views(dev, preds, [devm[n] for n in keep], dev_gaps)
     dgold = GoldCoverage(dev, preds)
-    from ensemble_deid.ensemble.review_risk import build_items
-
-    ditems = build_items(views, keep, review.lexicon, review.lexical_labels, review.near_gap, dgold)
+    ditems = review.items(views, dgold)
     risk = review.risk.risk(ditems)
     t4 = time.perf_counter()
     n = len(dev)

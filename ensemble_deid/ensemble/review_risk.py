@@ -17,12 +17,20 @@ mean), whether it touches a masked span, the learner's score relative to its
 decision threshold (per token: the highest score of a candidate span
 covering it, or a token-level learner's posterior; none for learners without
 a score), the lexical shape (digits, capitalised words outside the
-vocabulary, sentence start, length), the label and which members proposed it.
+vocabulary, sentence start, length), how often the training notes' gold
+makes a token PHI given its word, the words around it and the word pair it
+ends (:class:`PhiRates`: "cuñado", "a los 14 meses", "trabajaba como ..."
+are PHI by their role and context, which no shape shows), the label and
+which members proposed it.
 
 **Risk** is a logistic model over these features (each twice: for items a
 member proposed and for the others, :func:`design`), fitted on the items of the
 ensemble's out-of-fold outputs over the training set with the gold answer
-"reviewing it uncovers a PHI token the ensemble left readable". Reviewing an
+"reviewing it uncovers a PHI token the ensemble left readable"; its
+regularisation ``C`` is chosen on the held-out curve (:data:`RISK_C_GRID`).
+A training item's rate features leave its own fold's notes out (otherwise a
+note's own gold would vouch for its words and the model would trust the
+rates more than they deserve on new notes). Reviewing an
 item is simulated from gold (:func:`review_curve`): the reviewer sees the
 item in context and masks every gold PHI span it overlaps, whole (editing
 the extent); its binary-token keys (the official ``[a-zA-Z0-9]+`` tokens of
@@ -59,12 +67,19 @@ CATEGORIES = ("NAME", "DATE", "LOCATION", "ID", "CONTACT", "AGE", "PROFESSION", 
 BASE_FEATURES = ("proposed", "vote_share_max", "vote_share_mean", "touches_phi", "has_score", "score_gap",
                  "has_digit", "all_digits", "log_digits", "capitalised_oov", "oov_share", "sentence_start",
                  "log_tokens", "log_chars", "masked_elsewhere", "gazetteer_name", "gazetteer_place",
-                 "gazetteer_profession", "after_cue", "phi_word")
+                 "gazetteer_profession", "after_cue", "phi_word", "word_rate_max", "word_rate_mean", "before_rate",
+                 "after_rate", "before2_rate", "pair_rate_max", "context_rate_max")
 SCORE_CLIP = 10.0  # score gaps beyond this say nothing more (and keep the features bounded)
 VOCABULARY_MIN_DOCUMENTS = 5
 MAX_VOCABULARY = 1_000_000
 MAX_ITEMS_PER_NOTE = 1_000_000
+MAX_COUNT = 10**12
 CURVE_POINTS = 200
+RISK_C_GRID = (0.1, 1.0, 10.0)  # the risk model's regularisation, chosen on the held-out curve
+CONTEXTS = ("word", "before", "after", "before2", "pair")
+RATE_PSEUDO = 2.0  # pseudo-occurrences at the prior: a word seen twice says little
+RATE_FLOOR = 1e-4  # rates enter as log(rate + floor)
+VERSION = 2  # of the stored review model (1: before the context rates)
 _DIGIT = re.compile(r"\d")
 _ALPHA = re.compile(r"^[^\W\d_]+$")
 
@@ -101,6 +116,106 @@ def learn_lexicon(documents: Sequence[Document], min_documents: int = VOCABULARY
                 counts[which][w] = counts[which].get(w, 0) + 1
     keep = [frozenset(w for w, n in c.items() if n >= min_documents) for c in counts]
     return Lexicon(keep[0], keep[1])
+
+
+# --- what the training notes' gold says about a word in its context -------------------------------
+
+@dataclass(frozen=True)
+class PhiRates:
+    """How often the training notes' gold makes a token PHI, by context:
+    ``word`` (its own lower-cased word), ``before`` (the word just before
+    it), ``after`` (just after), ``before2`` (two before) and ``pair`` (the
+    word before and its own, joined by a space). Each table maps a key to
+    (occurrences, PHI occurrences), kept only for keys found in at least
+    ``min_documents`` notes (no single note's word, as :class:`Lexicon`);
+    ``tokens``/``phi`` give the prior. Counts, not rates, so that a fold's
+    own notes can be taken out (:func:`context_rates`)."""
+
+    tables: Mapping[str, Mapping[str, tuple[int, int]]] = field(default_factory=lambda: {c: {} for c in CONTEXTS})
+    tokens: int = 0
+    phi: int = 0
+
+    def rate(self, context: str, key: str) -> float:
+        n, p = self.tables[context].get(key, (0, 0))
+        prior = self.phi / self.tokens if self.tokens else 0.0
+        return (p + RATE_PSEUDO * prior) / (n + RATE_PSEUDO)
+
+    def to_dict(self) -> dict:
+        return {"tokens": self.tokens, "phi": self.phi,
+                **{c: [[k, n, p] for k, (n, p) in sorted(self.tables[c].items())] for c in CONTEXTS}}
+
+
+def _inside_gold(doc: Document) -> np.ndarray:
+    """(n,) bool: the token overlaps a gold span."""
+    tokens = doc.tokens
+    inside = np.zeros(len(tokens), dtype=bool)
+    for a in doc.annotations:
+        inside |= (tokens.starts < a.end) & (tokens.ends > a.start)
+    return inside
+
+
+def _context_keys(words: Sequence[str], i: int) -> tuple[tuple[str, str], ...]:
+    """(context, key) of token ``i`` of lower-cased ``words``."""
+    keys = [("word", words[i])]
+    if i > 0:
+        keys += [("before", words[i - 1]), ("pair", f"{words[i - 1]} {words[i]}")]
+    if i > 1:
+        keys.append(("before2", words[i - 2]))
+    if i + 1 < len(words):
+        keys.append(("after", words[i + 1]))
+    return tuple(keys)
+
+
+def context_rates(documents: Sequence[Document], min_documents: int = VOCABULARY_MIN_DOCUMENTS,
+                  groups: Sequence[int] | None = None) -> tuple[PhiRates, dict[int, PhiRates]]:
+    """The :class:`PhiRates` of ``documents`` and, when ``groups`` (one per
+    document) is given, per group the rates without that group's notes
+    (their keys still those of all the notes)."""
+    per_doc: list[dict[tuple[str, str], list[int]]] = []
+    frequency: dict[tuple[str, str], int] = {}
+    for doc in documents:
+        words = [w.lower() for w in doc.tokens.words]
+        inside = _inside_gold(doc).tolist()
+        counts: dict[tuple[str, str], list[int]] = {}
+        for i in range(len(words)):
+            for key in _context_keys(words, i):
+                c = counts.setdefault(key, [0, 0])
+                c[0] += 1
+                c[1] += inside[i]
+        per_doc.append(counts)
+        for key in counts:
+            frequency[key] = frequency.get(key, 0) + 1
+    kept = {k for k, n in frequency.items() if n >= min_documents}
+    tokens = [len(d.tokens) for d in documents]
+    phi = [int(_inside_gold(d).sum()) for d in documents]
+
+    def total(rows: Sequence[int]) -> PhiRates:
+        tables: dict[str, dict[str, list[int]]] = {c: {} for c in CONTEXTS}
+        for r in rows:
+            for (context, key), (n, p) in per_doc[r].items():
+                if (context, key) in kept:
+                    c = tables[context].setdefault(key, [0, 0])
+                    c[0] += n
+                    c[1] += p
+        return PhiRates({c: {k: (n, p) for k, (n, p) in t.items()} for c, t in tables.items()},
+                        sum(tokens[r] for r in rows), sum(phi[r] for r in rows))
+
+    everything = total(range(len(documents)))
+    by_group = {} if groups is None else {
+        g: total([r for r, h in enumerate(groups) if h != g]) for g in sorted(set(int(g) for g in groups))}
+    return everything, by_group
+
+
+def _rate_features(rates: PhiRates, words: Sequence[str], a: int, b: int) -> list[float]:
+    """The rate features of tokens [a, b) of lower-cased ``words`` (log)."""
+    own = [rates.rate("word", w) for w in words[a:b]]
+    pairs = [rates.rate("pair", f"{words[i - 1]} {words[i]}") if i > 0 else rates.rate("pair", "")
+             for i in range(a, b)]
+    before = rates.rate("before", words[a - 1]) if a > 0 else rates.rate("before", "")
+    after = rates.rate("after", words[b]) if b < len(words) else rates.rate("after", "")
+    before2 = rates.rate("before2", words[a - 2]) if a > 1 else rates.rate("before2", "")
+    values = [max(own), sum(own) / len(own), before, after, before2, max(pairs), max(max(own), before, after)]
+    return [math.log(v + RATE_FLOOR) for v in values]
 
 
 @lru_cache(maxsize=1)
@@ -221,9 +336,12 @@ def _category(label: str) -> str:
 
 def build_items(views: Sequence[DocumentView], member_names: Sequence[str], lexicon: Lexicon,
                 lexical_labels: Mapping[str, str] | None = None, near_gap: float | None = None,
-                gold: "GoldCoverage | None" = None) -> Items:
+                gold: "GoldCoverage | None" = None, rates: "PhiRates | Sequence[PhiRates] | None" = None) -> Items:
     """The review items of ``views`` (module docstring). ``gold``: record what
-    each one uncovers. ``near_gap``: score gaps at or above it are ``near-threshold``."""
+    each one uncovers. ``near_gap``: score gaps at or above it are
+    ``near-threshold``. ``rates``: one :class:`PhiRates` for every view, or
+    one per view (a training note's without its own fold); None: no counts
+    (every rate feature at the floor)."""
 
     gaz = _gazetteer_words()
     lexical_labels = dict(lexical_labels or {})
@@ -233,11 +351,15 @@ def build_items(views: Sequence[DocumentView], member_names: Sequence[str], lexi
     mem_at = len(BASE_FEATURES) + len(CATEGORIES)
     rows: dict[str, list] = {k: [] for k in ("doc", "first", "stop", "sc", "ec", "kind", "label", "by", "nt", "rec", "gap")}
     feats = []
+    rate_at = BASE_FEATURES.index("word_rate_max")
+    rates = PhiRates() if rates is None else rates
     for d, view in enumerate(views):
         doc, tokens = view.document, view.document.tokens
         n = len(tokens)
         if not n:
             continue
+        doc_rates = rates if isinstance(rates, PhiRates) else rates[d]
+        lower = [w.lower() for w in tokens.words]
         tagged = np.zeros((n, m), dtype=bool)
         for j, tags in enumerate(view.member_tags):
             tagged[:, j] = np.fromiter((t != OUTSIDE for t in tags), dtype=bool, count=n)
@@ -284,6 +406,7 @@ def build_items(views: Sequence[DocumentView], member_names: Sequence[str], lexi
             f[17] = any(w in gaz["profession"] for w in normal)
             f[18] = a > 0 and normalize(tokens.words[a - 1]) in gaz["cue"]
             f[19] = any(w.lower() in lexicon.phi for w in alpha)
+            f[rate_at:rate_at + 7] = _rate_features(doc_rates, lower, a, b)
             if proposed:
                 labels: dict[str, int] = {}
                 for j in range(m):
@@ -542,6 +665,7 @@ class ReviewModel:
     risk: RiskModel
     member_names: tuple[str, ...]
     lexicon: Lexicon
+    rates: PhiRates
     lexical_labels: dict[str, str]
     near_gap: float | None
     budget: Budget
@@ -564,12 +688,15 @@ class ReviewModel:
         """The stored held-out curve's threshold for another recall target."""
         return choose_threshold(self.curve, recall)[0]
 
-    def items(self, views: Sequence[DocumentView]) -> Items:
-        return build_items(views, self.member_names, self.lexicon, self.lexical_labels, self.near_gap)
+    def items(self, views: Sequence[DocumentView], gold: "GoldCoverage | None" = None) -> Items:
+        """The review items of ``views`` (``gold``: record what each uncovers, for a simulated review)."""
+        return build_items(views, self.member_names, self.lexicon, self.lexical_labels, self.near_gap, gold,
+                           self.rates)
 
     def to_dict(self) -> dict:
-        return {"version": 1, "risk": self.risk.to_dict(), "members": list(self.member_names),
-                "vocabulary": sorted(self.lexicon.ordinary), "phi_words": sorted(self.lexicon.phi), "lexical_labels": dict(self.lexical_labels),
+        return {"version": VERSION, "risk": self.risk.to_dict(), "members": list(self.member_names),
+                "vocabulary": sorted(self.lexicon.ordinary), "phi_words": sorted(self.lexicon.phi),
+                "rates": self.rates.to_dict(), "lexical_labels": dict(self.lexical_labels),
                 "near_gap": self.near_gap, "budget": str(self.budget), "threshold": self.threshold,
                 "reached": self.reached, "curve": [p.to_dict() for p in self.curve],
                 "note_curve": [p.to_dict() for p in self.note_curve], "cv": self.cv}
@@ -582,8 +709,9 @@ class ReviewModel:
         def bad(name: str, why: str) -> ValueError:
             return ValueError(f"review settings: field {name!r} {why}")
 
-        if not isinstance(data, dict) or data.get("version") != 1:
-            raise bad("version", "is not 1 (a review model of another version)")
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise bad("version", f"is not {VERSION} (a review model of another version of ensemble-deid: "
+                                 "refit the bundle with fit --review)")
         members = data.get("members")
         if not isinstance(members, list) or list(members) != list(member_names):
             raise bad("members", "does not name the bundle's members in order")
@@ -606,6 +734,7 @@ class ReviewModel:
                     not all(isinstance(w, str) and 0 < len(w) <= 100 for w in value):
                 raise bad(key, "is not a list of words")
             words[key] = frozenset(value)
+        rates = _rates(data.get("rates"), bad)
         labels = data.get("lexical_labels")
         if not isinstance(labels, dict) or not all(k in ("digit", "word") and isinstance(v, str) and
                                                    re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}:[A-Za-z0-9_.\-]{1,64}", v)
@@ -633,8 +762,39 @@ class ReviewModel:
         if not isinstance(cv, dict):
             raise bad("cv", "is not an object")
         model = RiskModel(names, arrays["mean"], arrays["scale"], arrays["coef"], intercept)
-        return cls(model, tuple(member_names), Lexicon(words["vocabulary"], words["phi_words"]), dict(labels), near, budget, threshold,
+        return cls(model, tuple(member_names), Lexicon(words["vocabulary"], words["phi_words"]), rates, dict(labels),
+                   near, budget, threshold,
                    data["reached"], curves["curve"], curves["note_curve"], cv)
+
+
+def _count(value, name, bad) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise bad(name, "is not a count")
+    return value
+
+
+def _rates(data, bad) -> PhiRates:
+    """Stored :class:`PhiRates`, checked: every table a list of [key, occurrences, PHI occurrences]."""
+    if not isinstance(data, dict):
+        raise bad("rates", "is not an object")
+    tokens, phi = _count(data.get("tokens"), "rates.tokens", bad), _count(data.get("phi"), "rates.phi", bad)
+    if phi > tokens:
+        raise bad("rates.phi", "exceeds rates.tokens")
+    tables = {}
+    for context in CONTEXTS:
+        rows = data.get(context)
+        if not isinstance(rows, list) or len(rows) > MAX_VOCABULARY:
+            raise bad(f"rates.{context}", "is not a list of [key, occurrences, PHI occurrences]")
+        table = {}
+        for row in rows:
+            if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and 0 < len(row[0]) <= 201):
+                raise bad(f"rates.{context}", "is not a list of [key, occurrences, PHI occurrences]")
+            n, p = _count(row[1], f"rates.{context}", bad), _count(row[2], f"rates.{context}", bad)
+            if p > n:
+                raise bad(f"rates.{context}", "holds more PHI occurrences than occurrences")
+            table[row[0]] = (n, p)
+        tables[context] = table
+    return PhiRates(tables, tokens, phi)
 
 
 def _finite(value, name, bad) -> float:
@@ -760,47 +920,73 @@ def out_of_fold_outputs(estimator, members: Mapping[str, Mapping[str, DocumentPr
 def fit_review(documents: Sequence[Document], outputs: Sequence[DocumentPrediction],
                score_gaps: Sequence[np.ndarray] | None, members: Mapping[str, Mapping[str, DocumentPrediction]],
                folds, budget: Budget, vocabulary_min_documents: int = VOCABULARY_MIN_DOCUMENTS,
-               C: float = 1.0, labels: Sequence[str] | None = None) -> tuple[ReviewModel, Items, np.ndarray, GoldCoverage]:
+               C: float | Sequence[float] = RISK_C_GRID,
+               labels: Sequence[str] | None = None) -> tuple[ReviewModel, Items, np.ndarray, GoldCoverage]:
     """A :class:`ReviewModel` from the ensemble's out-of-fold ``outputs`` over
     the training ``documents`` (and the members' out-of-fold predictions):
-    vocabulary and lexical labels from the training notes, the risk model
-    on every item, the budget chosen on the held-out risks (the risk model
-    fitted on the other ``folds``). Returns (model, items, held-out risks, gold)."""
+    vocabulary, context rates and lexical labels from the training notes
+    (each item's rate features without its own fold's notes), the risk
+    model on every item, its ``C`` (one value or a grid) and the budget
+    chosen on the held-out risks (the risk model fitted on the other
+    ``folds``): the ``C`` whose held-out curve reaches a recall budget with
+    the fewest tokens reviewed (or, per note, recovers the most). Returns
+    (model, items, held-out risks, gold)."""
     docs = list(documents)
     names = tuple(members)
     lexicon = learn_lexicon(docs, vocabulary_min_documents)
+    fold_of_doc = np.array([folds.folds[d.id] for d in docs], dtype=np.int64)
+    rates, without_fold = context_rates(docs, vocabulary_min_documents, fold_of_doc.tolist())
     views = document_views(docs, outputs, [members[n] for n in names], score_gaps)
     gold = GoldCoverage(docs, outputs)
     lexical_labels = lexical_labels_of(docs, labels)
-    items = build_items(views, names, lexicon, lexical_labels, None, gold)
+    items = build_items(views, names, lexicon, lexical_labels, None, gold,
+                        [without_fold[int(f)] for f in fold_of_doc])
     dropped = items.score_gap[np.isfinite(items.score_gap) & items.features[:, 0].astype(bool)] \
         if items.score_gap is not None else np.zeros(0)
     near = float(np.quantile(dropped, 0.75)) if len(dropped) else None
     if near is not None:
         items.kind = [("near-threshold" if k == "dropped-span" and np.isfinite(g) and g >= near else k)
                       for k, g in zip(items.kind, items.score_gap)]
-    fold_of_doc = np.array([folds.folds[d.id] for d in docs], dtype=np.int64)
-    held = cross_validated_risk(items, fold_of_doc, C)
-    order = np.argsort(-held, kind="stable")
-    curve = review_curve(items, gold, order, held[order], len(docs))
-    note_order, note_rank = per_note_order(items, held)
-    note_curve = review_curve(items, gold, note_order, note_rank.astype(np.float64), len(docs))
-    if budget.kind == "recall":
-        threshold, reached = choose_threshold(curve, budget.value)
-        at = next(p for p in curve if (1.0 if math.isinf(p.threshold) else p.threshold) <= threshold) \
-            if reached else max(curve, key=lambda p: (p.recall, -p.items))
-    else:
-        threshold, reached = 0.0, True
-        at = [p for p in note_curve if p.threshold <= budget.value or math.isinf(p.threshold)][-1]
+    grid = [float(C)] if isinstance(C, (int, float)) else [float(c) for c in C]
+    tried = [_held_out_choice(items, gold, fold_of_doc, c, budget, len(docs)) for c in grid]
+    best = min(range(len(grid)), key=lambda i: tried[i]["rank"])
+    held, curve, note_curve, threshold, reached, at = (tried[best][k] for k in
+                                                         ("held", "curve", "note_curve", "threshold", "reached", "at"))
     cv = {"folds": int(folds.k), "items": len(items), "useful_items": int(items.useful.sum()), "notes": len(docs),
-          "recall_before": curve[0].recall, "chosen": at.to_dict()}
-    model = ReviewModel(RiskModel.fit(items, C), names, lexicon, lexical_labels, near, budget,
+          "recall_before": curve[0].recall, "chosen": at.to_dict(), "C": grid[best],
+          "C_grid": [{"C": c, "reached": t["reached"], **{k: t["at"].to_dict()[k] for k in ("recall", "tokens_share",
+                                                                                          "items_per_note")}}
+                     for c, t in zip(grid, tried)]}
+    model = ReviewModel(RiskModel.fit(items, grid[best]), names, lexicon, rates, lexical_labels, near, budget,
                         float(threshold), bool(reached), thin(curve), thin(note_curve), cv)
     return model, items, held, gold
 
 
+def _held_out_choice(items: Items, gold: GoldCoverage, fold_of_doc: np.ndarray, C: float, budget: Budget,
+                     n_notes: int) -> dict:
+    """The held-out curves of the risk model with ``C``, the budget's
+    threshold and point on them, and a rank (lower is better) to compare ``C``s."""
+    held = cross_validated_risk(items, fold_of_doc, C)
+    order = np.argsort(-held, kind="stable")
+    curve = review_curve(items, gold, order, held[order], n_notes)
+    note_order, note_rank = per_note_order(items, held)
+    note_curve = review_curve(items, gold, note_order, note_rank.astype(np.float64), n_notes)
+    if budget.kind == "recall":
+        threshold, reached = choose_threshold(curve, budget.value)
+        at = next(p for p in curve if (1.0 if math.isinf(p.threshold) else p.threshold) <= threshold) \
+            if reached else max(curve, key=lambda p: (p.recall, -p.items))
+        rank = (not reached, at.tokens_share if reached else -at.recall)
+    else:
+        threshold, reached = 0.0, True
+        at = [p for p in note_curve if p.threshold <= budget.value or math.isinf(p.threshold)][-1]
+        rank = (False, -at.recall)
+    return {"held": held, "curve": curve, "note_curve": note_curve, "threshold": threshold, "reached": reached,
+            "at": at, "rank": rank}
+
+
 __all__ = ["BASE_FEATURES", "Budget", "CATEGORIES", "CurvePoint", "DocumentView", "GoldCoverage", "Items", "KINDS",
-           "ReviewModel", "RiskModel", "build_items", "choose_threshold", "cross_validated_risk",
+           "PhiRates", "RISK_C_GRID", "ReviewModel", "RiskModel", "build_items", "context_rates", "choose_threshold",
+           "cross_validated_risk",
            "decision_threshold", "document_views", "feature_names", "fit_review", "Lexicon", "learn_lexicon",
            "lexical_labels_of", "looks_like_identifier", "out_of_fold_outputs", "parse_budget", "per_note_order",
            "predict_for_review", "review_curve", "token_score_gaps"]
