@@ -176,8 +176,9 @@ def test_context_rates_count_gold_tokens_by_word_and_neighbours():
     # leaving group 1 out leaves n1: keys kept are still those found in 2 notes of all
     assert without[1].tables["word"]["ana"] == (1, 1) and (without[1].tokens, without[1].phi) == (9, 4)
     assert without[0].tables["word"]["ana"] == (2, 1)
-    # a word in one note only is not kept (no single note's word)
-    assert "solo" not in context_rates([Document("a", "solo x"), Document("b", "y z")], 2)[0].tables["word"]
+    # a word in one patient's notes only is not kept (no single patient's word), however many notes
+    one = [Document(i, "solo x", metadata={"group": "p1"}) for i in "ab"] + [Document("c", "y x")]
+    assert set(context_rates(one, 2)[0].tables["word"]) == {"x"}
 
 
 def test_rate_features_of_an_item():
@@ -212,7 +213,7 @@ def test_training_items_rates_leave_their_own_fold_out():
     docs, members, outputs = _corpus()
     folds = FoldAssignment({d.id: int(d.group[1:]) for d in docs}, 2, 0)
     model, items, _, _ = fit_review(docs, outputs, None, members, folds, Budget("recall", 1.0),
-                                    vocabulary_min_documents=2)
+                                    vocabulary_min_documents=2, rates_min_patients=2)
     groups = [folds.folds[d.id] for d in docs]
     rates, without = context_rates(docs, 2, groups)
     assert model.rates == rates  # the bundle keeps the counts of every training note

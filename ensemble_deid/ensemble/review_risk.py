@@ -71,6 +71,7 @@ BASE_FEATURES = ("proposed", "vote_share_max", "vote_share_mean", "touches_phi",
                  "after_rate", "before2_rate", "pair_rate_max", "context_rate_max")
 SCORE_CLIP = 10.0  # score gaps beyond this say nothing more (and keep the features bounded)
 VOCABULARY_MIN_DOCUMENTS = 5
+RATES_MIN_PATIENTS = 2  # a context's counts are kept once two patients' notes show it (chosen by CV on MEDDOCAN train)
 MAX_VOCABULARY = 1_000_000
 MAX_ITEMS_PER_NOTE = 1_000_000
 MAX_COUNT = 10**12
@@ -126,8 +127,9 @@ class PhiRates:
     ``word`` (its own lower-cased word), ``before`` (the word just before
     it), ``after`` (just after), ``before2`` (two before) and ``pair`` (the
     word before and its own, joined by a space). Each table maps a key to
-    (occurrences, PHI occurrences), kept only for keys found in at least
-    ``min_documents`` notes (no single note's word, as :class:`Lexicon`);
+    (occurrences, PHI occurrences), kept only for keys found in the notes
+    of at least ``min_patients`` patients (no single patient's word: a
+    patient's name recurs in their own notes, not in another's);
     ``tokens``/``phi`` give the prior. Counts, not rates, so that a fold's
     own notes can be taken out (:func:`context_rates`)."""
 
@@ -166,13 +168,14 @@ def _context_keys(words: Sequence[str], i: int) -> tuple[tuple[str, str], ...]:
     return tuple(keys)
 
 
-def context_rates(documents: Sequence[Document], min_documents: int = VOCABULARY_MIN_DOCUMENTS,
+def context_rates(documents: Sequence[Document], min_patients: int = RATES_MIN_PATIENTS,
                   groups: Sequence[int] | None = None) -> tuple[PhiRates, dict[int, PhiRates]]:
     """The :class:`PhiRates` of ``documents`` and, when ``groups`` (one per
-    document) is given, per group the rates without that group's notes
-    (their keys still those of all the notes)."""
+    document, e.g. its fold) is given, per group the rates without that
+    group's notes (their keys still those of all the notes). Patients are
+    the documents' ``group`` (each note its own when none is given)."""
     per_doc: list[dict[tuple[str, str], list[int]]] = []
-    frequency: dict[tuple[str, str], int] = {}
+    patients: dict[tuple[str, str], set] = {}
     for doc in documents:
         words = [w.lower() for w in doc.tokens.words]
         inside = _inside_gold(doc).tolist()
@@ -184,8 +187,8 @@ def context_rates(documents: Sequence[Document], min_documents: int = VOCABULARY
                 c[1] += inside[i]
         per_doc.append(counts)
         for key in counts:
-            frequency[key] = frequency.get(key, 0) + 1
-    kept = {k for k, n in frequency.items() if n >= min_documents}
+            patients.setdefault(key, set()).add(doc.group)
+    kept = {k for k, seen in patients.items() if len(seen) >= min_patients}
     tokens = [len(d.tokens) for d in documents]
     phi = [int(_inside_gold(d).sum()) for d in documents]
 
@@ -920,8 +923,8 @@ def out_of_fold_outputs(estimator, members: Mapping[str, Mapping[str, DocumentPr
 def fit_review(documents: Sequence[Document], outputs: Sequence[DocumentPrediction],
                score_gaps: Sequence[np.ndarray] | None, members: Mapping[str, Mapping[str, DocumentPrediction]],
                folds, budget: Budget, vocabulary_min_documents: int = VOCABULARY_MIN_DOCUMENTS,
-               C: float | Sequence[float] = RISK_C_GRID,
-               labels: Sequence[str] | None = None) -> tuple[ReviewModel, Items, np.ndarray, GoldCoverage]:
+               C: float | Sequence[float] = RISK_C_GRID, labels: Sequence[str] | None = None,
+               rates_min_patients: int = RATES_MIN_PATIENTS) -> tuple[ReviewModel, Items, np.ndarray, GoldCoverage]:
     """A :class:`ReviewModel` from the ensemble's out-of-fold ``outputs`` over
     the training ``documents`` (and the members' out-of-fold predictions):
     vocabulary, context rates and lexical labels from the training notes
@@ -935,7 +938,7 @@ def fit_review(documents: Sequence[Document], outputs: Sequence[DocumentPredicti
     names = tuple(members)
     lexicon = learn_lexicon(docs, vocabulary_min_documents)
     fold_of_doc = np.array([folds.folds[d.id] for d in docs], dtype=np.int64)
-    rates, without_fold = context_rates(docs, vocabulary_min_documents, fold_of_doc.tolist())
+    rates, without_fold = context_rates(docs, rates_min_patients, fold_of_doc.tolist())
     views = document_views(docs, outputs, [members[n] for n in names], score_gaps)
     gold = GoldCoverage(docs, outputs)
     lexical_labels = lexical_labels_of(docs, labels)
