@@ -194,7 +194,7 @@ def shift_study(original_docs, shifted_docs, systems: dict, members: list[str], 
 
 
 def run_pair(workspace, source: str, target: str, members: str, folds_k: int, own_labels: str = "train",
-             skweak: bool = False, shift: bool = False) -> dict:
+             skweak: bool = False, shift: bool = False, own_members: str | None = None) -> dict:
     from ensemble_deid.experiment.cache import PredictionCache
     from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
 
@@ -244,12 +244,15 @@ def run_pair(workspace, source: str, target: str, members: str, folds_k: int, ow
     row("reference", f"{ADAPTED}, not adapted", fixed)
 
     out["own_labels"] = own_labels
-    own = _target_trained(cache, specs, tgt, own_labels, folds_k)
+    own_specs = [TaggerSpec.parse(s) for s in _split(own_members)] if own_members else specs
+    out["own_members"] = [s.label for s in own_specs]
+    own = _target_trained(cache, own_specs, tgt, own_labels, folds_k)
     if own is None:
         out["target_trained"] = None
         progress(f"{target}: members not cross-validated on its own {own_labels} notes: no target-trained reference")
     else:
-        row("target-trained (reference)", own[0]["method"], own[1], cv_f1=own[0]["cv_f1"])
+        subset = f" over {len(own_specs)} of the {len(specs)} members" if len(own_specs) < len(specs) else ""
+        row("target-trained (reference)", own[0]["method"] + subset, own[1], cv_f1=own[0]["cv_f1"])
     rows = {r["kind"]: r for r in out["rows"] if r.get("chosen", True)}
     src_f1 = next(r["f1"] for r in out["rows"] if r.get("chosen"))
     ada_f1 = rows["adapted (no target labels)"]["f1"]
@@ -300,7 +303,9 @@ def markdown(result: dict) -> str:
         gap = pair.get("gap_closed")
         lines += ["", f"Gap closed by {ADAPTED} without target labels: "
                   f"{'n/a (no target-trained reference)' if gap is None else f'{gap:.0%}'}."
-                  + (f" Target-trained reference: {_OWN[pair['own_labels']]}." if pair.get("target_trained", 1) else "")
+                  + (f" Target-trained reference: {_OWN[pair.get('own_labels', 'train')]}"
+                     + (f" (members: {', '.join(pair['own_members'])})" if pair.get("own_members") != pair["members"]
+                        else "") + "." if pair.get("target_trained", 1) else "")
                   + (f" {SKWEAK}: {pair['skweak']}." if pair.get("skweak") else ""), ""]
         if pair.get("shift"):
             lines += shift_markdown(pair)
@@ -399,6 +404,8 @@ def main(argv=None) -> int:
                         help="where the target-trained reference learns the target's labels: its training set, or "
                              "its test notes themselves by CV (the members' out-of-fold parts there come from "
                              "CrossValidation(target.test, {}) with the same folds and seed)")
+    parser.add_argument("--own-members", help="the members of the target-trained reference, where fewer than "
+                                                "--members were cross-validated on the target (default: --members)")
     parser.add_argument("--skweak", action="store_true", help="also run skweak's HMM over the members (if it imports)")
     parser.add_argument("--shift-study", action="store_true",
                         help="each TARGET is a shifted copy of SOURCE: report every system's degradation")
@@ -417,7 +424,7 @@ def main(argv=None) -> int:
             if not sep:
                 parser.error(f"--pair {pair!r}: expected SOURCE:TARGET")
             pairs.append(run_pair(ws, source, target, args.members, args.folds, own_labels=args.own_labels,
-                                  skweak=args.skweak, shift=args.shift_study))
+                                  skweak=args.skweak, shift=args.shift_study, own_members=args.own_members))
         command = "python benchmarks/ensembles/unlabelled_site.py " + " ".join(sys.argv[1:] if argv is None else argv)
         result = {"commit": git_revision().get("commit"), "command": command, "machine": machine_description(),
                   "pairs": pairs}
