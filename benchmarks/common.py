@@ -113,7 +113,8 @@ def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS, keep_predicti
     scored by its own out-of-fold predictions on train (``run.oof_estimator``
     fitted on 9 of the members' ``folds`` predicts the 10th: CV F1) and, fitted
     on all of train, on ``dev`` (dev F1, never used to choose). ``keep_predictions``:
-    each row also holds its ``dev_predictions`` (for other scores; not JSON)."""
+    each row also holds its ``dev_predictions``, ``oof_predictions`` and the
+    fitted ``learner`` (for other scores and other notes; not JSON)."""
     from ensemble_deid.ensemble.run import learned, make_search, oof_estimator
     from ensemble_deid.ensemble.selection import cross_val_predict
     from ensemble_deid.studies.summary import strict_prf
@@ -140,7 +141,7 @@ def methods_by_cv(train, dev, folds, variants, methods=CV_METHODS, keep_predicti
                         "dev_f1": round(strict_prf(dev, dev_preds)[2], 4),
                         "fits": learner.fits_ + folds.k, "cpu_s": round(clock.cpu, 1)})
             if keep_predictions:
-                out[-1]["dev_predictions"] = dev_preds
+                out[-1].update(dev_predictions=dev_preds, oof_predictions=oof, learner=learner)
     return out
 
 

@@ -626,3 +626,39 @@ def test_bundle_format1_makes_the_same_model_in_the_older_checkpoint_format(tmp_
     with pytest.raises(SystemExit, match="added later is set"):
         convert.main([str(tmp_path / "later"), str(tmp_path / "later-old")])
     assert not (tmp_path / "later-old").exists()
+
+
+def test_shift_study_reports_each_drop_and_whether_an_ensemble_degrades_less(scripts, tmp_path):
+    """unlabelled_site.shift_study (issue 50) on a hand-made case of 24 notes: member "fragile" finds every
+    gold span of the original notes and none of the shifted copy (F1 1 -> 0, every PHI token leaks); the
+    ensemble and member "steady" find every span on both (drop 0), so the ensemble degrades less than
+    "fragile" on every document (significant) and exactly as much as "steady" (p = 1)."""
+    from ensemble_deid.taggers.prediction import DocumentPrediction
+
+    from .tiny_corpus import tiny_corpus
+
+    site = scripts("ensembles.unlabelled_site")
+    docs = tiny_corpus(24)
+    gold = {d.id: DocumentPrediction.from_spans(d, d.annotations) for d in docs}
+    empty = {d.id: DocumentPrediction.empty(d) for d in docs}
+    systems = {"fragile": ("member", gold, empty), "steady": ("member", gold, gold), "vote": ("ensemble", gold, gold)}
+    study = site.shift_study(docs, list(reversed(docs)), systems, ["fragile", "steady"], trials=500)
+    rows = {r["system"]: r for r in study["rows"]}
+    assert (rows["fragile"]["f1_original"], rows["fragile"]["f1_shifted"], rows["fragile"]["f1_drop"]) == (1.0, 0.0, 1.0)
+    assert (rows["fragile"]["leak_original"], rows["fragile"]["leak_rise"]) == (0.0, 1.0)
+    assert rows["vote"]["f1_drop"] == 0.0 and rows["steady"]["leak_rise"] == 0.0
+    tests = {t["member"]: t for t in study["tests"]}
+    assert set(t["ensemble"] for t in study["tests"]) == {"vote"}
+    assert tests["fragile"]["drop_difference"] == -1.0 and tests["fragile"]["p_holm"] < 0.01
+    assert tests["steady"]["drop_difference"] == 0.0 and tests["steady"]["p_value"] == 1.0
+    table = "\n".join(site.shift_markdown({"source": "a", "target": "a-shifted", "shift": study}))
+    assert "| vote | -1.0000* | +0.0000 | 1 / 0 of 2 |" in table
+    png = site.degradation(study["rows"], tmp_path / "img" / "shift.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_token_spans_repair_bio_as_decode_does(scripts):
+    """unlabelled_site._token_spans (skweak's input): an I- after O or after another label opens a span."""
+    site = scripts("ensembles.unlabelled_site")
+    tags = ["B-NAME", "I-NAME", "O", "I-DATE", "I-DATE", "B-DATE", "I-ID", "O", "B-AGE"]
+    assert site._token_spans(tags) == [("NAME", 0, 2), ("DATE", 3, 5), ("DATE", 5, 6), ("ID", 6, 7), ("AGE", 8, 9)]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ensemble_deid.studies.significance import (
-    PairedCounts, approximate_randomization, holm, micro_f1, paired_bootstrap, paired_t_test,
+    PairedCounts, approximate_randomization, holm, micro_f1, paired_bootstrap, paired_degradation, paired_t_test,
 )
 
 
@@ -75,3 +75,32 @@ def test_holm_hand_computed():
 def test_mismatched_shapes_are_rejected():
     with pytest.raises(ValueError, match="n_docs, 3"):
         PairedCounts(np.zeros((3, 3)), np.zeros((4, 3)))
+
+
+def test_degradation_hand_computed_statistic():
+    # Two documents. A: original tp 4 fp 0 fn 0 (F1 1), shifted tp 2 fp 0 fn 2 (F1 2/3): drop 1/3.
+    # B: original tp 2 fp 0 fn 2 (F1 2/3), shifted the same: drop 0. drop(A) - drop(B) = 1/3.
+    a_orig, a_shift = np.array([[2, 0, 0], [2, 0, 0]]), np.array([[1, 0, 1], [1, 0, 1]])
+    b_orig = b_shift = np.array([[1, 0, 1], [1, 0, 1]])
+    res = paired_degradation(PairedCounts(a_orig, b_orig), PairedCounts(a_shift, b_shift), trials=200)
+    assert res.statistic == pytest.approx(1 / 3)
+
+
+def test_degradation_same_drop_is_not_significant_and_larger_drop_is():
+    orig = _random_counts(80, 2)
+    worse = orig.copy()
+    worse[:, 0] -= np.minimum(worse[:, 0], 2)  # two found spans per document lost under the shift
+    worse[:, 2] += orig[:, 0] - worse[:, 0]
+    # A and B identical: both lose the same, p = 1.
+    same = paired_degradation(PairedCounts(orig, orig.copy()), PairedCounts(worse, worse.copy()), trials=500)
+    assert same.statistic == 0 and same.p_value == 1.0
+    # A loses the spans, B keeps them: A degrades more, and every document says so.
+    res = paired_degradation(PairedCounts(orig, orig.copy()), PairedCounts(worse, orig.copy()), trials=2000, seed=1)
+    assert res.statistic > 0.05
+    assert res.p_value < 0.01
+
+
+def test_degradation_rejects_mismatched_versions():
+    c = _random_counts(5, 0)
+    with pytest.raises(ValueError, match="differ in shape"):
+        paired_degradation(PairedCounts(c, c), PairedCounts(c[:4], c[:4]))
