@@ -444,9 +444,14 @@ class FeatureExtractor:
         text = doc.text
         hits: dict[int, list[str]] = {}
         for name, pattern in REGEX_FEATURES.items():
-            for m in pattern.finditer(text):
-                a = int(np.searchsorted(toks.ends, m.start(), side="right"))
-                b = int(np.searchsorted(toks.starts, m.end(), side="left"))
+            spans = [m.span() for m in pattern.finditer(text)]
+            if not spans:
+                continue
+            # every match's first and last token at once: a searchsorted call per match cost more than the regexes
+            bounds = np.asarray(spans, dtype=np.int64)
+            firsts = np.searchsorted(toks.ends, bounds[:, 0], side="right").tolist()
+            stops = np.searchsorted(toks.starts, bounds[:, 1], side="left").tolist()
+            for a, b in zip(firsts, stops):
                 for i in range(a, b):
                     got = hits.setdefault(i, [])
                     if not got or got[-1] != name:
