@@ -26,6 +26,7 @@ NOT_COMPARED = {".lock", "run.json"}
 RUNS = {  # name -> the options of one deidentify run
     "tag": ["--spans", "xml", "--spans", "brat"],
     "tag-jobs2": ["--spans", "xml", "--spans", "brat", "--jobs", "2", "--batch-size", "2"],
+    "tag-brat": ["--spans", "brat"],
     "mask": ["--mode", "mask"],
     "surrogate": ["--mode", "surrogate", "--seed", "7", "--locale", "es_ES", "--mark-surrogates"],
     "surrogate-jobs2": ["--mode", "surrogate", "--seed", "7", "--locale", "es_ES", "--jobs", "2", "--batch-size", "3"],
@@ -60,17 +61,11 @@ def make_inputs(root: Path) -> tuple[Path, Path]:
 
 def output_digests(bundle: Path, notes: Path, out: Path) -> dict[str, dict[str, str]]:
     """{run name: {output file: SHA-256}} of each run of ``RUNS``."""
-    from click.testing import CliRunner
-
-    from ensemble_deid.cli import main
-
     checksum = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))["manifest_sha256"].encode()
     found = {}
     for name, options in RUNS.items():
         folder = out / name
-        result = CliRunner().invoke(main, ["deidentify", str(bundle), str(notes), "--out", str(folder),
-                                           "--no-progress", *options])
-        assert result.exit_code == 0, result.output + repr(result.exception)
+        _deidentify(bundle, notes, folder, *options)
         found[name] = {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes().replace(checksum, b"BUNDLE")).hexdigest()
                        for p in sorted(folder.rglob("*")) if p.is_file() and p.name not in NOT_COMPARED}
     return found
@@ -90,6 +85,33 @@ def test_every_output_file_is_the_bytes_written_before(digests, run):
     assert sorted(got) == sorted(expected), "other output files than before"
     differ = sorted(f for f in expected if got[f] != expected[f])
     assert not differ, f"{run}: {len(differ)} file(s) differ from before: {differ}"
+
+
+@pytest.mark.parametrize("spans", ["xml", "brat"])
+def test_a_resumed_run_writes_the_release_report_of_one_uninterrupted_run(tmp_path, spans):
+    # The spans of the notes a run tags are counted as it writes them, those of an earlier run's notes read back.
+    bundle, notes = make_inputs(tmp_path)
+    once, resumed = tmp_path / "once", tmp_path / "resumed"
+    for out in (once, resumed):
+        result = _deidentify(bundle, notes, out, "--spans", spans)
+    for name in sorted(p.name for p in (resumed / "text").iterdir())[::2]:
+        (resumed / "text" / name).unlink()  # these notes are done again
+    result = _deidentify(bundle, notes, resumed, "--spans", spans)
+    assert "4 note(s) de-identified, 4 already done" in result.output
+    for report in ("release-report.json", "release-report.md"):
+        assert (resumed / report).read_bytes() == (once / report).read_bytes()
+    assert json.loads((once / "release-report.json").read_text())["spans_released"]  # there are spans to count
+
+
+def _deidentify(bundle, notes, out, *options):
+    from click.testing import CliRunner
+
+    from ensemble_deid.cli import main
+
+    result = CliRunner().invoke(main, ["deidentify", str(bundle), str(notes), "--out", str(out), "--no-progress",
+                                       *options])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result
 
 
 def test_the_fixture_covers_every_kind_of_output():
