@@ -461,12 +461,12 @@ class FeatureExtractor:
     # --- public API --------------------------------------------------------------
     def document_features(self, doc: Document) -> list[list[str]]:
         """One list of feature strings per common token of ``doc``."""
-        with _gc_paused():
+        with gc_paused():
             return self._document_features(doc)
 
     def documents_features(self, docs: Iterable[Document]) -> list[list[list[str]]]:
         """``document_features`` of each document."""
-        with _gc_paused():
+        with gc_paused():
             return [self._document_features(d) for d in docs]
 
     def ngram_strings(self, ngrams: int | None = None) -> int:
@@ -647,9 +647,11 @@ class FeatureExtractor:
         return np.concatenate(blocks, axis=1)
 
 
-class _gc_paused:
+class gc_paused:
     """Pause the cyclic garbage collector while building many small lists
-    (feature lists hold no cycles; collection passes would dominate)."""
+    (feature lists hold no cycles; collection passes would dominate). Also
+    around a whole batch of notes tagged (``deid.model``): its feature
+    lists, alive until the batch ends, are never walked by a collection."""
 
     def __enter__(self):
         self._was = gc.isenabled()
