@@ -62,7 +62,6 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from ..corpus.document import I2B2_PARENT_OF, Annotation, Document
 from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
-from ..corpus.formats.i2b2 import check_xml_text
 from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
 from ..files import os_error, private_dir, read_json, read_utf8, temp_files, write_private, write_private_json
@@ -250,7 +249,7 @@ def check_notes(notes: Sequence[Note], span_formats: Sequence[str] = ()) -> None
             problems.append(Problem(ERROR, str(note.path), "cannot be read"))
         if doc is not None and "xml" in span_formats:
             try:
-                check_xml_text(doc)  # the check to_i2b2_xml makes, without building the file
+                to_i2b2_xml(doc)
             except ValueError as exc:  # names the character and offset, not the text
                 problems.append(Problem(ERROR, str(note.path), f"{exc} (use --spans brat)", field="text"))
     if problems:

@@ -271,20 +271,14 @@ def _cdata(text: str) -> str:
     return f"<![CDATA[{body}]]>"
 
 
-def check_xml_text(document: Document) -> None:
-    """A ValueError naming the first character of the text XML 1.0 cannot
-    carry (its code point and offset, never the text), as ``to_i2b2_xml`` raises."""
+def to_i2b2_xml(document: Document, root: str = "deIdi2b2") -> str:
+    """The record as i2b2 XML text, in the layout the official scorer reads."""
     bad = _INVALID_XML_CHARS.search(document.text)
     if bad:
         raise ValueError(
             f"document {document.id!r}: character U+{ord(bad.group()):04X} at offset "
             f"{bad.start()} cannot be written in XML"
         )
-
-
-def to_i2b2_xml(document: Document, root: str = "deIdi2b2") -> str:
-    """The record as i2b2 XML text, in the layout the official scorer reads."""
-    check_xml_text(document)
     lines = ['<?xml version="1.0" encoding="UTF-8" ?>', f"<{root}>", f"<TEXT>{_cdata(document.text)}</TEXT>", "<TAGS>"]
     for i, ann in enumerate(document.annotations):
         covered = document.text[ann.start:ann.end]
