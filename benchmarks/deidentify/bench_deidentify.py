@@ -422,13 +422,14 @@ def _throughput_table(r: dict) -> str:
             x = r[code][kind]
             ratio = (f" (x{r['speedup_before_over_now'][kind]} wall, x{r['cpu_ratio_before_over_now'][kind]} CPU)"
                      if code == "now" and "before" in r else "")
+            loads = [run[k] for run in x["runs"] for k in ("load_before", "load_after")]
             rows.append(f"| {label} | {kind.replace('_', ' ')} | {x['wall_s']:.1f} | {x['cpu_s']:.1f} | "
-                        f"{x['tokens_per_s']:,}{ratio} | {x['tokens_per_cpu_s']:,} | "
+                        f"{x['tokens_per_s']:,}{ratio} | {x['tokens_per_cpu_s']:,} | {load_range(min(loads), max(loads))} | "
                         f"{r[code]['files_differing_from_now']} |")
     target = (f" Target (issue 51): {r['target_tokens_per_s']:,.0f} tokens/s at --jobs {r['jobs']} end to end."
               if r.get("target_tokens_per_s") else "")
-    return ("| code | run | wall s | CPU s | tokens/s (end to end) | tokens per CPU s | files differing |\n"
-            "|---|---|--:|--:|--:|--:|--:|\n" + "\n".join(rows) + "\n\n"
+    return ("| code | run | wall s | CPU s | tokens/s (end to end) | tokens per CPU s | load (1 min) | files differing |\n"
+            "|---|---|--:|--:|--:|--:|--:|--:|\n" + "\n".join(rows) + "\n\n"
             f"`deidentify` of the bundle `{r['model']}` ({', '.join(r['members'])}; {r['method'] or 'a single tagger'}), "
             f"mode {r['mode']}, over {r['note_files']:,} notes ({r['notes']}), {r['tokens']:,} tokens; each run a fresh "
             f"process timed end to end (start-up, bundle checks and loading, reading, tagging, writing, the release "
