@@ -72,10 +72,13 @@ def output_digests(bundle: Path, notes: Path, out: Path) -> dict[str, dict[str, 
 
 
 @pytest.fixture(scope="module")
-def digests(tmp_path_factory):
-    root = tmp_path_factory.mktemp("same-outputs")
-    bundle, notes = make_inputs(root)
-    return output_digests(bundle, notes, root / "out")
+def inputs(tmp_path_factory):
+    return make_inputs(tmp_path_factory.mktemp("same-outputs"))
+
+
+@pytest.fixture(scope="module")
+def digests(inputs, tmp_path_factory):
+    return output_digests(*inputs, tmp_path_factory.mktemp("outputs"))
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))
@@ -88,9 +91,9 @@ def test_every_output_file_is_the_bytes_written_before(digests, run):
 
 
 @pytest.mark.parametrize("spans", ["xml", "brat"])
-def test_a_resumed_run_writes_the_release_report_of_one_uninterrupted_run(tmp_path, spans):
+def test_a_resumed_run_writes_the_release_report_of_one_uninterrupted_run(inputs, tmp_path, spans):
     # The spans of the notes a run tags are counted as it writes them, those of an earlier run's notes read back.
-    bundle, notes = make_inputs(tmp_path)
+    bundle, notes = inputs
     once, resumed = tmp_path / "once", tmp_path / "resumed"
     for out in (once, resumed):
         result = _deidentify(bundle, notes, out, "--spans", spans)
