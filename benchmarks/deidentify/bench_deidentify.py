@@ -50,6 +50,22 @@ members' recorded costs. Write it to its own results file:
         --members "$M" --metric 'binary-token:recall>=0.99' --model WS/model-recall-best \\
         --versus WS/model-recall-budget --rounds 3 --out benchmarks/results/deidentify-cost.json
 
+(8) With ``--notes meddocan:N`` (or a folder of notes), any bundle, a
+single tagger too (``fit --tagger crf``), de-identifies those notes
+(``meddocan:N``: the text of MEDDOCAN's train then dev notes as .txt
+files, repeated from the first until there are N, in an owner-only temp
+folder) in ``--rounds`` rounds, each timing fresh processes end to end at
+``--jobs 1`` and ``--jobs N`` (and, with ``--baseline``, the same two runs
+of that code first): wall and CPU seconds, tokens/s of each (tokens over
+the median wall; tokens per CPU second beside: the figure a shared machine
+disturbs least), the load before and after each run, and whether every run
+wrote the same bytes as this code's first. Issue 51's throughput target
+(``--target``, tokens/s at ``--jobs 2`` end to end) is shown beside:
+
+    python benchmarks/deidentify/bench_deidentify.py --model WS/models/crf --notes meddocan:1000 \
+        --baseline BASE --baseline-label 49b7215 --rounds 3 --target 45000 \
+        --out benchmarks/results/deidentify-throughput.json
+
 MEDDOCAN: Marimon M, Gonzalez-Agirre A, Intxaurrondo A, Rodríguez H, Lopez
 Martin J, Villegas M, Krallinger M. "Automatic De-identification of Medical
 Texts in Spanish: the MEDDOCAN Track, Corpus, Guidelines, Methods and
@@ -61,6 +77,7 @@ import argparse
 import os
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -156,12 +173,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--versus", type=Path, metavar="MODEL", help="a second bundle of the same corpus (e.g. a "
                     "cost-chosen one, fit --budget): timed against --model on the same notes in alternating rounds "
                     "instead of steps 3-6 (step 7)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of --versus")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of --versus or --notes")
+    ap.add_argument("--notes", help="meddocan:N (N notes of MEDDOCAN's train and dev text) or a folder of notes: "
+                    "the throughput of --model over them at --jobs 1 and --jobs N, any bundle (step 8)")
+    ap.add_argument("--target", type=float, help="step 8: a throughput target (tokens/s at --jobs N), shown beside")
     ap.add_argument("--out", type=Path, default=RESULTS / "deidentify.json")
     args = ap.parse_args(argv)
     from ensemble_deid.ensemble.run import parse_members
 
     given = parse_members(args.members)[2]  # a published neural member's own parameters hold commas
+    if args.notes is not None:
+        return throughput(args)
 
     fit_s = None
     if not Path(args.model).exists():
@@ -301,6 +323,121 @@ def _table(r: dict) -> str:
     lines = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     cite = "\n\nMEDDOCAN (CC BY 4.0): Marimon et al., IberLEF@SEPLN 2019, pp. 618-638." if r["corpus"].startswith("meddocan") else ""
     return "\n".join(lines) + cite + "\n"
+
+
+def meddocan_notes(count: int, into: Path) -> Path:
+    """``count`` notes of MEDDOCAN's train then dev text as .txt files in
+    ``into`` (owner-only), repeated from the first when there are fewer."""
+    from common import MEDDOCAN
+
+    from ensemble_deid.corpus.formats import load_directory
+    from ensemble_deid.files import private_dir, write_private
+
+    docs = [*load_directory(MEDDOCAN / "train" / "xml"), *load_directory(MEDDOCAN / "dev" / "xml")]
+    private_dir(into)
+    for i in range(count):
+        write_private(into / f"note-{i:05d}.txt", docs[i % len(docs)].text)
+    return into
+
+
+def throughput(args) -> dict:
+    """Step 8: ``--model`` over ``--notes`` at --jobs 1 and --jobs N, fresh
+    processes, ``--rounds`` rounds (the baseline's two runs first in each)."""
+    import statistics
+
+    manifest = json.loads((Path(args.model) / "manifest.json").read_text())
+    kinds = {"jobs_1": (), f"jobs_{args.jobs}": ("--jobs", str(args.jobs))}
+    codes = {"before": (args.baseline, args.baseline_model)} if args.baseline is not None else {}
+    codes["now"] = (None, None)
+    runs = {code: {kind: [] for kind in kinds} for code in codes}
+    reference, differ = None, {code: set() for code in codes}
+    with tempfile.TemporaryDirectory(prefix="bench-deid-") as tmp:
+        tmp = Path(tmp)
+        if args.notes.startswith("meddocan:"):
+            notes, source = meddocan_notes(int(args.notes.split(":", 1)[1]), tmp / "notes"), args.notes
+        else:
+            notes, source = Path(args.notes), "a folder of notes"
+        n_notes = sum(1 for p in notes.iterdir() if p.is_file())
+        for i in range(max(1, args.rounds)):
+            outs = {}
+            for code, (tree, model) in codes.items():
+                for kind, extra in kinds.items():
+                    outs[code, kind] = out = tmp / f"out-{i}-{code.replace(' ', '-')}-{kind}"
+                    before = os.getloadavg()[0]
+                    wall, cpu, tokens, _ = _timed_run(args, notes, out, *extra, tree=tree, model=model)
+                    runs[code][kind].append({"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "tokens": tokens,
+                                             "load_before": round(before, 2),
+                                             "load_after": round(os.getloadavg()[0], 2)})
+                    progress(f"round {i + 1}: {code} {kind}: {wall:.1f} s wall, {cpu:.1f} CPU s, load {before:.1f}")
+            if reference is None:
+                reference = _files(outs["now", "jobs_1"])
+            for (code, _), out in outs.items():
+                got = _files(out)
+                differ[code] |= set(reference) ^ set(got) | {k for k in got if reference.get(k) != got[k]}
+                shutil.rmtree(out)
+    tokens = runs["now"]["jobs_1"][0]["tokens"]
+    summary = {}
+    for code, by_kind in runs.items():
+        summary[code] = {}
+        for kind, rs in by_kind.items():
+            wall = statistics.median(r["wall_s"] for r in rs)
+            cpu = statistics.median(r["cpu_s"] for r in rs)
+            summary[code][kind] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                                   "tokens_per_s": round(tokens / wall), "tokens_per_cpu_s": round(tokens / cpu),
+                                   "runs": rs}
+        summary[code]["files_differing_from_now"] = len(differ[code])
+    if args.baseline is not None:
+        summary["speedup_before_over_now"] = {kind: round(statistics.median(
+            b["wall_s"] / o["wall_s"] for b, o in zip(runs["before"][kind], runs["now"][kind])), 3)
+            for kind in kinds}
+        summary["cpu_ratio_before_over_now"] = {kind: round(statistics.median(
+            b["cpu_s"] / o["cpu_s"] for b, o in zip(runs["before"][kind], runs["now"][kind])), 3)
+            for kind in kinds}
+    loads = [r[k] for by_kind in runs.values() for rs in by_kind.values() for r in rs for k in ("load_before", "load_after")]
+    result = {"benchmark": "deidentify-throughput", "notes": source, "note_files": n_notes, "tokens": tokens,
+              "model": Path(args.model).name, "members": [m["label"] for m in manifest["members"]],
+              "method": (manifest.get("method") or {}).get("name"), "mode": args.mode, "jobs": args.jobs,
+              "rounds": max(1, args.rounds),
+              "baseline": args.baseline_label or (str(args.baseline) if args.baseline else None),
+              "target_tokens_per_s": args.target, **summary,
+              "load_average_range": [min(loads), max(loads)], "nice": os.nice(0), "machine": machine_description(),
+              "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    write_json(args.out, result)
+    table = _throughput_table(result)
+    write_markdown(args.out.with_suffix(".md"), table)
+    print(table)
+    return result
+
+
+def _throughput_table(r: dict) -> str:
+    from common import load_range
+
+    kinds = ["jobs_1", f"jobs_{r['jobs']}"]
+    rows = []
+    for code in ("before", "now"):
+        if code not in r:
+            continue
+        label = f"before ({r['baseline']})" if code == "before" else "now"
+        for kind in kinds:
+            x = r[code][kind]
+            ratio = (f" (x{r['speedup_before_over_now'][kind]} wall, x{r['cpu_ratio_before_over_now'][kind]} CPU)"
+                     if code == "now" and "before" in r else "")
+            loads = [run[k] for run in x["runs"] for k in ("load_before", "load_after")]
+            rows.append(f"| {label} | {kind.replace('_', ' ')} | {x['wall_s']:.1f} | {x['cpu_s']:.1f} | "
+                        f"{x['tokens_per_s']:,}{ratio} | {x['tokens_per_cpu_s']:,} | {load_range(min(loads), max(loads))} | "
+                        f"{r[code]['files_differing_from_now']} |")
+    target = (f" Target (issue 51): {r['target_tokens_per_s']:,.0f} tokens/s at --jobs {r['jobs']} end to end."
+              if r.get("target_tokens_per_s") else "")
+    return ("| code | run | wall s | CPU s | tokens/s (end to end) | tokens per CPU s | load (1 min) | files differing |\n"
+            "|---|---|--:|--:|--:|--:|--:|--:|\n" + "\n".join(rows) + "\n\n"
+            f"`deidentify` of the bundle `{r['model']}` ({', '.join(r['members'])}; {r['method'] or 'a single tagger'}), "
+            f"mode {r['mode']}, over {r['note_files']:,} notes ({r['notes']}), {r['tokens']:,} tokens; each run a fresh "
+            f"process timed end to end (start-up, bundle checks and loading, reading, tagging, writing, the release "
+            f"report); medians of {r['rounds']} rounds, each round running before's then now's runs. Files differing: output files "
+            f"(text/, spans/) not byte-identical to the first run of the code now. Load average (1 min) during the runs: "
+            f"{load_range(*r['load_average_range'])} on {r['machine'].get('cpus')} cores, at nice {r['nice']} "
+            f"({r['when']}).{target}\n\n"
+            "MEDDOCAN (CC BY 4.0): Marimon et al., IberLEF@SEPLN 2019, pp. 618-638.\n")
 
 
 F1_WITHIN_PT, RECALL_WITHIN_PT = 0.2, 0.3  # the issue's "within" for an F1 objective and a recall one

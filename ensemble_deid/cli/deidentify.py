@@ -74,7 +74,7 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     import sys
 
     from ..corpus.formats import compile_group_pattern
-    from ..deid import Deidentifier, Surrogator
+    from ..deid import Deidentifier
     from ..deid.batch import FolderDeidentifier, check_locations, scan_folder, skipped_summary
 
     if save_mapping and mode != "surrogate":
@@ -103,6 +103,8 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
             compile_group_pattern(group_pattern)
         surrogates = None
         if mode == "surrogate":
+            from ..deid.surrogate import Surrogator
+
             surrogates = Surrogator(seed=seed, date_order=date_order, locale=locale, record=bool(save_mapping))
         deid = Deidentifier.load(model, allow_external=programs, trusted=trusted or None)
         if operating_point is not None:
@@ -175,8 +177,6 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
 
 def _review_option(text, recall, items):
     """'budget' (the bundle's), None (no queue) or a review_risk.Budget, checked before the model is loaded."""
-    from ..ensemble.review_risk import parse_budget
-
     given = [t for t, v in (("--review-recall", recall), ("--review-items", items)) if v is not None]
     if len(given) > 1 or (given and text != "budget"):
         raise click.BadParameter("give one of --review, --review-recall and --review-items", param_hint=given[-1])
@@ -186,6 +186,9 @@ def _review_option(text, recall, items):
         text = f"items<={items}"
     if text.strip().lower() == "budget":
         return "budget"
+    # Imported only for a budget given here: the ensemble package costs a bundle without one a second.
+    from ..ensemble.review_risk import parse_budget
+
     try:
         return parse_budget(text)
     except ValueError as exc:

@@ -60,13 +60,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from ..corpus.document import Annotation, Document
+from ..corpus.document import I2B2_PARENT_OF, Annotation, Document
 from ..corpus.formats import group_ids, read_brat, read_i2b2_xml, to_i2b2_xml
 from ..corpus.formats.source import MAX_NOTE_BYTES, read_source
 from ..errors import ERROR, CorpusError, EnsembleDeidError, Problem, printable
 from ..files import os_error, private_dir, read_json, read_utf8, temp_files, write_private, write_private_json
 from .redact import MODES, marked, redact_spans
-from .release import RUN_RECORD, run_counts, write_release_report
+from .release import RUN_RECORD, Counted, run_counts, write_release_report
 from .review import REVIEW_DIR
 
 SPAN_FORMATS = ("xml", "brat")
@@ -282,6 +282,8 @@ class FolderRun:
     spans: int = 0  # PHI spans tagged in the notes of this run
     texts: int = 0  # notes of this run with any text (letters or digits)
     warnings: list[str] = field(default_factory=list)
+    categories: Counter = field(default_factory=Counter)  # TaggedChunk's, for the whole run
+    uncounted: set[str] = field(default_factory=set)
 
     @property
     def tokens_per_second(self) -> float:
@@ -299,6 +301,8 @@ class TaggedChunk:
     spans: int = 0
     texts: int = 0
     clinical_values: int = 0
+    categories: Counter = field(default_factory=Counter)  # spans per category, as the release report reads them
+    uncounted: list[str] = field(default_factory=list)  # spans files the release report must read back
 
     def add(self, other: "TaggedChunk") -> None:
         self.notes += other.notes
@@ -307,6 +311,8 @@ class TaggedChunk:
         self.texts += other.texts
         self.clinical_values += other.clinical_values
         self.mapping.update(other.mapping)
+        self.categories.update(other.categories)
+        self.uncounted += other.uncounted
 
     def __repr__(self) -> str:  # never the mapping (PHI) in a log or traceback
         return (f"TaggedChunk(notes={self.notes}, tokens={self.tokens}, spans={self.spans}, "
@@ -454,7 +460,7 @@ class FolderDeidentifier:
                 self._write_queue(out, notes)
             summary.seconds = time.perf_counter() - t0
             self._check_tagged(out, notes, todo, summary)
-            self._write_release(out, input_dir, summary)
+            self._write_release(out, input_dir, summary, todo)
         return summary
 
     def _named(self, out: Path, notes: list[Note], summary: FolderRun) -> list[Note]:
@@ -538,12 +544,21 @@ class FolderDeidentifier:
                 f"({getattr(method, 'name', 'the method')}) kept none {rule}: a threshold (--operating-point) above "
                 "the scores the members give, or members whose labels never agree")
 
-    def _write_release(self, out: Path, input_dir: str | Path, summary: FolderRun) -> None:
+    def _write_release(self, out: Path, input_dir: str | Path, summary: FolderRun, done: Sequence[Note]) -> None:
         """The release report (``release``): written by every run, a resume
-        too. (The review page of a run's queue is written by its caller,
+        too; the spans of the notes this run tagged are counted from the
+        run, not read back (the files of earlier runs are). (The review page
+        of a run's queue is written by its caller,
         ``review_apply.write_page_for_run``, which builds on this module.)"""
         manifest = getattr(self.model, "manifest", None) or {}
-        write_release_report(out, "deidentify", manifest, run_counts(summary, input_dir))
+        files = frozenset(self.outputs(out, n.output_id)[self._read_back].name for n in done) - summary.uncounted
+        counted = Counted("xml" if self._read_back == "xml" else "brat", files, dict(summary.categories))
+        write_release_report(out, "deidentify", manifest, run_counts(summary, input_dir), counted)
+
+    @property
+    def _read_back(self) -> str:
+        """The spans file the release report counts a note's spans from (its XML when there is one)."""
+        return "xml" if "xml" in self.span_formats else "brat"
 
     def _write_queue(self, out: Path, notes: Sequence[Note]) -> None:
         """Gather every note's queued items into ``OUT/review/queue.jsonl``
@@ -583,7 +598,11 @@ class FolderDeidentifier:
         for note, doc in zip(notes, docs):
             if self.mapping is not None:
                 self.surrogates.mapping.pop(doc.id, None)
-            self._write(out, note.output_id, doc, spans[doc.id])
+            counted = self._write(out, note.output_id, doc, spans[doc.id])
+            if counted is None:
+                done.uncounted.append(self.outputs(out, note.output_id)[self._read_back].name)
+            else:
+                done.categories.update(counted)
             done.tokens += len(doc.tokens)
             done.spans += len(spans[doc.id])
             done.texts += any(c.isalnum() for c in doc.text)
@@ -604,6 +623,8 @@ class FolderDeidentifier:
         summary.processed += done.notes
         summary.spans += done.spans
         summary.texts += done.texts
+        summary.categories.update(done.categories)
+        summary.uncounted.update(done.uncounted)
         if progress:
             progress(done.notes)
 
@@ -669,7 +690,10 @@ class FolderDeidentifier:
         write_private(self.mapping, _mapping_json(mapped))
         return mapped
 
-    def _write(self, out: Path, name: str, doc: Document, spans: list[Annotation]) -> None:
+    def _write(self, out: Path, name: str, doc: Document, spans: list[Annotation]) -> dict[str, int] | None:
+        """Write a note's outputs; return its spans per category as the
+        release report would read them back from its spans file
+        (``released_counts``)."""
         paths = self.outputs(out, name)
         # Spans first, text last: a note counts as done only when all exist.
         if "xml" in paths:
@@ -682,6 +706,32 @@ class FolderDeidentifier:
                                                        for a in placed])
             write_private(paths["marked"], marked(text, placed).encode("utf-8"))
         write_private(paths["text"], text.encode("utf-8"))
+        return released_counts(doc, spans, self._read_back)
+
+
+_PLAIN_CATEGORY = re.compile(r"[A-Z][A-Z0-9_]*")
+_BRAT_TYPE = re.compile(r"\S+")
+
+
+def released_counts(doc: Document, spans: Sequence[Annotation], fmt: str) -> dict[str, int] | None:
+    """The spans per category ``release.span_counts`` reads back from the
+    note's spans file this module writes (``fmt``: "xml" or "brat"): an
+    XML element's name upper-cased, a BRAT type's parent category. None
+    where reading it back could give another count (a category that is no
+    plain upper-case XML name, a BRAT type with white space): that file is
+    read back instead."""
+    counts: dict[str, int] = {}
+    for a in spans:
+        if fmt == "xml":
+            if not (_PLAIN_CATEGORY.fullmatch(a.category) and a.type and 0 <= a.start < a.end <= len(doc.text)):
+                return None
+            key = a.category
+        else:
+            if not _BRAT_TYPE.fullmatch(a.type):
+                return None
+            key = I2B2_PARENT_OF.get(a.type, a.type)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 # The seed's digest in run.json: a resume with another --seed is refused, yet the file does not give the

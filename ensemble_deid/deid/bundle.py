@@ -228,7 +228,6 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     members that run a program (refused otherwise). ``trusted``: manifest
     checksums the user got from the bundle's author over a channel they trust
     (``fit`` prints it); when given, any other bundle is refused."""
-    from ..ensemble.registry import load_method
     from ..taggers.registry import entry_points
     from ..taggers.state import StateError
 
@@ -242,8 +241,11 @@ def read_bundle(path: str | Path, allow_external: Mapping[str, str] | None = Non
     try:
         members = {m["label"]: _load_member(root, m, dict(allow_external or {}), registered)
                    for m in manifest["members"]}
-        method = (load_method(_inside(root, manifest["method"]["folder"], mpath))
-                  if manifest.get("method") else None)
+        method = None
+        if manifest.get("method"):  # the ensemble package only for an ensemble: a second of imports
+            from ..ensemble.registry import load_method
+
+            method = load_method(_inside(root, manifest["method"]["folder"], mpath))
     except (StateError, ValueError) as exc:  # ValueError: a neural checkpoint refused by its loader
         raise BundleError(str(exc)) from None
     except (KeyError, TypeError, AttributeError) as exc:

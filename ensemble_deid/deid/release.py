@@ -13,6 +13,7 @@ be a record number), so the file lists are digests, sorted.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -86,8 +87,20 @@ def output_manifest(out: Path) -> dict:
     return {sub: {"files": len(d := _digests(out / sub)), "sha256": d} for sub in OUTPUT_FOLDERS}
 
 
-def span_counts(out: Path) -> dict[str, int]:
-    """Spans released per category, read from the outputs (``spans/``)."""
+@dataclass(frozen=True)
+class Counted:
+    """Spans per category of the spans files (``fmt``: "xml" or "brat")
+    named in ``files``, counted as :func:`span_counts` reads them."""
+
+    fmt: str
+    files: frozenset[str]
+    counts: Mapping[str, int]
+
+
+def span_counts(out: Path, counted: "Counted | None" = None) -> dict[str, int]:
+    """Spans released per category, read from the outputs (``spans/``).
+    ``counted``: the counts of the files a run has just written, as reading
+    them gives them: those files are not read again."""
     from ..corpus.formats import read_i2b2_xml
 
     counts: dict[str, int] = {}
@@ -95,8 +108,14 @@ def span_counts(out: Path) -> dict[str, int]:
     if not folder.is_dir():
         return counts
     xml = sorted(p for p in folder.glob("*.xml") if not p.name.startswith("."))
+    skip: frozenset[str] = frozenset()
+    if counted is not None and counted.fmt == ("xml" if xml else "brat"):
+        counts.update(counted.counts)
+        skip = counted.files
     if xml:
         for path in xml:
+            if path.name in skip:
+                continue
             doc, _ = read_i2b2_xml(path)
             for a in doc.annotations if doc is not None else ():
                 counts[a.category] = counts.get(a.category, 0) + 1
@@ -104,6 +123,8 @@ def span_counts(out: Path) -> dict[str, int]:
         import re
 
         for path in sorted(folder.glob("*.ann")):
+            if path.name in skip:
+                continue
             for m in re.finditer(r"^T\d+\t(\S+) ", path.read_text(encoding="utf-8"), re.MULTILINE):
                 cat = I2B2_PARENT_OF.get(m.group(1), m.group(1))
                 counts[cat] = counts.get(cat, 0) + 1
@@ -135,11 +156,13 @@ def review_summary(out: Path) -> dict | None:
     return summary
 
 
-def release_report(out: str | Path, command: str, bundle: Mapping | None = None, run: Mapping | None = None) -> dict:
+def release_report(out: str | Path, command: str, bundle: Mapping | None = None, run: Mapping | None = None,
+                   counted: Counted | None = None) -> dict:
     """The report of ``out`` as it is now. ``bundle``: the bundle's manifest
     (deidentify); without it (review apply) the bundle's part of the
     previous report is kept. ``run``: counts of the command's own work
-    (added to the previous report's: deidentify's notes stay after an apply)."""
+    (added to the previous report's: deidentify's notes stay after an apply).
+    ``counted``: the spans of the files the command wrote (``span_counts``)."""
     out = Path(out)
     previous = {}
     if (out / REPORT_JSON).exists():
@@ -155,7 +178,7 @@ def release_report(out: str | Path, command: str, bundle: Mapping | None = None,
         "mode": options.get("mode"), "span_formats": options.get("spans"),
         # sorted as the JSON is read back, so a resume writes the same report
         "run": dict(sorted({**counts, **dict(run or {})}.items())),
-        "review": review_summary(out), "spans_released": span_counts(out),
+        "review": review_summary(out), "spans_released": span_counts(out, counted),
         "outputs": output_manifest(out),
     }
 
@@ -170,9 +193,9 @@ def run_counts(run, input_dir: str | Path) -> dict:
 
 
 def write_release_report(out: str | Path, command: str, bundle: Mapping | None = None,
-                         run: Mapping | None = None) -> tuple[Path, Path]:
+                         run: Mapping | None = None, counted: Counted | None = None) -> tuple[Path, Path]:
     out = Path(out)
-    report = release_report(out, command, bundle, run)
+    report = release_report(out, command, bundle, run, counted)
     return (write_private_json(out / REPORT_JSON, report), write_private(out / REPORT_MD, render_markdown(report)))
 
 

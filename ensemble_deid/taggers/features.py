@@ -444,9 +444,14 @@ class FeatureExtractor:
         text = doc.text
         hits: dict[int, list[str]] = {}
         for name, pattern in REGEX_FEATURES.items():
-            for m in pattern.finditer(text):
-                a = int(np.searchsorted(toks.ends, m.start(), side="right"))
-                b = int(np.searchsorted(toks.starts, m.end(), side="left"))
+            spans = [m.span() for m in pattern.finditer(text)]
+            if not spans:
+                continue
+            # every match's first and last token at once: a searchsorted call per match cost more than the regexes
+            bounds = np.asarray(spans, dtype=np.int64)
+            firsts = np.searchsorted(toks.ends, bounds[:, 0], side="right").tolist()
+            stops = np.searchsorted(toks.starts, bounds[:, 1], side="left").tolist()
+            for a, b in zip(firsts, stops):
                 for i in range(a, b):
                     got = hits.setdefault(i, [])
                     if not got or got[-1] != name:
@@ -456,12 +461,12 @@ class FeatureExtractor:
     # --- public API --------------------------------------------------------------
     def document_features(self, doc: Document) -> list[list[str]]:
         """One list of feature strings per common token of ``doc``."""
-        with _gc_paused():
+        with gc_paused():
             return self._document_features(doc)
 
     def documents_features(self, docs: Iterable[Document]) -> list[list[list[str]]]:
         """``document_features`` of each document."""
-        with _gc_paused():
+        with gc_paused():
             return [self._document_features(d) for d in docs]
 
     def ngram_strings(self, ngrams: int | None = None) -> int:
@@ -642,9 +647,11 @@ class FeatureExtractor:
         return np.concatenate(blocks, axis=1)
 
 
-class _gc_paused:
+class gc_paused:
     """Pause the cyclic garbage collector while building many small lists
-    (feature lists hold no cycles; collection passes would dominate)."""
+    (feature lists hold no cycles; collection passes would dominate). Also
+    around a whole batch of notes tagged (``deid.model``): its feature
+    lists, alive until the batch ends, are never walked by a collection."""
 
     def __enter__(self):
         self._was = gc.isenabled()
