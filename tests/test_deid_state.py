@@ -18,7 +18,7 @@ from ensemble_deid.taggers.state import StateError, read_state, write_state
 from .tiny_corpus import tiny_corpus
 
 FAST = {
-    "crf": {"max_iterations": 10}, "memm": {"max_iter": 20}, "svm": {}, "mira": {"epochs": 3},
+    "crf": {"max_iterations": 10}, "memm": {"max_iter": 10}, "svm": {}, "mira": {"epochs": 3},
     "ogd": {"passes": 2}, "searn": {"passes": 1}, "struct-svm": {"epochs": 2}, "rules": {},
 }
 
