@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 
+# OpenMP threads that wait for work sleep instead of spinning: on a shared
+# machine (the suite's target: 2 cores, other jobs running) torch's spinning
+# threads burnt most of the CPU of its tiny fits (the stacked LSTM's thread
+# test: 20 CPU s spinning, 6 s passive). Before torch is imported, as libgomp
+# reads it once; child processes inherit it. A value set outside is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 # MEDDOCAN lives in the shared folder beside the repository (../shared/corpora/meddocan);

@@ -18,7 +18,7 @@ from ensemble_deid.taggers.state import StateError, read_state, write_state
 from .tiny_corpus import tiny_corpus
 
 FAST = {
-    "crf": {"max_iterations": 10}, "memm": {"max_iter": 20}, "svm": {}, "mira": {"epochs": 3},
+    "crf": {"max_iterations": 10}, "memm": {"max_iter": 10}, "svm": {}, "mira": {"epochs": 3},
     "ogd": {"passes": 2}, "searn": {"passes": 1}, "struct-svm": {"epochs": 2}, "rules": {},
 }
 
@@ -140,7 +140,7 @@ def test_meta_learner_round_trip(method, corpus, tmp_path):
     members_test = {f"m{i}": noisy(test, p) for i, p in enumerate((0.1, 0.3, 0.5))}
     if method == "stacked-lstm":
         pytest.importorskip("torchcrf")
-    quick = {"stacked-searn": {"passes": 2}, "stacked-lstm": {"epochs": 2, "device": "cpu"}}.get(method, {})
+    quick = {"stacked-searn": {"passes": 2}, "stacked-lstm": {"epochs": 2, "device": "cpu", "threads": 1}}.get(method, {})
     learner = make_method(method, **quick).fit(members_train, train)
     before = learner.predict(members_test, test)
     learner.save(tmp_path / "e")

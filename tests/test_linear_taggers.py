@@ -35,7 +35,7 @@ from .tiny_corpus import tiny_corpus
 
 class TestMemmContract(TaggerContract):
     tagger_name = "memm"
-    tagger_params = {"max_iter": 50}
+    tagger_params = {"max_iter": 10}  # recall 1.0 on its training notes already (50: 2.5x the CPU)
 
 
 class TestSearnContract(TaggerContract):
@@ -69,7 +69,8 @@ ALL = ("memm", "searn", "mira", "svm", "ogd", "struct-svm")
 @pytest.mark.parametrize("name", ["memm", "mira", "svm", "ogd", "struct-svm"])
 def test_confidences_are_given(name):
     docs = tiny_corpus(12)
-    params = {"ogd": {"passes": 2, "bits": 18}, "mira": {"epochs": 3}, "struct-svm": {"epochs": 2}}.get(name, {})
+    params = {"memm": {"max_iter": 10}, "ogd": {"passes": 2, "bits": 18}, "mira": {"epochs": 3},
+              "struct-svm": {"epochs": 2}}.get(name, {})
     preds = tagger_class(name)(**params).fit(docs[:9]).predict(docs[9:])
     for p in preds:
         assert p.confidences is not None and len(p.confidences) == len(p.tags)

@@ -97,3 +97,24 @@ def test_contract_suite_passes(installed):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "failed" not in summary and "skipped" not in summary and "error" not in summary, summary
     assert "passed" in summary, summary
+
+
+def test_a_plugin_folder_put_on_the_path_registers_at_the_next_lookup(tmp_path, monkeypatch):
+    """The registry keeps its scan of the installed distributions while the
+    import path is unchanged; a folder holding a dist-info put on (or taken
+    off) ``sys.path`` is seen at the next lookup, in the same process."""
+    from ensemble_deid.taggers.registry import UnknownTagger, entry_points, tagger_class
+
+    info = tmp_path / "edeid_path_probe-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: edeid-path-probe\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ensemble_deid.taggers]\npath-probe = edeid_test_plugin:MemorizeTagger\n")
+    assert "path-probe" not in entry_points()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "path-probe" in entry_points() and tagger_class("path-probe").__name__ == "MemorizeTagger"
+    entry_points()["path-probe"] = None  # a caller's copy: the registry's own stays as it was
+    assert tagger_class("path-probe").__name__ == "MemorizeTagger"
+    sys.path.remove(str(tmp_path))
+    with pytest.raises(UnknownTagger, match="path-probe"):
+        tagger_class("path-probe")
+    sys.path.insert(0, str(tmp_path))  # monkeypatch takes it off again
