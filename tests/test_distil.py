@@ -261,3 +261,19 @@ def test_bad_input_is_refused_before_any_work(teacher, tmp_path, case):
     assert "Traceback" not in result.output and "John" not in result.output
     assert ": fold " not in result.output  # refused before any student was trained
     assert not out.exists()
+
+
+def test_a_single_tagger_teacher_teaches_its_cross_validated_labels(teacher, tmp_path):
+    """A bundle of one tagger: its labels on the training notes are its
+    cached cross-validation's out-of-fold predictions."""
+    from ensemble_deid.experiment.cache import PredictionCache
+    from ensemble_deid.experiment.cv import CrossValidation, TaggerSpec
+
+    fitted = CliRunner().invoke(main, ["fit", "--corpus", "tiny", "--tagger", STUDENT, "--out", str(tmp_path / "one")])
+    assert fitted.exit_code == 0, fitted.output
+    ws = Workspace(teacher / "ws")
+    corpus, oof = teacher_out_of_fold(ws, read_manifest(tmp_path / "one"), source=tmp_path / "one")
+    spec = TaggerSpec.parse(STUDENT)
+    engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=3)
+    cached = engine.collect([spec])[spec.label].oof
+    assert [oof[d.id].spans(d) for d in corpus.train] == [cached[d.id].spans(d) for d in corpus.train]

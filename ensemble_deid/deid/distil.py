@@ -111,7 +111,7 @@ def labelled(documents: Sequence[Document], labels: str, teacher: Mapping[str, A
 
 
 def teacher_out_of_fold(workspace, manifest: Mapping[str, Any], progress: bool = False, log: Say = _quiet,
-                        warn: Say = _quiet):
+                        warn: Say = _quiet, source: str | Path | None = None):
     """(the teacher's training corpus, {doc id: its out-of-fold prediction}).
 
     An ensemble bundle: its members' cached out-of-fold predictions in
@@ -120,13 +120,14 @@ def teacher_out_of_fold(workspace, manifest: Mapping[str, Any], progress: bool =
     fold's other folds (what the ``ensemble`` step caches as its
     out-of-fold predictions). They must reproduce the leak counts the
     bundle recorded from them (``oof_leaks``): otherwise they are not this
-    teacher's. A single-tagger bundle: the tagger's cached cross-validation."""
+    teacher's. A single-tagger bundle: the tagger's cached cross-validation.
+    ``source``: the bundle's folder, named in errors."""
     from .bundle import BundleError, MANIFEST
 
-    where = MANIFEST
-    corpus = _teacher_corpus(workspace, manifest)
+    where = Path(source) / MANIFEST if source is not None else Path(MANIFEST)
+    corpus = _teacher_corpus(workspace, manifest, where)
     if manifest.get("method") is None:
-        return corpus, _single_tagger_oof(workspace, corpus, manifest)
+        return corpus, _single_tagger_oof(workspace, corpus, manifest, where)
     from ..ensemble.run import load_members, make_search, oof_estimator
     from ..ensemble.selection import cross_val_predict
     from .fit import oof_leak_record
@@ -149,22 +150,25 @@ def teacher_out_of_fold(workspace, manifest: Mapping[str, Any], progress: bool =
     return corpus, oof
 
 
-def _single_tagger_oof(workspace, corpus, manifest) -> dict:
+def _single_tagger_oof(workspace, corpus, manifest, where: Path) -> dict:
     from ..experiment.cache import PredictionCache
     from ..experiment.cv import CrossValidation, TaggerSpec
-    from .bundle import BundleError, MANIFEST
+    from .bundle import BundleError
+
+    from ..taggers.state import decoded
 
     (member,) = manifest["members"]
-    params = member.get("params") if isinstance(member, dict) else None
-    if not isinstance(params, dict):
-        raise BundleError(f"{MANIFEST}: malformed (field 'members')")
+    try:
+        spec = TaggerSpec(member["name"], tuple(sorted(decoded(member["params"]).items())))
+        spec.make()  # the parameters checked by the tagger's own constraints (they only key the cache here)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        raise BundleError(f"{where}: malformed (field 'members')") from None
     cache = PredictionCache(workspace.cache_dir)
-    for spec in (TaggerSpec(member["name"]), TaggerSpec(member["name"], tuple(sorted(params.items())))):
-        probe = CrossValidation(corpus.train, {"test": corpus.test}, cache, k=2)
-        for k in probe.cached_fold_counts([spec]):
-            engine = CrossValidation(corpus.train, {"test": corpus.test}, cache, k=k)
-            if not engine.pending([spec]):
-                return engine.collect([spec])[spec.label].oof
+    probe = CrossValidation(corpus.train, {"test": corpus.test}, cache, k=2)
+    for k in probe.cached_fold_counts([spec]):
+        engine = CrossValidation(corpus.train, {"test": corpus.test}, cache, k=k)
+        if not engine.pending([spec]):
+            return engine.collect([spec])[spec.label].oof
     raise ParameterError(f"the teacher's tagger {member['name']!r} has no cached cross-validation in this workspace "
                          f"(run 'ensemble-deid cv --corpus {corpus.name} --taggers {member['name']}' first: its "
                          f"out-of-fold predictions are the teacher's labels)", "BUNDLE")
@@ -396,7 +400,7 @@ def distil(workspace, bundle: str | Path, out: str | Path, tagger: str = "crf",
     student's parameters to choose from."""
     from ..corpus.fingerprint import corpus_fingerprint
     from ..ensemble.splits import make_folds
-    from .bundle import read_manifest
+    from .bundle import MANIFEST, read_manifest
     from .fit import _info, _new_folder, _test_scores, oof_leak_record
     from .model import Deidentifier
 
@@ -417,9 +421,9 @@ def distil(workspace, bundle: str | Path, out: str | Path, tagger: str = "crf",
     need_teacher = any(c.mix.uses_teacher for c in candidates)
     teacher_model = Deidentifier.load(bundle) if extra else None  # loads and probes: before any training
     if need_teacher or extra:
-        corpus, teacher = teacher_out_of_fold(workspace, manifest, progress, log, warn)
+        corpus, teacher = teacher_out_of_fold(workspace, manifest, progress, log, warn, bundle)
     else:
-        corpus, teacher = _teacher_corpus(workspace, manifest), {}
+        corpus, teacher = _teacher_corpus(workspace, manifest, Path(bundle) / MANIFEST), {}
     notes = corpus.train
     if extra:
         log(f"teacher: labelling {len(extra)} unlabelled note(s)")
@@ -475,13 +479,13 @@ def distil(workspace, bundle: str | Path, out: str | Path, tagger: str = "crf",
     return DistilResult(out, info, lines)
 
 
-def _teacher_corpus(workspace, manifest):
+def _teacher_corpus(workspace, manifest, where: Path):
     from ..corpus.fingerprint import corpus_fingerprint
-    from .bundle import BundleError, MANIFEST
+    from .bundle import BundleError
 
     corpus_info = manifest.get("corpus")
     if not isinstance(corpus_info, dict) or not isinstance(corpus_info.get("name"), str):
-        raise BundleError(f"{MANIFEST}: no training corpus recorded (field 'corpus'): not a bundle written by fit")
+        raise BundleError(f"{where}: no training corpus recorded (field 'corpus'): not a bundle written by fit")
     corpus = workspace.load(corpus_info["name"])
     if corpus_fingerprint(corpus.train) != corpus_info.get("train_fingerprint"):
         raise ParameterError(f"corpus {corpus.name!r} in this workspace is not the teacher's training set (its "
