@@ -58,13 +58,14 @@ WORK = ROOT / ".ensemble-deid" / "bench-distillation"  # ignored by git: holds o
 LOCALE, DATE_ORDER, SEED, CV_FOLDS = "es_ES", "dmy", 0, 3
 RECALL_FIRST = "binary-token:recall>=0.99"
 # name, mix (labels, augment), which teacher's labels
+# In the order they are computed (the most telling first: a run cut short still answers the question).
 STUDENTS = [
     ("+ teacher labels", ("union", 1), "f1"),
-    ("teacher labels alone", ("teacher", 0), "f1"),
     ("+ augmentation", ("gold", 1), "f1"),
     ("recall-first teacher's labels", ("teacher", 0), RECALL_FIRST),
+    ("teacher labels alone", ("teacher", 0), "f1"),
 ]
-CV_SETTINGS = [("gold", 0), ("gold", 1), ("union", 1), ("teacher", 0)]
+CV_SETTINGS = [("gold", 0), ("union", 1), ("teacher", 0), ("gold", 1)]
 
 
 def _private(path: Path) -> Path:
@@ -149,32 +150,49 @@ def final_student(name, mix, objective, train, dev, teachers, augmented, work: P
     return out
 
 
-def augmented_sets(train, teachers, settings):
+def augmented_sets(train, teachers, wanted):
+    """{teacher objective: the surrogate copies its labels need}; ``wanted``: (objective, mix) pairs."""
     from ensemble_deid.deid.distil import Mix, augment
 
-    return {obj: augment(train, [Mix(*m) for m in settings], teachers[obj][0], LOCALE, DATE_ORDER, SEED)
+    return {obj: augment(train, [Mix(*m) for o, m in wanted if o == obj], teachers[obj][0], LOCALE, DATE_ORDER, SEED)
             for obj in teachers}
 
 
-def run_cv(train, teachers, augmented, work: Path) -> dict:
-    from ensemble_deid.deid.distil import FoldRecords, Mix, Setting, choose
+def _cv_parts(train, teachers, work: Path):
+    from ensemble_deid.deid.distil import FoldRecords
     from ensemble_deid.ensemble.splits import make_folds
-    from ensemble_deid.experiment.cv import TaggerSpec
 
     folds = make_folds(train, CV_FOLDS, SEED)
     records = FoldRecords(work / "cv", {"teacher": teachers["f1"][2], "tagger": "crf", "folds": CV_FOLDS,
                                         "seed": SEED, "locale": LOCALE, "date_order": DATE_ORDER})
-    done = []
-    for labels, n in CV_SETTINGS:  # one at a time: a partial run still reports the settings done
-        choice = choose(TaggerSpec.parse("crf"), [Setting(Mix(labels, n))], train, teachers["f1"][0],
-                        augmented["f1"], [], folds, "f1", records, progress)
-        done += choice.results
-        _save(work / "cv-results.json", done)
-    best = max(range(len(done)), key=lambda i: done[i]["objective_score"])
-    for i, row in enumerate(done):
-        row["chosen"] = i == best
-    _save(work / "cv-results.json", done)
-    return done
+    return folds, records
+
+
+def run_cv_folds(train, teachers, augmented, work: Path, settings, only_folds) -> None:
+    """The held-out spans of each setting's folds ``only_folds`` (all: None), cached."""
+    from ensemble_deid.deid.distil import Mix, Setting, fold_record
+    from ensemble_deid.ensemble.splits import fold_indices
+    from ensemble_deid.experiment.cv import TaggerSpec
+
+    folds, records = _cv_parts(train, teachers, work)
+    for labels, n in settings:
+        for f, (train_idx, test_idx) in enumerate(fold_indices(train, folds)):
+            if only_folds is None or f in only_folds:
+                fold_record(TaggerSpec.parse("crf"), Setting(Mix(labels, n)), f, folds.k, [train[i] for i in train_idx],
+                            [train[i] for i in test_idx], teachers["f1"][0], augmented["f1"], [], records, progress)
+
+
+def cv_rows(train, teachers, work: Path) -> list[dict]:
+    """The choice over the settings whose every fold is cached (none trained here)."""
+    from ensemble_deid.deid.distil import Mix, Setting, choose
+    from ensemble_deid.experiment.cv import TaggerSpec
+
+    folds, records = _cv_parts(train, teachers, work)
+    done = [Setting(Mix(*m)) for m in CV_SETTINGS
+            if all(records.read(Setting(Mix(*m)), f) is not None for f in range(folds.k))]
+    if not done:
+        return []
+    return choose(TaggerSpec.parse("crf"), done, train, teachers["f1"][0], {}, [], folds, "f1", records).results
 
 
 def tables(result) -> str:
@@ -251,6 +269,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--stage", choices=["finals", "cv", "all"], default="all")
     ap.add_argument("--work", type=Path, default=WORK)
+    ap.add_argument("--students", help="comma-separated indices of STUDENTS to train (default: all, in order)")
+    ap.add_argument("--settings", help="comma-separated indices of CV_SETTINGS to cross-validate (default: all)")
+    ap.add_argument("--fold", type=int, action="append", help="only this CV fold (repeatable; default: every fold)")
     ap.add_argument("--tables", action="store_true", help="write the results from what the work folder holds")
     args = ap.parse_args(argv)
     os.environ["ENSEMBLE_DEID_PUBLISHED"] = str(MEDDOCAN_PUBLISHED)
@@ -267,19 +288,21 @@ def main(argv=None):
     progress("teacher dev: " + ", ".join(f"{o}: {scores(dev, t[1])}" for o, t in teachers.items()))
     finals = []
     if not args.tables:
-        settings = sorted({m for _, m, _ in STUDENTS} | set(CV_SETTINGS))
-        augmented = augmented_sets(train, teachers, settings)
+        students = [STUDENTS[int(i)] for i in args.students.split(",")] if args.students else STUDENTS
+        cv_settings = [CV_SETTINGS[int(i)] for i in args.settings.split(",")] if args.settings else CV_SETTINGS
+        wanted = ({(o, m) for _, m, o in students} if args.stage in ("finals", "all") else set()) | \
+            ({("f1", m) for m in cv_settings} if args.stage in ("cv", "all") else set())
+        augmented = augmented_sets(train, teachers, sorted(wanted))
         if args.stage in ("finals", "all"):
-            for name, mix, objective in STUDENTS:
+            for name, mix, objective in students:
                 final_student(name, mix, objective, train, dev, teachers, augmented, work)
         if args.stage in ("cv", "all"):
-            run_cv(train, teachers, augmented, work)
+            run_cv_folds(train, teachers, augmented, work, cv_settings, args.fold)
     for name, mix, objective in STUDENTS:
         path = work / f"student-{mix[0]}-{mix[1]}-{objective.replace(':', '_').replace('>=', 'ge')}.json"
         if path.exists():
             finals.append(json.loads(path.read_text()))
-    cv_rows = json.loads((work / "cv-results.json").read_text()) if (work / "cv-results.json").exists() else []
-    result = assemble(train, dev, teachers, finals, cv_rows, runs["crf"].test)
+    result = assemble(train, dev, teachers, finals, cv_rows(train, teachers, work), runs["crf"].test)
     result.update(machine=machine_description(),
                   command=" ".join(["python", "benchmarks/ensembles/distillation.py", *(argv or sys.argv[1:])]))
     write_json(STEM.with_suffix(".json"), result)

@@ -243,6 +243,9 @@ class Setting:
     def to_dict(self) -> dict:
         return {"mix": asdict(self.mix), "params": dict(self.params)}
 
+    def __str__(self) -> str:
+        return " ".join([str(self.mix), *(f"{k}={v}" for k, v in self.params)])
+
 
 def settings(mixes: Sequence[Mix], grid: Mapping[str, Sequence] | None) -> list[Setting]:
     grid = dict(grid or {})
@@ -301,6 +304,23 @@ def _spans_of(doc: Document, rows) -> list[Annotation]:
     return [Annotation(int(s), int(e), c, t, doc.text[int(s):int(e)]) for s, e, c, t in rows]
 
 
+def fold_record(base_spec, setting: Setting, fold: int, k: int, train: Sequence[Document], test: Sequence[Document],
+                teacher: Mapping[str, Any], augmented: Mapping[str, list], unlabelled: Sequence[Document],
+                records: FoldRecords, log: Say = _quiet) -> dict:
+    """The record of ``setting`` trained on ``train`` (fold ``fold``'s other
+    folds) and predicting ``test``: read when cached, else computed and written."""
+    record = records.read(setting, fold)
+    if record is None:
+        log(f"student {setting}: fold {fold + 1}/{k}")
+        t0 = time.perf_counter()
+        tagger = setting.spec(base_spec).make()
+        tagger.fit(training_set(setting.mix, train, teacher, augmented, unlabelled))
+        preds = tagger.predict(test)
+        record = records.write(setting, fold, {d.id: _span_rows(d, p.spans(d)) for d, p in zip(test, preds)},
+                               time.perf_counter() - t0)
+    return record
+
+
 @dataclass
 class Choice:
     """The chosen setting, every setting's pooled held-out score under the
@@ -329,16 +349,9 @@ def choose(base_spec, candidates: Sequence[Setting], notes: Sequence[Document], 
         for f, (train_idx, test_idx) in enumerate(fold_indices(notes, folds)):
             if not len(test_idx):
                 continue
-            record = records.read(setting, f)
             test = [notes[i] for i in test_idx]
-            if record is None:
-                log(f"student {setting.mix} {dict(setting.params) or ''}: fold {f + 1}/{folds.k}")
-                t0 = time.perf_counter()
-                tagger = setting.spec(base_spec).make()
-                tagger.fit(training_set(setting.mix, [notes[i] for i in train_idx], teacher, augmented, unlabelled))
-                preds = tagger.predict(test)
-                record = records.write(setting, f, {d.id: _span_rows(d, p.spans(d)) for d, p in zip(test, preds)},
-                                       time.perf_counter() - t0)
+            record = fold_record(base_spec, setting, f, folds.k, [notes[i] for i in train_idx], test, teacher,
+                                 augmented, unlabelled, records, log)
             for d in test:
                 held[d.id] = _spans_of(d, record["spans"].get(d.id, []))
         tally = tally_spans(gold, [held.get(d.id, []) for d in notes])
@@ -439,7 +452,7 @@ def distil(workspace, bundle: str | Path, out: str | Path, tagger: str = "crf",
         f"notes (objective {objective})")
     choice = choose(spec, candidates, notes, teacher, augmented, extra, fold_assignment, objective, records, log)
     chosen = choice.setting
-    log(f"chosen: {chosen.mix} {dict(chosen.params) or ''}; training the student on every training note")
+    log(f"chosen: {chosen}; training the student on every training note")
     t0 = time.perf_counter()
     final_spec = chosen.spec(spec)
     student = final_spec.make()
@@ -471,8 +484,8 @@ def distil(workspace, bundle: str | Path, out: str | Path, tagger: str = "crf",
     from .fit import _saved
 
     lines = [f"student {final_spec.label} chosen by {fold_assignment.k}-fold CV ({objective}) over {len(candidates)} "
-             f"setting(s): {chosen.mix}; trained on {len(train_docs)} documents in {seconds:.1f} s",
-             *(f"  {'*' if r['chosen'] else ' '} {Mix(**r['mix'])} {r['params'] or ''}: CV strict F1 "
+             f"setting(s): {chosen}; trained on {len(train_docs)} documents in {seconds:.1f} s",
+             *(f"  {'*' if r['chosen'] else ' '} {Setting(Mix(**r['mix']), tuple(r['params'].items()))}: CV strict F1 "
                f"{r['strict_f1']:.4f}, token leak {r['token_leak']:.4f}" for r in choice.results),
              f"test strict P {scores['precision']:.4f} R {scores['recall']:.4f} F1 {scores['f1']:.4f}",
              f"saved student bundle to {out}", *_saved(out)]
