@@ -221,7 +221,7 @@ def test_interrupted_choice_resumes_from_its_fold_records(teacher, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["not-a-bundle", "tampered", "empty-unlabelled", "unknown-tagger", "external",
-                                  "unlabelled-without-folder"])
+                                  "unlabelled-without-folder", "a-training-note-as-unlabelled"])
 def test_bad_input_is_refused_before_any_work(teacher, tmp_path, case):
     model, extra = teacher / "model", None
     tagger = STUDENT
@@ -245,6 +245,13 @@ def test_bad_input_is_refused_before_any_work(teacher, tmp_path, case):
         extra.mkdir()
         mixes = ["--mix", "labels=gold,unlabelled=1"]
         expected = "no .txt or .xml notes"
+    elif case == "a-training-note-as-unlabelled":  # the teacher would label it in sample
+        from ensemble_deid.corpus.formats import load_directory
+
+        extra = _unlabelled(tmp_path / "site")
+        (extra / "copied.txt").write_text(load_directory(teacher / "train")[3].text, encoding="utf-8")
+        mixes = ["--mix", "labels=gold,unlabelled=1"]
+        expected = "copied.txt: the text of one of the teacher's training notes"
     elif case == "unknown-tagger":
         tagger = "crff"
         expected = "--tagger"

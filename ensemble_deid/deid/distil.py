@@ -111,7 +111,7 @@ def labelled(documents: Sequence[Document], labels: str, teacher: Mapping[str, A
 
 
 def teacher_out_of_fold(workspace, manifest: Mapping[str, Any], progress: bool = False, log: Say = _quiet,
-                        warn: Say = _quiet, source: str | Path | None = None):
+                        warn: Say = _quiet, source: str | Path | None = None, corpus=None):
     """(the teacher's training corpus, {doc id: its out-of-fold prediction}).
 
     An ensemble bundle: its members' cached out-of-fold predictions in
@@ -121,11 +121,12 @@ def teacher_out_of_fold(workspace, manifest: Mapping[str, Any], progress: bool =
     out-of-fold predictions). They must reproduce the leak counts the
     bundle recorded from them (``oof_leaks``): otherwise they are not this
     teacher's. A single-tagger bundle: the tagger's cached cross-validation.
-    ``source``: the bundle's folder, named in errors."""
+    ``source``: the bundle's folder, named in errors; ``corpus``: the
+    teacher's corpus, already loaded and checked."""
     from .bundle import BundleError, MANIFEST
 
     where = Path(source) / MANIFEST if source is not None else Path(MANIFEST)
-    corpus = _teacher_corpus(workspace, manifest, where)
+    corpus = corpus if corpus is not None else _teacher_corpus(workspace, manifest, where)
     if manifest.get("method") is None:
         return corpus, _single_tagger_oof(workspace, corpus, manifest, where)
     from ..ensemble.run import load_members, make_search, oof_estimator
@@ -190,8 +191,23 @@ def read_unlabelled(folder: str | Path) -> list[Document]:
         doc, _problems = read_note(note)
         if doc is None:
             raise CorpusError(f"{note.path}: cannot be read")
-        docs.append(Document(f"unlabelled~{doc.id}", doc.text, (), {"group": f"unlabelled~{doc.id}"}))
+        docs.append(Document(f"unlabelled~{doc.id}", doc.text, (), {"group": f"unlabelled~{doc.id}",
+                                                                    "source": str(note.path)}))
     return docs
+
+
+def refuse_training_notes(unlabelled: Sequence[Document], train: Sequence[Document]) -> None:
+    """An unlabelled note whose text is one of the teacher's training notes
+    would be labelled by the teacher's in-sample predictions: refused,
+    naming its file (never its text)."""
+    from ..errors import CorpusError
+
+    seen = {hashlib.sha256(d.text.encode("utf-8")).digest() for d in train}
+    found = [d.metadata.get("source", d.id) for d in unlabelled
+             if hashlib.sha256(d.text.encode("utf-8")).digest() in seen]
+    if found:
+        raise CorpusError(f"{found[0]}: the text of one of the teacher's training notes ({len(found)} such note(s) in "
+                          f"the folder): the teacher's labels on it would be its in-sample predictions; remove them")
 
 
 # --- the student's training set ------------------------------------------------------
@@ -433,10 +449,11 @@ def distil(workspace, bundle: str | Path, out: str | Path, tagger: str = "crf",
     candidates = settings(mixes, grid)
     need_teacher = any(c.mix.uses_teacher for c in candidates)
     teacher_model = Deidentifier.load(bundle) if extra else None  # loads and probes: before any training
+    corpus = _teacher_corpus(workspace, manifest, Path(bundle) / MANIFEST)
+    refuse_training_notes(extra, corpus.train)
+    teacher = {}
     if need_teacher or extra:
-        corpus, teacher = teacher_out_of_fold(workspace, manifest, progress, log, warn, bundle)
-    else:
-        corpus, teacher = _teacher_corpus(workspace, manifest, Path(bundle) / MANIFEST), {}
+        corpus, teacher = teacher_out_of_fold(workspace, manifest, progress, log, warn, bundle, corpus)
     notes = corpus.train
     if extra:
         log(f"teacher: labelling {len(extra)} unlabelled note(s)")
