@@ -284,3 +284,19 @@ def test_a_single_tagger_teacher_teaches_its_cross_validated_labels(teacher, tmp
     engine = CrossValidation(corpus.train, {"test": corpus.test}, PredictionCache(ws.cache_dir), k=3)
     cached = engine.collect([spec])[spec.label].oof
     assert [oof[d.id].spans(d) for d in corpus.train] == [cached[d.id].spans(d) for d in corpus.train]
+
+
+def test_the_students_settings_are_chosen_by_cv_and_a_bad_one_refused(teacher, tmp_path):
+    bad = _run(teacher / "model", "--out", tmp_path / "bad", "--tagger", STUDENT, "--grid", "c9=1|2", "--no-progress")
+    assert bad.exit_code != 0 and "--grid" in bad.output and ": fold " not in bad.output
+    out = tmp_path / "student"
+    result = _run(teacher / "model", "--out", out, "--tagger", STUDENT, "--mix", "labels=gold", "--seed", "14",
+                  "--grid", "c2=0.01|1.0", "--no-progress")
+    assert result.exit_code == 0, result.output
+    d = read_manifest(out)["distillation"]
+    assert [r["params"] for r in d["cv"]] == [{"c2": 0.01}, {"c2": 1.0}]
+    chosen = next(r for r in d["cv"] if r["chosen"])
+    assert chosen["objective_score"] == max(r["objective_score"] for r in d["cv"])
+    assert d["chosen"]["params"] == chosen["params"]
+    assert read_manifest(out)["members"][0]["params"]["__dict__"] and \
+        dict(read_manifest(out)["members"][0]["params"]["__dict__"])["c2"] == chosen["params"]["c2"]
