@@ -25,7 +25,8 @@ Students (``deid.distil``: the CRF at the published member's settings):
   clinical text is available offline here (the unit tests run this source on the
   synthetic corpus).
 
-Which of the first four the ``distil`` command would choose is decided by
+Which of the ``CV_SETTINGS`` (those whose folds are all cached: gold only and
++ teacher labels in the published run) the ``distil`` command would choose is decided by
 2-fold patient-grouped CV on train (``deid.distil.choose``, objective f1; 2 folds,
 not 3, to fit the session: a CRF fit on MEDDOCAN train takes about 270 CPU s);
 dev is scored once per student and never used to choose.
