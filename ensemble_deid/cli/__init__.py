@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "compare": "ensemble_deid.cli.compare:compare",
     "ensemble": "ensemble_deid.cli.ensemble:ensemble",
     "fit": "ensemble_deid.cli.fit:fit",
+    "distil": "ensemble_deid.cli.distil:distil",
     "deidentify": "ensemble_deid.cli.deidentify:deidentify",
     "prune": "ensemble_deid.cli.prune:prune",
     "report": "ensemble_deid.cli.report:report",

@@ -214,6 +214,24 @@ class Shifter:
         return out, total
 
 
+def augmented_copies(documents: Sequence[Document], copies: int, options: ShiftOptions) -> list[list[Document]]:
+    """``copies`` shifted copies of ``documents`` for training (augmentation):
+    copy ``i`` is shifted with seed ``options.seed + i``, so the copies
+    differ from each other; each keeps its note's patient group (a fold
+    holds a note and its copies together), is named ``<id>~aug<i>`` and
+    records ``copy_of`` in its metadata."""
+    out = []
+    for i in range(copies):
+        shifter = Shifter(ShiftOptions(**{**options.as_record(), "seed": options.seed + i}))
+        batch = []
+        for doc in documents:
+            shifted, _ = shifter.shift(doc)
+            metadata = {**doc.metadata, "group": doc.group, "copy_of": doc.id}
+            batch.append(Document(f"{doc.id}~aug{i + 1}", shifted.text, shifted.annotations, metadata))
+        out.append(batch)
+    return out
+
+
 SHIFT_RECORD = "SHIFT.json"
 
 
