@@ -21,7 +21,7 @@ import pytest
 FIXTURE = Path(__file__).parent / "data" / "deid-outputs" / "crf-tiny.json"
 # Files whose bytes are drawn at random per output folder (run.json's seed salt) or
 # hold the lock: compared by the rest. The release report lists the outputs' digests;
-# the bundle's checksum in it (its manifest records when it was made) is compared as a placeholder.
+# the bundle's checksum in it (its manifest records when it was made) is replaced by the token BUNDLE first.
 NOT_COMPARED = {".lock", "run.json"}
 RUNS = {  # name -> the options of one deidentify run
     "tag": ["--spans", "xml", "--spans", "brat"],

@@ -98,20 +98,27 @@ class Lexicon:
     phi: frozenset = frozenset()
 
 
+def _inside_gold(doc: Document) -> np.ndarray:
+    """(n,) bool: the token overlaps a gold span (one that starts before the
+    token ends reaches past its start)."""
+    tokens = doc.tokens
+    spans = sorted((a.start, a.end) for a in doc.annotations)
+    if not spans or not len(tokens):
+        return np.zeros(len(tokens), dtype=bool)
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    reach = np.maximum.accumulate(np.array([e for _, e in spans], dtype=np.int64))
+    before = np.searchsorted(starts, tokens.ends, side="left")  # spans starting before each token ends
+    return (before > 0) & (reach[np.maximum(before - 1, 0)] > tokens.starts)
+
+
 def learn_lexicon(documents: Sequence[Document], min_documents: int = VOCABULARY_MIN_DOCUMENTS) -> Lexicon:
     counts: tuple[dict[str, int], dict[str, int]] = ({}, {})
     for doc in documents:
-        spans = sorted((a.start, a.end) for a in doc.annotations)
-        starts = np.array([s for s, _ in spans], dtype=np.int64)
-        reach = np.maximum.accumulate(np.array([e for _, e in spans], dtype=np.int64)) if spans else np.zeros(0, np.int64)
         seen: tuple[set, set] = (set(), set())
-        tokens = doc.tokens
-        for word, s, e in zip(tokens.words, tokens.starts.tolist(), tokens.ends.tolist()):
+        for word, inside in zip(doc.tokens.words, _inside_gold(doc).tolist()):
             if len(word) < 2 or not _ALPHA.match(word):
                 continue
-            i = int(np.searchsorted(starts, e, side="left"))  # spans starting before the token ends
-            inside = int(bool(i) and reach[i - 1] > s)
-            seen[inside].add(word.lower())
+            seen[int(inside)].add(word.lower())
         for which in (0, 1):
             for w in seen[which]:
                 counts[which][w] = counts[which].get(w, 0) + 1
@@ -137,23 +144,18 @@ class PhiRates:
     tokens: int = 0
     phi: int = 0
 
+    @property
+    def prior(self) -> float:
+        """The training notes' share of PHI tokens (the rate of a context never seen)."""
+        return self.phi / self.tokens if self.tokens else 0.0
+
     def rate(self, context: str, key: str) -> float:
         n, p = self.tables[context].get(key, (0, 0))
-        prior = self.phi / self.tokens if self.tokens else 0.0
-        return (p + RATE_PSEUDO * prior) / (n + RATE_PSEUDO)
+        return (p + RATE_PSEUDO * self.prior) / (n + RATE_PSEUDO)
 
     def to_dict(self) -> dict:
         return {"tokens": self.tokens, "phi": self.phi,
                 **{c: [[k, n, p] for k, (n, p) in sorted(self.tables[c].items())] for c in CONTEXTS}}
-
-
-def _inside_gold(doc: Document) -> np.ndarray:
-    """(n,) bool: the token overlaps a gold span."""
-    tokens = doc.tokens
-    inside = np.zeros(len(tokens), dtype=bool)
-    for a in doc.annotations:
-        inside |= (tokens.starts < a.end) & (tokens.ends > a.start)
-    return inside
 
 
 def _context_keys(words: Sequence[str], i: int) -> tuple[tuple[str, str], ...]:
@@ -176,9 +178,11 @@ def context_rates(documents: Sequence[Document], min_patients: int = RATES_MIN_P
     the documents' ``group`` (each note its own when none is given)."""
     per_doc: list[dict[tuple[str, str], list[int]]] = []
     patients: dict[tuple[str, str], set] = {}
+    phi: list[int] = []
     for doc in documents:
         words = [w.lower() for w in doc.tokens.words]
         inside = _inside_gold(doc).tolist()
+        phi.append(sum(inside))
         counts: dict[tuple[str, str], list[int]] = {}
         for i in range(len(words)):
             for key in _context_keys(words, i):
@@ -190,7 +194,6 @@ def context_rates(documents: Sequence[Document], min_patients: int = RATES_MIN_P
             patients.setdefault(key, set()).add(doc.group)
     kept = {k for k, seen in patients.items() if len(seen) >= min_patients}
     tokens = [len(d.tokens) for d in documents]
-    phi = [int(_inside_gold(d).sum()) for d in documents]
 
     def total(rows: Sequence[int]) -> PhiRates:
         tables: dict[str, dict[str, list[int]]] = {c: {} for c in CONTEXTS}
@@ -212,11 +215,10 @@ def context_rates(documents: Sequence[Document], min_patients: int = RATES_MIN_P
 def _rate_features(rates: PhiRates, words: Sequence[str], a: int, b: int) -> list[float]:
     """The rate features of tokens [a, b) of lower-cased ``words`` (log)."""
     own = [rates.rate("word", w) for w in words[a:b]]
-    pairs = [rates.rate("pair", f"{words[i - 1]} {words[i]}") if i > 0 else rates.rate("pair", "")
-             for i in range(a, b)]
-    before = rates.rate("before", words[a - 1]) if a > 0 else rates.rate("before", "")
-    after = rates.rate("after", words[b]) if b < len(words) else rates.rate("after", "")
-    before2 = rates.rate("before2", words[a - 2]) if a > 1 else rates.rate("before2", "")
+    pairs = [rates.rate("pair", f"{words[i - 1]} {words[i]}") if i > 0 else rates.prior for i in range(a, b)]
+    before = rates.rate("before", words[a - 1]) if a > 0 else rates.prior
+    after = rates.rate("after", words[b]) if b < len(words) else rates.prior
+    before2 = rates.rate("before2", words[a - 2]) if a > 1 else rates.prior
     values = [max(own), sum(own) / len(own), before, after, before2, max(pairs), max(max(own), before, after)]
     return [math.log(v + RATE_FLOOR) for v in values]
 
