@@ -2,6 +2,7 @@
 issue 34 item 8)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -85,6 +86,29 @@ def test_ls_and_the_ambiguous_message_show_the_objective_and_the_chosen_paramete
     assert ambiguous.exit_code != 0 and "ambiguous" in ambiguous.output
     flat = " ".join(ambiguous.output.split())
     assert "objective f1; chosen threshold=" in flat and "objective binary-token:recall>=0.9; chosen threshold=" in flat
+
+
+def test_a_chosen_trust_is_said_once(tmp_path):
+    # voting's grid chooses trust itself: "chosen threshold=1, trust=0.95, trust 0.95" said it twice
+    from ensemble_deid.ensemble.caching import ensemble_summary
+    from ensemble_deid.experiment.cache import _record_checksum
+
+    def record(selection):  # a test part's record as the cache writes it (checksummed)
+        out = {"selection": selection}
+        return json.dumps(out | {"record_sha256": _record_checksum(out)})
+
+    entry = tmp_path / "entry"
+    (entry / "predict-0").mkdir(parents=True)
+    selection = {"objective": "binary-token:recall>=0.99", "best_params": {"threshold": 1, "trust": 0.95},
+                 "trust": 0.95, "trusted": [["crf", "DATE:DATE"]]}
+    (entry / "predict-0" / "all.json").write_text(record(selection))
+    summary = ensemble_summary({"members": ["crf", "svm"], "settings": {"metric": selection["objective"]}}, entry)
+    assert "chosen threshold=1, trust=0.95; made " in summary and summary.count("trust") == 1, summary
+    # pruned voting chooses no trust in its grid: the trust its members earned is said
+    selection = {"best_params": {}, "threshold": 1, "subset": [0, 1], "members": ["crf", "svm"], "trust": 0.99,
+                 "trusted": [["crf", "DATE:DATE"]]}
+    (entry / "predict-0" / "all.json").write_text(record(selection))
+    assert "chosen t=1, 2 of 2 members, trust 0.99; made " in ensemble_summary({}, entry)
 
 
 def test_ls_names_published_parts_by_the_spec_that_reaches_them(tmp_path, monkeypatch):

@@ -138,7 +138,7 @@ def _chosen(entry_dir: Path) -> tuple[str, str | None]:
         shown.append(f"t={selection['threshold']}")
     if isinstance(selection.get("subset"), list) and isinstance(selection.get("members"), list):
         shown.append(f"{len(selection['subset'])} of {len(selection['members'])} members")
-    if selection.get("trusted") and selection.get("trust") is not None:
+    if selection.get("trusted") and selection.get("trust") is not None and "trust" not in best:
         shown.append(f"trust {_short(selection['trust'])}")
     point = point or selection.get("category_thresholds")
     if point:
