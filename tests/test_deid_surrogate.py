@@ -282,6 +282,19 @@ def test_a_name_word_alone_takes_its_role_from_the_name_the_tagger_cut():
         assert _note(s, "Longerbeam reports", [("Longerbeam", "NAME:PATIENT")]).split()[0].casefold() in last
 
 
+def test_a_name_span_without_a_letter_makes_no_neighbour_a_name():
+    # a tagger's NAME span on the comma of "Milton, Maryland" made the state a name ("Bush")
+    for seed in range(4):
+        out = _note(Surrogator(seed=seed), "lives in Milton, Maryland.", [
+            ("Milton", "LOCATION:CITY"), (",", "NAME:PATIENT"), ("Maryland", "LOCATION:STATE")])
+        state = re.fullmatch(r"lives in [^,*]+\S ([A-Z][a-z]+(?: [A-Z][a-z]+)*)\.", out).group(1)
+        assert state in {name for name, _ in lists.STATES} and state != "Maryland", out
+        # a name beside it still makes a capitalised span a name whatever its label
+        out = _note(Surrogator(seed=seed), "Dr. Peter Vukovic", [("Peter", "NAME:DOCTOR"),
+                                                                 ("Vukovic", "LOCATION:STATE")])
+        assert out.split()[2].casefold() in _lexicon()[2], out
+
+
 def test_the_marked_copy_and_the_offsets_show_every_replacement():
     from ensemble_deid.deid.redact import marked, redact_spans
 

@@ -626,7 +626,7 @@ def _name_context(note: _Note, i: int) -> bool:
         return True
     start, end = note.spans[i].start, note.spans[i].end
     for j, other in enumerate(note.spans):
-        if j != i and other.category.upper() == "NAME" and (
+        if j != i and other.category.upper() == "NAME" and _NAME_WORD.search(note.text(j)) and (
                 note.document.text[other.end:start] == " " or note.document.text[end:other.start] == " "):
             return True
     return False
