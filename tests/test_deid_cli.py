@@ -340,6 +340,6 @@ def test_mark_surrogates_writes_a_marked_review_copy_and_the_offsets(tiny_bundle
         assert re.findall(r"\[\[(.*?)\]\]", review) == [e["surrogate"] for e in entries]
         assert review.replace("[[", "").replace("]]", "") == text
     clinical = [e["clinical_value"] for entries in mapping.values() for e in entries if "clinical_value" in e]
-    assert clinical and f"warning: {len(clinical)} span(s) tagged DATE" in res.stderr  # c's dose, whole or in part
+    assert clinical and f"warning: {len(clinical)} span(s) tagged DATE or AGE" in res.stderr  # c's dose, whole or in part
     bad = _run("deidentify", model, notes, "--out", tmp_path / "tag", "--mark-surrogates", ok=False)
     assert bad.exit_code == 2 and "only surrogate mode" in bad.output

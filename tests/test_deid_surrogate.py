@@ -218,6 +218,83 @@ def test_clinical_values_tagged_date_are_kept_when_they_cannot_be_dates():
     assert _note(s, "temp 11/2091", [("11/2091", "DATE:DATE")]) != "temp 11/2091" and s.clinical_values == 6
 
 
+def test_a_clinical_value_the_tagger_cut_in_two_is_read_whole():
+    # a fresh clone's walk: "Blood pressure 142/78" tagged as "142" and "78" (DATE), or "78" alone
+    # (DATE or AGE), had "78" rewritten as a year or an age ("142/75") without a warning
+    for seed in range(4):
+        s = Surrogator(seed=seed)
+        assert _note(s, "Blood pressure 142/78, temp 37.8.", [("142", "DATE:DATE"), ("78", "DATE:DATE")]) \
+            == "Blood pressure 142/78, temp 37.8." and s.clinical_values == 2
+        assert _note(s, "Blood pressure 142/78 at home.", [("78", "DATE:DATE")]) == "Blood pressure 142/78 at home."
+        assert _note(s, "BP 142/78 at home.", [("78", "AGE:AGE")]) == "BP 142/78 at home."
+        assert _note(s, "HR 72, sat 97%", [("72", "AGE:AGE"), ("97", "AGE:AGE")]) == "HR 72, sat 97%"
+        assert s.clinical_values == 6
+        # what is a date or an age stays one: the rest of a date is no value; age words make an age
+        assert _note(s, "seen 11/05/2023", [("2023", "DATE:DATE")]) != "seen 11/05/2023"
+        assert _note(s, "BP taken at age 78", [("78", "AGE:AGE")]) != "BP taken at age 78"
+        assert _note(s, "BP 120/80, age 101", [("101", "AGE:AGE")]) == "BP 120/80, age 90+"
+        assert s.clinical_values == 6
+
+
+def test_a_zip_after_a_state_left_as_written_is_one_of_that_state():
+    # "Springfield, IL 62704" with IL untagged became "..., IL 27134" (a North Carolina code)
+    from faker.providers.address.en_US import Provider
+
+    for seed in range(8):
+        s = Surrogator(seed=seed)
+        for text, state in [("Springfield, IL 62704", "IL"), ("Hartford CT 06106", "CT"),
+                            ("Boston, Massachusetts 02115", "MA"), ("Albany, New York, 12207", "NY")]:
+            out = _note(s, text, [(text.split()[0].rstrip(","), "LOCATION:CITY"), (text[-5:], "LOCATION:ZIP")])
+            low, high = Provider.states_postcode[state]
+            assert out[:-5].endswith(text[len(text.split()[0]):-5]) and low <= int(out[-5:]) <= high, (text, out)
+            assert out[-5:] != text[-5:]
+        # a tagged state is replaced, and the ZIP follows its surrogate; a word that is no state is no state
+        out = _note(s, "Boston, MA 02114", [("MA", "LOCATION:STATE"), ("02114", "LOCATION:ZIP")])
+        low, high = Provider.states_postcode[out.split()[1]]
+        assert out.split()[1] != "MA" and low <= int(out[-5:]) <= high
+
+
+def test_the_part_of_an_email_a_span_holds_is_rebuilt_on_a_reserved_domain():
+    # "kimon.longerbeam@gmail.com" tagged from "@": the domain became random letters ("@mgjtv.jsm")
+    for seed in range(4):
+        s = Surrogator(seed=seed)
+        text = "Contact: kimon.longerbeam@gmail.com, phone"
+        assert _note(s, text, [("@gmail.com", "CONTACT:EMAIL")]) == "Contact: kimon.longerbeam@example.com, phone"
+        assert _note(s, text, [("gmail.com", "CONTACT:EMAIL")]) == "Contact: kimon.longerbeam@example.com, phone"
+        assert _note(s, "at a@example.com", [("@example.com", "CONTACT:EMAIL")]) == "at a@example.org"
+        out = _note(s, text, [("kimon.longerbeam", "CONTACT:EMAIL")])
+        m = re.fullmatch(r"Contact: ([a-z]+)\.([a-z]+)@gmail\.com, phone", out)
+        assert m and m.group(1) in _lexicon()[0] | _lexicon()[1] and m.group(2) in _lexicon()[2], out
+
+
+def test_a_name_word_alone_takes_its_role_from_the_name_the_tagger_cut():
+    # "Kimon" of "Kimon Longerbeam" tagged alone became a surname ("Lang Longerbeam"), as did
+    # "Louetta" of "Corriere, Louetta"
+    female, male, last = _lexicon()
+    for seed in range(6):
+        s = Surrogator(seed=seed)
+        first = _note(s, "Patient: Kimon Longerbeam", [("Kimon", "NAME:PATIENT")]).split()[1]
+        assert first.casefold() in female | male, first
+        first = _note(s, "Corriere, Louetta is 101", [("Louetta", "NAME:PATIENT")]).split()[1]
+        assert first.casefold() in female | male, first
+        # alone, or after a title, a word the lists do not know is still a surname
+        assert _note(s, "seen by Dr. Vukovic today", [("Vukovic", "NAME:DOCTOR")]).split()[3].casefold() in last
+        assert _note(s, "Longerbeam reports", [("Longerbeam", "NAME:PATIENT")]).split()[0].casefold() in last
+
+
+def test_a_name_span_without_a_letter_makes_no_neighbour_a_name():
+    # a tagger's NAME span on the comma of "Milton, Maryland" made the state a name ("Bush")
+    for seed in range(4):
+        out = _note(Surrogator(seed=seed), "lives in Milton, Maryland.", [
+            ("Milton", "LOCATION:CITY"), (",", "NAME:PATIENT"), ("Maryland", "LOCATION:STATE")])
+        state = re.fullmatch(r"lives in [^,*]+\S ([A-Z][a-z]+(?: [A-Z][a-z]+)*)\.", out).group(1)
+        assert state in {name for name, _ in lists.STATES} and state != "Maryland", out
+        # a name beside it still makes a capitalised span a name whatever its label
+        out = _note(Surrogator(seed=seed), "Dr. Peter Vukovic", [("Peter", "NAME:DOCTOR"),
+                                                                 ("Vukovic", "LOCATION:STATE")])
+        assert out.split()[2].casefold() in _lexicon()[2], out
+
+
 def test_the_marked_copy_and_the_offsets_show_every_replacement():
     from ensemble_deid.deid.redact import marked, redact_spans
 

@@ -8,7 +8,6 @@ import json
 import os
 import stat
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -304,11 +303,7 @@ def test_cleaned_text_map_fuzz():
         assert time.monotonic() < deadline
 
 
-MEDDOCAN_DEV = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "meddocan" / "dev" / "xml"
-
-
-@pytest.mark.skipif(not MEDDOCAN_DEV.is_dir(), reason="MEDDOCAN is not beside the repository")
-def test_clean_step_on_meddocan_maps_every_gold_span_back(mist_home):
+def test_clean_step_on_meddocan_maps_every_gold_span_back(mist_home, meddocan_dir):
     """Real Spanish case reports (MEDDOCAN dev; Marimon et al., IberLEF@SEPLN
     2019, pp. 618-638, CC BY 4.0) with CRLF line ends, through the stand-in's
     clean step: each gold span, located in the cleaned signal, maps back to
@@ -323,7 +318,7 @@ def test_clean_step_on_meddocan_maps_every_gold_span_back(mist_home):
         return "".join(c if c.isascii() else unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode() or "?"
                        for c in text)
 
-    docs = load_directory(MEDDOCAN_DEV)[:25]
+    docs = load_directory(meddocan_dir / "dev" / "xml")[:25]
     spans = 0
     for doc in docs:
         original = doc.text.replace("\n", "\r\n")

@@ -1,7 +1,9 @@
 """MEDDOCAN (../shared/corpora/meddocan): registration counts, BRAT = XML,
-alignment loss. Skipped when the corpus is not beside the repository."""
+alignment loss. Skipped when the corpus is neither beside the repository nor
+where MEDDOCAN_DIR says."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
@@ -31,11 +33,11 @@ def _row(output: str, first: str) -> list[str]:
 
 def test_corpus_add_and_show(meddocan_dir, workspace, train_docs, monkeypatch):
     monkeypatch.chdir(REPO_ROOT)  # the issue's command, run from the repository root
+    # relative paths as the README writes them (../shared/corpora/meddocan/... beside
+    # shared/), and the folder MEDDOCAN_DIR names in a clone elsewhere
+    train, test = (os.path.relpath(meddocan_dir / split / "xml", REPO_ROOT) for split in ("train", "dev"))
     runner = CliRunner()
-    result = runner.invoke(main, [
-        "corpus", "add", "meddocan",
-        "--train", "../shared/corpora/meddocan/train/xml", "--test", "../shared/corpora/meddocan/dev/xml",
-    ])
+    result = runner.invoke(main, ["corpus", "add", "meddocan", "--train", train, "--test", test])
     assert result.exit_code == 0, result.output
     assert f"train: {TRAIN_DOCS} documents, {TRAIN_PHI:,} PHI" in result.output
     assert f"test: {TEST_DOCS} documents, {TEST_PHI:,} PHI" in result.output

@@ -38,8 +38,13 @@ def test_cross_corpus_study_writes_tables_plots_and_manifest(two_corpora, tmp_pa
     monkeypatch.setattr(plots, "agreement_heatmap", lambda names, *a, **k: heatmaps.append(list(names)) or draw(names, *a, **k))
     cfg = StudyConfig(corpora=["tinyA", "tinyB"], taggers=["memorize", "memorize:max_len=2", "rules"],
                       methods=["voting", "voting-pruned", "stacked-svm"], folds=3, trials=200, name="t")
-    res = Study(two_corpora, cfg, log=lambda m: None, progress=False,
+    said = []
+    res = Study(two_corpora, cfg, log=said.append, progress=False,
                 command=["ensemble-deid", "study", "--corpus", "tinyA"]).run(tmp_path / "out")
+    # issue 53 (a fresh clone's walk): each step's line fits 80 columns, as the tables do
+    lines = [line for message in said for line in message.splitlines()]
+    assert any(x.startswith("  voting-pruned on tinyA test, all models") for x in lines), lines
+    assert max(map(len, lines)) <= 80, [x for x in lines if len(x) > 80]
     # Table 4: trainable taggers have a value for every (test, training set); rules once per test split.
     base = {label: cells for label, cells in res.base_table.rows}
     assert len(res.base_table.columns) == 6

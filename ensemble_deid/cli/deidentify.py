@@ -166,9 +166,9 @@ def deidentify(model, input_dir, out, mode, span_formats, seed, date_order, loca
     if page is not None:
         click.echo(f"review page (holds PHI, owner-only, not for sharing): {page}")
     if run.clinical_values:
-        click.echo(f"warning: {run.clinical_values} span(s) tagged DATE read as clinical values (a blood pressure,\n"
-                   "  a lab value, a dose): left as written where they cannot be dates, else\n"
-                   "  changed as dates; check them " + ("in marked/" if mark_surrogates else "(--mark-surrogates)"),
+        click.echo(f"warning: {run.clinical_values} span(s) tagged DATE or AGE read as clinical values (a blood\n"
+                   "  pressure, a lab value, a dose): left as written where they cannot be dates,\n"
+                   "  else changed as dates; check them " + ("in marked/" if mark_surrogates else "(--mark-surrogates)"),
                    err=True)
     if run.has_gold:
         with fail_on_error():

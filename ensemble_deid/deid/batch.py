@@ -276,7 +276,7 @@ class FolderRun:
     seconds: float = 0.0
     has_gold: bool = False
     leftovers_removed: int = 0  # temp files and folders of an interrupted run
-    clinical_values: int = 0  # DATE-labelled spans that read as clinical values (kept when no date)
+    clinical_values: int = 0  # DATE- or AGE-labelled spans that read as clinical values (kept when no date)
     outputs: dict[str, list[Path]] = field(default_factory=dict)
     not_notes: dict[str, int] = field(default_factory=dict)  # files of INPUT not read, per reason (no names)
     spans: int = 0  # PHI spans tagged in the notes of this run

@@ -16,10 +16,11 @@ tagger predicted for it; the text and its surroundings decide first:
   90), decades ("60s") by ten years;
 - a span labelled DATE that reads as a clinical value (a blood pressure
   such as 142/78; one or two numbers, no four-digit year, right after a lab
-  or vital sign or right before a unit; a decimal that is no date) is
+  or vital sign or right before a unit; a decimal that is no date; read
+  with the rest of a value the tagger cut: "78" of "142/78") is
   counted (``clinical_values``, for a warning) and, when no reading makes
   it a date, left as written: a stray DATE label must not rewrite a
-  measurement unseen. One that could be a date ("A1c 3/60", "K 3.4") is
+  measurement unseen. So is one labelled AGE without age words ("HR 72"). One that could be a date ("A1c 3/60", "K 3.4") is
   changed as a date: the tagger may be right, and a date left as written
   would leak. The marked review copy shows both;
 - dates are shifted by one offset per patient (1 to 3 years and 30 to 330
@@ -29,21 +30,25 @@ tagger predicted for it; the text and its surroundings decide first:
   or "dmy", decided by any part > 12). A span labelled DATE that does not
   read as a valid date gets a shape-kept redraw (below);
 - an e-mail address is rebuilt from surrogate names on a reserved domain
-  (example.com/.org/.net, RFC 2606);
+  (example.com/.org/.net, RFC 2606), and so is the part of one a span holds
+  ("@gmail.com": a reserved domain);
 - ID-like spans (more digits than letters: SSNs, record numbers, phone
   numbers), whatever their label, and IDs, phone and fax numbers, URLs and
   anything without a generator keep their shape: each digit and letter
   redrawn, punctuation kept; digits shaped like a date or a time of day
   become a valid one, never an impossible one;
 - ZIP codes: a real ZIP code in the surrogate of its state (the state of a
-  state name written before it, else the one its digits belong to), so
+  state span right before it, else the one its digits belong to), or in the
+  state written before it when no span holds that state (it stays), so
   city, state and ZIP of an address stay coherent;
 - names keep their parts (``surrogate_names``): first names become first
   names (of the same sex where the name lists know it), surnames surnames,
   initials initials consistent with the note's surrogate names, titles and
   degrees as written; each word maps to the same surrogate word in a
   patient's notes, so "John Smith", "Smith, John" and "J. Smith" stay
-  consistent. A capitalised span that is not a profession word, right after
+  consistent. A word alone that the lists do not know is a first name
+  before a capitalised word the tagger left ("Kimon Longerbeam") or after
+  "Surname, ". A capitalised span that is not a profession word, right after
   a title or a name, is a name whatever its label ("Dr. Peter Vukovic"). No
   surrogate name is an occupation word ("Farmer");
 - places, hospitals, organisations and professions: drawn from the generators.
@@ -83,6 +88,8 @@ SEX_WORDS = {"es": ("varón", "mujer", "hombre"), "en": ("female", "male", "woma
 RESERVED_DOMAINS = ("example.com", "example.org", "example.net")  # RFC 2606
 _NAME_WORD = re.compile(r"[^\W\d_]+")
 _EMAIL = re.compile(r"^([^@\s]+)@([^@\s]+\.[^@\s.]+)$")
+_EMAIL_PART = re.compile(r"^(?=[^@\s]*@?[^@\s]*$)\S*[^\W\d_]\S*$")  # no space, at most one "@", a letter
+_HOST = re.compile(r"(?i)^[\w-]+(?:\.[\w-]+)*\.[a-z]{2,6}$")
 _ZIP = re.compile(r"^(\d{5})(-\d{4})?$")
 _NUMBER = re.compile(r"\d+")
 # What makes a number an age: the words before it ("age 101", "aged", "edad") or after it ("101 yo", "años").
@@ -101,6 +108,8 @@ _CLINICAL_AFTER = re.compile(r"(?i)^(?:[.,/]\d+)?\s*(?:mm\s?hg|mg|mcg|µg|g/dl|m
                              r"|bpm|%|°|/min|x\s?\d|puffs?|tabs?|l/min|cm|mm)(?![^\W\d_])")
 _CLINICAL_SHAPE = re.compile(r"^\d+(?:[.,]\d+)?(?:/\d+(?:[.,]\d+)?)?$")
 _BP_SHAPE = re.compile(r"^(\d{2,3})/(\d{2,3})$")
+_FIRST_BEFORE = re.compile(r"^ (?:[A-Z]\. )?[A-Z][a-z]+(?:['’-][A-Za-z]+)*(?![^\W\d_])")  # " Longerbeam", " J. Smith"
+_FIRST_AFTER = re.compile(r"(?<![^\W\d_])[A-Z][A-Za-z]+(?:['’-][A-Za-z]+)*, $")  # "Corriere, ", "CORRIERE, "
 _TITLE_BEFORE = re.compile(r"(?<![^\W\d_])(?i:" + "|".join(sorted(names.TITLES, key=len, reverse=True))
                            + r")\.?\s+(?:[A-ZÁÉÍÓÚÑ][^\W\d_]*\.?\s+){0,2}$")
 
@@ -113,8 +122,8 @@ class Surrogator:
     so a seed is kept like a key (the default is a random one, never shown).
     ``record=True`` keeps the mapping (original -> surrogate per document) in
     ``mapping``; it contains PHI and is written only when asked for.
-    ``clinical_values`` counts the DATE-labelled spans that read as clinical
-    values (a count, no text; left as written when they cannot be dates)."""
+    ``clinical_values`` counts the DATE- or AGE-labelled spans that read as
+    clinical values (a count, no text; left as written when they cannot be dates)."""
 
     seed: int | None = None  # None: a random one (surrogates derive from it like from a key)
     date_order: str = "mdy"
@@ -166,7 +175,7 @@ class Surrogator:
         for i, span in enumerate(spans):
             original = document.text[span.start:span.end]
             kind = note.kinds[i]
-            clinical = kind == "kept" or (kind == "date" and _clinical_value(note, i))
+            clinical = kind == "kept" or (kind == "date" and bool(_clinical_value(note, i)))
             key = (kind if kind in ("age", "kept") else "", original)  # exact: "Lee" and "LEE" keep their case style
             new = given.get(key)
             if new is None:
@@ -196,14 +205,17 @@ class Surrogator:
         if type_ == "SEX":
             return "sex"
         labelled_date = "DATE" in (category, type_) or type_ == "FECHAS"
-        if labelled_date and _clinical_value(note, i) and not _date_like(text):
+        value = _clinical_value(note, i)  # with the rest of a number the span cut ("78" of "142/78")
+        if labelled_date and value and not _date_like(value):
             return "kept"
-        if "AGE" in (category, type_) or _age_context(note, i):
+        if _age_context(note, i):
             return "age"
+        if "AGE" in (category, type_):  # a stray AGE label on a measurement ("HR 72") rewrites none either
+            return "kept" if value else "age"
         if labelled_date:
             return "date"
-        if _EMAIL.match(text):
-            return "email"
+        if _EMAIL.match(text) or (type_ == "EMAIL" and _EMAIL_PART.match(text)):
+            return "email"  # whole, or the part a tagger cut ("@gmail.com", "kimon.longerbeam")
         digits, letters = sum(c.isdigit() for c in text), sum(c.isalpha() for c in text)
         if type_ == "ZIP" or (category == "LOCATION" and _ZIP.match(text)):
             return "zip"
@@ -349,6 +361,16 @@ class Surrogator:
                 for p in parts:
                     if p.role != names.INITIAL:
                         known.setdefault(text[p.start:p.end].casefold(), p.role)
+        for run, (text, titled) in zip(runs, texts):
+            # a word alone that the lists do not know, before a capitalised word the tagger left
+            # ("Kimon Longerbeam") or after "Surname, " ("Corriere, Louetta"), is a first name
+            words = names.UNIT.findall(text)
+            if len(words) == 1 and not titled and words[0] == text.strip() and len(text.strip()) > 1 \
+                    and names.lexical_role(text.strip(), self.locale) is None:
+                before = note.document.text[:note.spans[run[0]].start][-40:]
+                after = note.document.text[note.spans[run[-1]].end:][:40]
+                if _FIRST_BEFORE.match(after) or _FIRST_AFTER.search(before):
+                    known.setdefault(text.strip().casefold(), names.FIRST)
         by_role: dict[str, list[str]] = {names.FIRST: [], names.LAST: []}
         for text, titled in texts:
             for p in names.parse(text, self.locale, known, titled):
@@ -406,10 +428,20 @@ class Surrogator:
 
     def _email(self, note: "_Note", i: int, salt: str = "") -> str:
         """The local part's name words become surrogate names (first, then
-        last), its digits other digits; the domain a reserved one."""
+        last), its digits other digits; the domain a reserved one. A span
+        holding only part of an address is rebuilt the same way: the domain
+        ("@gmail.com", "gmail.com" after an "@") or the local part."""
         original = note.text(i)
         text = original.strip()
-        local, domain = _EMAIL.match(text).groups()
+        whole = _EMAIL.match(text)
+        if whole:
+            local, domain = whole.groups()
+        elif "@" in text:
+            local, domain = text.split("@", 1)
+        elif note.before(i).endswith("@") or (not note.after(i).startswith("@") and _HOST.match(text)):
+            local, domain = "", text
+        else:
+            local, domain = text, ""
         pieces = re.split(r"([._+-]|\d+)", local)
         words = [k for k, p in enumerate(pieces) if p and p[0].isalpha()]
         rng = self._rng(note.patient, "email", salt, text.casefold())
@@ -424,9 +456,12 @@ class Surrogator:
             new = case_like(self._name_word(p, role, note, salt), p)
             pieces[k] = _ascii(new) or new  # "Castejón" -> "castejon"
         pieces = ["".join(str(rng.randrange(10)) for _ in p) if p.isdigit() else p for p in pieces]
-        tld = domain.rsplit(".", 1)[-1].lower()
-        host = next((d for d in RESERVED_DOMAINS if d.endswith("." + tld)), RESERVED_DOMAINS[0])
-        return original.replace(text, "".join(pieces) + "@" + host)
+        new = "".join(pieces) + ("@" if "@" in text else "")
+        if domain:
+            tld = domain.rsplit(".", 1)[-1].lower()
+            hosts = [d for d in RESERVED_DOMAINS if d != domain.lower()]  # "@example.com" tagged: another one
+            new += next((d for d in hosts if d.endswith("." + tld)), hosts[0])
+        return original.replace(text, new)
 
     # -- places ------------------------------------------------------------------------
     def _state(self, original: str, patient: str, salt: str = "") -> tuple[str, str]:
@@ -455,6 +490,8 @@ class Surrogator:
             "es_ES" if self.locale.startswith("es") else "en_US")
         if self.locale.startswith("es"):
             new = fake.postcode()
+        elif note.state_before(i) is None and note.written_state_before(i):  # "IL 62704", IL not tagged: it stays
+            new = fake.zipcode_in_state(note.written_state_before(i))
         else:
             state = note.state_before(i) or _zip_state(m.group(1)) or text
             new = fake.zipcode_in_state(self._state(state, note.patient)[1])
@@ -488,6 +525,21 @@ class _Note:
     def after(self, i: int, width: int = 30) -> str:
         return self.document.text[self.spans[i].end:self.spans[i].end + width].split("\n", 1)[0]
 
+    def written_state_before(self, i: int) -> str | None:
+        """The abbreviation of a US state written right before span ``i`` and
+        not tagged ("Springfield, IL 62704"): it is left as written."""
+        before = self.before(i)
+        if before[-1:] not in (" ", ","):
+            return None  # "IL62704": no state word of its own
+        words = before.rstrip(" ,").split()
+        for n in (3, 2, 1):
+            said = " ".join(words[-n:]).rstrip(".") if len(words) >= n else ""
+            if said and (len(said) > 2 or said.isupper()) and said.casefold() in _STATE_KEYS:
+                start = self.spans[i].start - len(before) + before.rfind(said)
+                if not any(a.start < start + len(said) and start < a.end for a in self.spans):
+                    return _STATE_KEYS[said.casefold()].upper()
+        return None
+
     def state_before(self, i: int) -> str | None:
         """The text of a state span a few characters before span ``i`` ("MA 02114")."""
         for j, kind in enumerate(self.kinds):
@@ -497,18 +549,26 @@ class _Note:
         return None
 
 
-def _clinical_value(note: _Note, i: int) -> bool:
-    """A number (or two, no four-digit year) with a lab or vital sign before
-    it or a unit after it, or shaped like a blood pressure, or a decimal that
-    is no date."""
-    text = note.text(i).strip()
+def _clinical_value(note: _Note, i: int) -> str:
+    """The value span ``i`` is part of when it reads as a clinical one, else
+    "": a number (or two, no four-digit year) with a lab or vital sign
+    before it or a unit after it, or shaped like a blood pressure, or a
+    decimal that is no date. A span the tagger cut out of a value ("78" of
+    "BP 142/78") is read with the rest of it."""
+    text, before, after = note.text(i).strip(), note.before(i), note.after(i)
+    head = re.search(r"(?<![\d./])\d+/$", before)
+    tail = re.match(r"/\d+(?![\d./])", after)
+    if head:
+        before, text = before[:head.start()], head.group(0) + text
+    if tail:
+        after, text = after[tail.end():], text + tail.group(0)
     if not _CLINICAL_SHAPE.match(text) or re.search(r"\d{4}", text):
-        return False
-    if _CLINICAL_BEFORE.search(note.before(i)) or _CLINICAL_AFTER.match(note.after(i)):
-        return True
+        return ""
+    if _CLINICAL_BEFORE.search(before) or _CLINICAL_AFTER.match(after):
+        return text
     bp = _BP_SHAPE.match(text)
     bp = bp and int(bp.group(1)) > int(bp.group(2)) and int(bp.group(1)) >= 50  # systolic over diastolic, not "10/86"
-    return bool(bp or re.search(r"\d[.,]\d", text))
+    return text if bp or re.search(r"\d[.,]\d", text) else ""
 
 
 def _date_like(text: str) -> bool:
@@ -566,7 +626,7 @@ def _name_context(note: _Note, i: int) -> bool:
         return True
     start, end = note.spans[i].start, note.spans[i].end
     for j, other in enumerate(note.spans):
-        if j != i and other.category.upper() == "NAME" and (
+        if j != i and other.category.upper() == "NAME" and _NAME_WORD.search(note.text(j)) and (
                 note.document.text[other.end:start] == " " or note.document.text[end:other.start] == " "):
             return True
     return False

@@ -55,6 +55,7 @@ from ..files import private_dir, read_toml, write_private
 from ..progress import phase, progress_bar
 from ..taggers.constraints import MAX_COUNT, SEED, Interval, Options
 from .report import Cell, ResultTable
+from .table import fold_lines
 from ..corpus.workspace import Corpus, Workspace
 
 ALL_METHODS = ("voting", "voting-pruned", "decision-templates", "stacked-svm", "stacked-searn", "stacked-lstm")
@@ -225,7 +226,7 @@ class Study:
                  skipped: Mapping[str, str] | None = None):
         self.ws = workspace
         self.config = config
-        self.log = log
+        self.log = lambda message: log(fold_lines(message))  # each step's line fits 80 columns, as the tables do
         self.progress = progress
         self.command = list(command) if command is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]
         self.skipped = dict(skipped or {})  # tagger -> why it could not run here
@@ -370,7 +371,7 @@ class Study:
         # so an average over the fits done so far says nothing about the ones to come.
         bar = progress_bar(total=len(blocks) * len(cfg.methods), desc="ensembles", unit="fit",
                            disable=not self.progress, eta=False, file=sys.stderr)
-        say = (lambda m: bar.write(m, file=sys.stderr)) if self.progress else self.log
+        say = (lambda m: bar.write(fold_lines(m), file=sys.stderr)) if self.progress else self.log
         for j, (t, set_name, members) in enumerate(blocks):
             mo = outputs[t.name]
             train_members = {m: mo.train[m] for m in members}

@@ -38,6 +38,17 @@ def _default_align(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     )
 
 
+def fold_lines(text: str, width: int = 80) -> str:
+    """Each line of ``text`` folded at spaces to ``width`` (a status line on
+    a terminal, like the tables), its continuation indented four more; a
+    spec, path or checksum longer than that is never cut."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, width, subsequent_indent=" " * (len(line) - len(line.lstrip(" ")) + 4),
+                                   break_on_hyphens=False, break_long_words=False) or line
+                     for line in text.split("\n"))
+
+
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
     """A Markdown pipe table, columns padded; numbers right-aligned by default."""
     cells = [[_cell(v) for v in row] for row in rows]
