@@ -10,6 +10,7 @@ import json
 import os
 import random
 import re
+import secrets
 import shutil
 import stat
 from pathlib import Path
@@ -34,6 +35,7 @@ def A(start, end, label):
 
 # -- the decided spans, hand-computed ----------------------------------------------
 
+DRAWN_SEED = 5  # the seed a surrogate run "draws" in test_surrogate_runs_are_applied_with_the_runs_seed
 TEXT = "Seen by Dr. Ann Lee at Mercy Hospital on Monday."
 #       0         1         2         3         4
 #       012345678901234567890123456789012345678901234567
@@ -220,7 +222,12 @@ def test_an_interrupted_apply_is_finished_by_running_it_again(tiny_bundle, tmp_p
     assert _tree(cut) == _tree(whole)
 
 
-def test_surrogate_runs_are_applied_with_the_runs_seed(tiny_bundle, tmp_path):
+def test_surrogate_runs_are_applied_with_the_runs_seed(tiny_bundle, tmp_path, monkeypatch):
+    # The first run draws its seed and records it in run.json; the draw is fixed here. A name's
+    # surrogate depends on the note's other names (the roles read from them, and a draw equal to
+    # another PHI word is redrawn), and the decisions below add a name: for some seeds (2 here; 11 of
+    # 400 in a scan) a name on an undecided line then gets another surrogate too.
+    monkeypatch.setattr(secrets, "randbits", lambda bits: DRAWN_SEED)
     drawn, given = tmp_path / "drawn", tmp_path / "given"
     notes = _deidentify(tiny_bundle, drawn, "--mode", "surrogate")
     _deidentify(tiny_bundle, given, "--mode", "surrogate", "--seed", "7")
