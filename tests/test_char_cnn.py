@@ -63,6 +63,7 @@ def synthetic_2014(tmp_path_factory):
     return load_directory(paths["train"]), load_directory(paths["test"])
 
 
+@pytest.mark.slow  # 5 s: the early-stopping test below also trains until identifiers are found
 def test_a_few_epochs_find_identifiers_on_the_synthetic_2014_corpus(synthetic_2014):
     """Version 1 stayed at the tag prior (every token O, strict F1 0) here: its
     convolutions got almost no gradient through the untrained token BiLSTM."""

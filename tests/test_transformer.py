@@ -199,6 +199,7 @@ def _run(*args):
     return result.output
 
 
+@pytest.mark.slow  # 10 s: the contract tests above cover fit, save and load in the default run
 def test_cv_ensemble_fit_and_deidentify_in_a_fresh_process(workspace, tiny_registered, checkpoint, tmp_path):
     _cli_round_trip(workspace, tiny_registered, checkpoint, tmp_path, epochs=6)
 
